@@ -1,0 +1,252 @@
+"""ε lower bounds from membership-inference observations (Tight Auditing §4).
+
+Score convention: a higher score means "more likely in". At threshold t the
+attack predicts "in" when score >= t, so a false positive is an out-score >= t
+and a false negative an in-score < t.
+
+Frequentist bounds (``"clopper-pearson"``, ``"jeffreys"``) bound the FPR and
+the FNR from above, each at one-sided level 1 - (1 - c)/2, so both hold
+together with probability >= c by the union bound (no independence assumed),
+and feed the two upper bounds (ᾱ, β̄) to the family:
+
+* ``"gdp"``: μ >= Φ⁻¹(1 - ᾱ) - Φ⁻¹(β̄) (Eq. 12), then ε(δ) by Eq. 6;
+* ``"eps-delta"``: ε >= max(log((1 - δ - ᾱ)/β̄), log((1 - δ - β̄)/ᾱ)) (Eq. 9);
+* ``"pure"``: the same with δ = 0; its ``"katz-log"`` interval bounds the
+  ratios TPR/FPR and TNR/FNR with Katz's asymptotic log interval instead;
+* a :class:`~privaudit.stats.pld.SubsampledGaussian`: the PLD trade-off
+  curve of a subsampled, composed Gaussian mechanism (Appendix A).
+
+``interval="bayes"`` instead reports the posterior quantile 1 - c of the
+family's parameter (Eq. 13), with the two-sided credible interval and the
+posterior median; it is a credible bound (``kind="credible bound"``).
+
+Clopper–Pearson bounds hold at the stated confidence for every sample size.
+Jeffreys and Katz-log are approximate (``kind="approximate lower bound"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import stats
+
+from ._result import Result
+from ._validation import as_scores, check_choice, check_probability
+from .bayes import posterior_quantiles
+from .families import EpsilonDelta, GaussianDP
+from .intervals import _upper
+from .thresholds import Best, Bonferroni, Split, candidate_thresholds, error_counts, held_out_split, resolve_threshold
+
+__all__ = ["EpsilonLowerBound", "epsilon_lower_bound"]
+
+METHODS = ("gdp", "eps-delta", "pure")
+INTERVALS = ("clopper-pearson", "jeffreys", "bayes", "katz-log")
+
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonLowerBound(Result):
+    """An ε lower bound from membership-inference observations, with what produced it.
+
+    ``parameter`` is the bound on the family's own parameter (μ for GDP, ε for
+    (ε, δ) and pure DP, the noise multiplier's upper bound for PLD families).
+    ``fpr_upper``/``fnr_upper`` are the error-rate bounds the frequentist
+    intervals used (None for Bayes). ``num_in``/``num_out`` count the
+    observations the bound was computed on; ``num_selection`` those spent on
+    choosing the threshold.
+    """
+
+    epsilon: float
+    delta: float
+    confidence: float
+    method: str
+    interval: str
+    kind: str
+    valid: bool
+    threshold: float
+    threshold_strategy: str
+    num_tests: int
+    parameter_name: str
+    parameter: float
+    false_positives: int
+    false_negatives: int
+    num_in: int
+    num_out: int
+    num_selection: int
+    fpr_upper: float | None = None
+    fnr_upper: float | None = None
+    epsilon_credible_interval: tuple[float, float] | None = None
+    epsilon_median: float | None = None
+    seed: int | None = None
+
+
+def _resolve_family(method, delta: float):
+    if hasattr(method, "family_for"):
+        return method.family_for(delta)
+    method = check_choice(method, "method", METHODS)
+    if method == "gdp":
+        return GaussianDP(delta)
+    return EpsilonDelta(delta if method == "eps-delta" else 0.0)
+
+
+def _check_interval(interval, family) -> str:
+    interval = check_choice(interval, "interval", INTERVALS)
+    if interval == "katz-log" and family.name != "eps-delta" or interval == "katz-log" and family.delta != 0.0:
+        raise ValueError(f"`interval` 'katz-log' needs method 'pure', got method {family.name!r}")
+    if interval == "bayes" and not hasattr(family, "region"):
+        raise ValueError(f"`interval` 'bayes' is not available for method {family.name!r}; use 'clopper-pearson'")
+    return interval
+
+
+def _error_bounds(fp, n_out, fn, n_in, confidence, method):
+    level = 1.0 - (1.0 - confidence) / 2.0
+    return _upper(fp, n_out, level, method), _upper(fn, n_in, level, method)
+
+
+def _katz_log_epsilon(fp, n_out, fn, n_in, confidence) -> float:
+    """Lower bound on max(log TPR/FPR, log TNR/FNR), Katz et al.'s log interval."""
+    z = stats.norm.isf((1.0 - confidence) / 2.0)
+    best = 0.0
+    # each ratio: numerator count x1 of n1 over denominator count x2 of n2
+    for x1, n1, x2, n2 in ((n_in - fn, n_in, fp, n_out), (n_out - fp, n_out, fn, n_in)):
+        x1, x2 = max(x1, 0.5), max(x2, 0.5)  # zero counts get the usual 0.5 correction
+        log_ratio = np.log(x1 / n1) - np.log(x2 / n2)
+        se = np.sqrt(max(1.0 / x1 - 1.0 / n1 + 1.0 / x2 - 1.0 / n2, 0.0))
+        best = max(best, float(log_ratio - z * se))
+    return best
+
+
+def _evaluate(family, interval, fp, n_out, fn, n_in, confidence):
+    """Bound at one threshold: (epsilon, parameter, extras) at confidence ``confidence``."""
+    if interval == "bayes":
+        low, lower_two, median, upper_two = posterior_quantiles(
+            family, fp, n_out, fn, n_in, [1.0 - confidence, (1.0 - confidence) / 2.0, 0.5, (1.0 + confidence) / 2.0]
+        )
+        extras = {
+            "epsilon_credible_interval": (family.epsilon(lower_two), family.epsilon(upper_two)),
+            "epsilon_median": family.epsilon(median),
+        }
+        return family.epsilon(low), float(low), extras
+    if interval == "katz-log":
+        epsilon = _katz_log_epsilon(fp, n_out, fn, n_in, confidence)
+        return epsilon, epsilon, {}
+    fpr_upper, fnr_upper = _error_bounds(fp, n_out, fn, n_in, confidence, interval)
+    parameter = float(family.parameter_from_errors(fpr_upper, fnr_upper))
+    return family.epsilon(parameter), parameter, {"fpr_upper": float(fpr_upper), "fnr_upper": float(fnr_upper)}
+
+
+def _rank_thresholds(proxy, in_sorted, out_sorted, confidence):
+    """Candidate thresholds ordered from the most to the least promising (Clopper–Pearson proxy)."""
+    candidates = candidate_thresholds(in_sorted, out_sorted)
+    fp, fn = error_counts(in_sorted, out_sorted, candidates)
+    fpr_upper, fnr_upper = _error_bounds(fp, out_sorted.size, fn, in_sorted.size, confidence, "clopper-pearson")
+    score = proxy.parameter_from_errors(fpr_upper, fnr_upper)
+    order = np.argsort(-score, kind="stable")
+    return candidates[order]
+
+
+def _plan(strategy, in_scores, out_scores, proxy, confidence, rng):
+    """Return (thresholds to test, in/out for the bound, number of selection observations, valid)."""
+    if isinstance(strategy, float):
+        return [strategy], in_scores, out_scores, 0, True
+    if isinstance(strategy, Bonferroni) and strategy.thresholds is not None:
+        return list(strategy.thresholds), in_scores, out_scores, 0, True
+    if isinstance(strategy, Best):
+        ranked = _rank_thresholds(proxy, np.sort(in_scores), np.sort(out_scores), confidence)
+        return [ranked[0]], in_scores, out_scores, in_scores.size + out_scores.size, False
+    select_in, eval_in = held_out_split(in_scores, strategy.fraction, rng, "in_scores")
+    select_out, eval_out = held_out_split(out_scores, strategy.fraction, rng, "out_scores")
+    ranked = _rank_thresholds(proxy, np.sort(select_in), np.sort(select_out), confidence)
+    count = 1 if isinstance(strategy, Split) else strategy.num_thresholds
+    return list(ranked[:count]), eval_in, eval_out, select_in.size + select_out.size, True
+
+
+def _describe(strategy) -> str:
+    return repr(float(strategy)) if isinstance(strategy, float) else repr(strategy)
+
+
+def epsilon_lower_bound(
+    in_scores,
+    out_scores,
+    *,
+    delta: float,
+    method="gdp",
+    interval: str = "clopper-pearson",
+    confidence: float = 0.95,
+    threshold="split",
+    seed=None,
+) -> EpsilonLowerBound:
+    """Lower-bound ε(δ) from the scores of an attack on "in" and "out" observations.
+
+    Parameters
+    ----------
+    in_scores, out_scores : 1-D arrays of finite numbers
+        Attack scores on observations with and without the target (higher
+        means "in").
+    delta : float in (0, 1)
+        The δ at which ε is reported.
+    method : {"gdp", "eps-delta", "pure"} or SubsampledGaussian
+    interval : {"clopper-pearson", "jeffreys", "bayes", "katz-log"}
+        "katz-log" only with ``method="pure"``; "bayes" not with PLD families.
+    confidence : float in (0, 1)
+    threshold : float, "split", "bonferroni", "best", Split, Bonferroni or Best
+        How the decision threshold is chosen (see :mod:`privaudit.stats.thresholds`).
+    seed : int, numpy Generator or None
+        Randomness of the held-out split.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> out_scores, in_scores = rng.normal(0, 1, 5000), rng.normal(2, 1, 5000)
+    >>> result = epsilon_lower_bound(in_scores, out_scores, delta=1e-5, seed=1)
+    >>> result.valid, result.kind, bool(5.0 < result.epsilon < 9.99)  # true ε(1e-5) of 2-GDP: 9.997
+    (True, 'lower bound', True)
+    >>> epsilon_lower_bound(in_scores, out_scores, delta=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `delta` must be in (0, 1), got 1.5
+    """
+    in_scores = as_scores(in_scores, "in_scores")
+    out_scores = as_scores(out_scores, "out_scores")
+    delta = check_probability(delta, "delta")
+    confidence = check_probability(confidence, "confidence")
+    family = _resolve_family(method, delta)
+    interval = _check_interval(interval, family)
+    strategy = resolve_threshold(threshold)
+    rng = np.random.default_rng(seed)
+    proxy = getattr(family, "proxy", family)
+
+    thresholds, eval_in, eval_out, num_selection, valid = _plan(strategy, in_scores, out_scores, proxy, confidence, rng)
+    per_test_confidence = 1.0 - (1.0 - confidence) / len(thresholds)
+    in_sorted, out_sorted = np.sort(eval_in), np.sort(eval_out)
+    false_positives, false_negatives = error_counts(in_sorted, out_sorted, thresholds)
+
+    best = None
+    for t, fp, fn in zip(thresholds, false_positives, false_negatives):
+        epsilon, parameter, extras = _evaluate(family, interval, int(fp), out_sorted.size, int(fn), in_sorted.size, per_test_confidence)
+        if best is None or epsilon > best[0]:
+            best = (epsilon, parameter, extras, float(t), int(fp), int(fn))
+    epsilon, parameter, extras, chosen, fp, fn = best
+
+    kind = {"clopper-pearson": "lower bound", "bayes": "credible bound"}.get(interval, "approximate lower bound")
+    return EpsilonLowerBound(
+        epsilon=float(epsilon),
+        delta=delta,
+        confidence=confidence,
+        method=family.name,
+        interval=interval,
+        kind=kind if valid else f"optimistic {kind}",
+        valid=valid,
+        threshold=chosen,
+        threshold_strategy=_describe(strategy),
+        num_tests=len(thresholds),
+        parameter_name=family.parameter_name,
+        parameter=parameter,
+        false_positives=fp,
+        false_negatives=fn,
+        num_in=int(in_sorted.size),
+        num_out=int(out_sorted.size),
+        num_selection=int(num_selection),
+        seed=seed if isinstance(seed, (int, np.integer)) or seed is None else None,
+        **extras,
+    )

@@ -1,0 +1,162 @@
+"""Threshold strategies for membership-inference audits, as option values.
+
+A threshold t turns scores into decisions: predict "in" (member) when
+score >= t. Then a false positive is an "out" score >= t and a false
+negative an "in" score < t.
+
+Choosing t on the same observations that are then bounded makes the bound
+optimistic. The strategies differ in how they avoid (or flag) that:
+
+* a float: fixed in advance, every observation is used for the bound;
+* :class:`Split`: chosen on a seeded held-out fraction, bounded on the rest;
+* :class:`Bonferroni`: several thresholds, each tested at confidence
+  1 - (1 - c)/k, so the best of them is still valid at confidence c;
+* :class:`Best`: the best of many thresholds on the same data. Optimistic;
+  results carry ``valid=False``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._validation import check_count, check_real
+
+__all__ = ["Best", "Bonferroni", "Split", "candidate_thresholds", "error_counts", "resolve_threshold"]
+
+#: Upper limit on thresholds scored by a search; keeps 10⁶ observations well under a second.
+MAX_CANDIDATES = 4096
+
+
+def _check_fraction_open(value: float, name: str) -> float:
+    number = check_real(value, name)
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"`{name}` must be in (0, 1), got {number:g}")
+    return number
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """Choose the threshold on a seeded held-out ``fraction`` of each side, bound on the rest.
+
+    >>> Split(fraction=0.3)
+    Split(fraction=0.3)
+    """
+
+    fraction: float = 0.5
+
+    def __post_init__(self):
+        _check_fraction_open(self.fraction, "fraction")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bonferroni:
+    """Test k thresholds, each at confidence 1 - (1 - c)/k, and report the best.
+
+    With ``thresholds`` given, they are fixed in advance and all observations
+    are used. Otherwise the ``num_thresholds`` most promising thresholds are
+    picked on a held-out ``fraction`` and tested on the rest.
+
+    >>> Bonferroni(thresholds=(0.5, 1.0)).num_tests
+    2
+    """
+
+    thresholds: tuple[float, ...] | None = None
+    num_thresholds: int = 16
+    fraction: float = 0.25
+
+    def __post_init__(self):
+        if self.thresholds is not None:
+            values = tuple(check_real(t, "thresholds") for t in np.ravel(self.thresholds))
+            if not values:
+                raise ValueError("`thresholds` must hold at least 1 value, got 0")
+            object.__setattr__(self, "thresholds", values)
+        check_count(self.num_thresholds, "num_thresholds", minimum=1)
+        _check_fraction_open(self.fraction, "fraction")
+
+    @property
+    def num_tests(self) -> int:
+        return len(self.thresholds) if self.thresholds is not None else self.num_thresholds
+
+
+@dataclasses.dataclass(frozen=True)
+class Best:
+    """Take the best threshold on the same data. Optimistic: results are flagged ``valid=False``.
+
+    >>> Best()
+    Best()
+    """
+
+
+_NAMED = {"split": Split, "bonferroni": Bonferroni, "best": Best}
+
+
+def resolve_threshold(threshold):
+    """Turn the ``threshold`` argument into a float or a strategy object.
+
+    >>> resolve_threshold("split"), resolve_threshold(0.5)
+    (Split(fraction=0.5), 0.5)
+    >>> resolve_threshold("median")
+    Traceback (most recent call last):
+    ...
+    ValueError: `threshold` must be a finite number or one of 'split', 'bonferroni', 'best', got 'median'
+    """
+    if isinstance(threshold, (Split, Bonferroni, Best)):
+        return threshold
+    if isinstance(threshold, str):
+        if threshold in _NAMED:
+            return _NAMED[threshold]()
+    elif not isinstance(threshold, bool):
+        try:
+            value = float(threshold)
+        except (TypeError, ValueError):
+            value = np.nan
+        if np.isfinite(value):
+            return value
+    names = ", ".join(repr(name) for name in _NAMED)
+    raise ValueError(f"`threshold` must be a finite number or one of {names}, got {threshold!r}")
+
+
+def error_counts(in_sorted: np.ndarray, out_sorted: np.ndarray, thresholds) -> tuple[np.ndarray, np.ndarray]:
+    """False positives (#out >= t) and false negatives (#in < t) for sorted scores.
+
+    >>> error_counts(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 2.0]), [2.0])
+    (array([1]), array([1]))
+    """
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    false_positives = out_sorted.size - np.searchsorted(out_sorted, thresholds, side="left")
+    false_negatives = np.searchsorted(in_sorted, thresholds, side="left")
+    return false_positives, false_negatives
+
+
+def candidate_thresholds(in_sorted: np.ndarray, out_sorted: np.ndarray) -> np.ndarray:
+    """Distinct pooled scores to try as thresholds, at most ``MAX_CANDIDATES``.
+
+    With more distinct scores than that, keep evenly spaced ranks plus
+    geometrically spaced ranks at both ends, where the extreme thresholds that
+    (ε, δ) audits need live.
+
+    >>> candidate_thresholds(np.array([1.0, 2.0]), np.array([2.0, 3.0]))
+    array([1., 2., 3.])
+    """
+    pooled = np.unique(np.concatenate([in_sorted, out_sorted]))
+    if pooled.size <= MAX_CANDIDATES:
+        return pooled
+    last = pooled.size - 1
+    tail = np.unique(np.geomspace(1, pooled.size, MAX_CANDIDATES // 4).astype(np.int64)) - 1
+    ranks = np.concatenate([np.linspace(0, last, MAX_CANDIDATES // 2).astype(np.int64), tail, last - tail])
+    return pooled[np.unique(ranks)]
+
+
+def held_out_split(scores: np.ndarray, fraction: float, rng: np.random.Generator, name: str):
+    """Split ``scores`` at random into (selection, evaluation), both non-empty."""
+    size = scores.size
+    num_selection = int(round(fraction * size))
+    if num_selection < 1 or num_selection > size - 1:
+        raise ValueError(
+            f"`{name}` must hold enough observations to split by fraction {fraction:g} "
+            f"(at least 1 on each side), got {size}"
+        )
+    order = rng.permutation(size)
+    return scores[order[:num_selection]], scores[order[num_selection:]]

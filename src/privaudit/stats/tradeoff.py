@@ -1,0 +1,70 @@
+"""Trade-off functions of f-DP (Dong, Roth and Su; Tight Auditing §2.2).
+
+A trade-off function f maps a false-positive rate α of a test between the
+outputs on neighbouring datasets to the smallest false-negative rate β any test
+with that α can reach. A mechanism is f-DP when every attack's (α, β) lies on
+or above f, and, by symmetry of neighbouring, (1 - α, 1 - β) does too.
+
+* ``tradeoff_gdp``: G_μ(α) = Φ(Φ⁻¹(1 - α) - μ), the Gaussian mechanism.
+* ``tradeoff_eps_delta``: f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α))
+  (Tight Auditing Eq. 4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from ._validation import check_positive
+
+__all__ = ["tradeoff_eps_delta", "tradeoff_gdp"]
+
+
+def _as_rates(alpha) -> np.ndarray:
+    rates = np.asarray(alpha, dtype=np.float64)
+    if np.any(~np.isfinite(rates)) or np.any((rates < 0) | (rates > 1)):
+        raise ValueError(f"`alpha` must be in [0, 1], got {alpha!r}")
+    return rates
+
+
+def _unwrap(array: np.ndarray):
+    return array if array.ndim else float(array)
+
+
+def tradeoff_gdp(alpha, mu: float):
+    """G_μ(α) = Φ(Φ⁻¹(1 - α) - μ): the trade-off function of μ-GDP.
+
+    Examples
+    --------
+    >>> round(tradeoff_gdp(0.05, 1.0), 4)  # Φ(1.6449 - 1)
+    0.7405
+    >>> tradeoff_gdp([0.0, 1.0], 2.0).tolist()
+    [1.0, 0.0]
+    """
+    mu = check_positive(mu, "mu", allow_zero=True)
+    rates = _as_rates(alpha)
+    return _unwrap(stats.norm.cdf(stats.norm.isf(rates) - mu))
+
+
+def tradeoff_eps_delta(alpha, epsilon: float, delta: float):
+    """f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α)) (Tight Auditing Eq. 4).
+
+    Examples
+    --------
+    >>> round(tradeoff_eps_delta(0.1, 1.0, 1e-5), 4)  # max(0, 1 - 1e-5 - 0.2718, 0.3311)
+    0.7282
+    >>> tradeoff_eps_delta(0.0, 0.0, 0.0)
+    1.0
+    """
+    epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
+    delta = check_positive(delta, "delta", allow_zero=True)
+    if delta >= 1.0:
+        raise ValueError(f"`delta` must be in [0, 1), got {delta:g}")
+    rates = _as_rates(alpha)
+    return _unwrap(_eps_delta_curve(rates, epsilon, delta))
+
+
+def _eps_delta_curve(alpha: np.ndarray, epsilon, delta: float) -> np.ndarray:
+    first = 1.0 - delta - np.exp(epsilon) * alpha
+    second = np.exp(-epsilon) * (1.0 - delta - alpha)
+    return np.maximum(0.0, np.maximum(first, second))
