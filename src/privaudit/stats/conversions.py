@@ -119,6 +119,7 @@ def _gaussian_pld(noise_multiplier: float, sampling_prob: float, num_steps: int,
         sampling_prob=sampling_prob,
         pessimistic_estimate=pessimistic,
         value_discretization_interval=discretization,
+        use_connect_dots=pessimistic,  # connect-the-dots is pessimistic-only
     )
     return pld.self_compose(num_steps) if num_steps > 1 else pld
 
