@@ -47,7 +47,7 @@ def gdp_delta(epsilon, mu):
     >>> round(float(gdp_delta(1.0, 1.0)), 6)
     0.126937
     >>> from scipy.stats import norm
-    >>> abs(gdp_delta(0.0, 2.0) - (2 * norm.cdf(1.0) - 1)) < 1e-15  # at ε = 0, δ is the TV distance
+    >>> bool(abs(gdp_delta(0.0, 2.0) - (2 * norm.cdf(1.0) - 1)) < 1e-15)  # at ε = 0, δ is the TV distance
     True
     """
     eps = np.asarray(epsilon, dtype=np.float64)
