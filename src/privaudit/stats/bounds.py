@@ -135,11 +135,21 @@ def _evaluate(family, interval, fp, n_out, fn, n_in, confidence):
     return family.epsilon(parameter), parameter, {"fpr_upper": float(fpr_upper), "fnr_upper": float(fnr_upper)}
 
 
-def _rank_thresholds(proxy, in_sorted, out_sorted, confidence):
-    """Candidate thresholds ordered from the most to the least promising (Clopper–Pearson proxy)."""
+def _rank_thresholds(proxy, in_sorted, out_sorted, confidence, eval_sizes=None):
+    """Candidate thresholds ordered from the most to the least promising.
+
+    Each threshold is scored by the Clopper–Pearson bound that an evaluation
+    on ``eval_sizes`` = (n_in, n_out) observations would give if the error
+    rates were the upper bounds seen here. Using upper bounds rather than
+    point estimates keeps the noisy extreme thresholds, which win a plain
+    maximum by chance, from being chosen.
+    """
     candidates = candidate_thresholds(in_sorted, out_sorted)
     fp, fn = error_counts(in_sorted, out_sorted, candidates)
     fpr_upper, fnr_upper = _error_bounds(fp, out_sorted.size, fn, in_sorted.size, confidence, "clopper-pearson")
+    if eval_sizes is not None:
+        n_in, n_out = eval_sizes
+        fpr_upper, fnr_upper = _error_bounds(fpr_upper * n_out, n_out, fnr_upper * n_in, n_in, confidence, "clopper-pearson")
     score = proxy.parameter_from_errors(fpr_upper, fnr_upper)
     order = np.argsort(-score, kind="stable")
     return candidates[order]
@@ -156,8 +166,9 @@ def _plan(strategy, in_scores, out_scores, proxy, confidence, rng):
         return [ranked[0]], in_scores, out_scores, in_scores.size + out_scores.size, False
     select_in, eval_in = held_out_split(in_scores, strategy.fraction, rng, "in_scores")
     select_out, eval_out = held_out_split(out_scores, strategy.fraction, rng, "out_scores")
-    ranked = _rank_thresholds(proxy, np.sort(select_in), np.sort(select_out), confidence)
     count = 1 if isinstance(strategy, Split) else strategy.num_thresholds
+    per_test_confidence = 1.0 - (1.0 - confidence) / count
+    ranked = _rank_thresholds(proxy, np.sort(select_in), np.sort(select_out), per_test_confidence, (eval_in.size, eval_out.size))
     return list(ranked[:count]), eval_in, eval_out, select_in.size + select_out.size, True
 
 

@@ -44,7 +44,7 @@ class Split:
     Split(fraction=0.3)
     """
 
-    fraction: float = 0.5
+    fraction: float = 0.2
 
     def __post_init__(self):
         _check_fraction_open(self.fraction, "fraction")
@@ -96,7 +96,7 @@ def resolve_threshold(threshold):
     """Turn the ``threshold`` argument into a float or a strategy object.
 
     >>> resolve_threshold("split"), resolve_threshold(0.5)
-    (Split(fraction=0.5), 0.5)
+    (Split(fraction=0.2), 0.5)
     >>> resolve_threshold("median")
     Traceback (most recent call last):
     ...
