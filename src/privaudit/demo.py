@@ -91,7 +91,7 @@ def _membership(rng: np.random.Generator) -> dict:
     from .stats.metrics import roc_auc, tpr_at_fpr
 
     in_scores, out_scores = rng.normal(1.0, 1.0, 5000), rng.normal(0.0, 1.0, 5000)
-    tpr = np.ravel(getattr(tpr_at_fpr(in_scores, out_scores, [0.01]), "tpr", tpr_at_fpr(in_scores, out_scores, [0.01])))
+    tpr = tpr_at_fpr(in_scores, out_scores, [0.01])
     return {
         "AUC": float(roc_auc(in_scores, out_scores)),
         "AUC (theory)": float(stats.norm.cdf(1 / np.sqrt(2))),

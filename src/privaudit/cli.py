@@ -1,0 +1,186 @@
+"""The ``privaudit`` command line (typer). ``python -m privaudit`` is the same.
+
+Bad input never produces a traceback: the command exits with code 2, prints
+one line "error: ..." on stderr, and writes nothing to stdout. Output is built
+completely before anything is printed, so a failure leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+import privaudit
+
+app = typer.Typer(
+    name="privaudit",
+    help="Empirical privacy auditing: canary exposure and lower bounds on epsilon. Higher scores mean 'member'.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(privaudit.__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Empirical privacy auditing: canary exposure and lower bounds on epsilon."""
+
+
+def _render_table(title: str, columns: list[str], rows: list[list[str]]) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console = Console(record=True, width=120, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_format(item) for item in value) + ")"
+    return str(value)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.command()
+def exposure(
+    canaries: Annotated[Path, typer.Option("--canaries", help="Canary losses (.npy, .csv or one number per line).")],
+    references: Annotated[Path, typer.Option("--references", help="Reference losses from the same format, never inserted.")],
+    extrapolate: Annotated[bool, typer.Option("--extrapolate", help="Add skew-normal extrapolated exposure.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Rank-based exposure of each canary among reference losses (Secret Sharer §4)."""
+    from ._io import read_numbers
+    from .stats.exposure import exposure as rank_exposure
+    from .stats.exposure import exposure_extrapolated
+
+    canary_losses = read_numbers(canaries, "--canaries")
+    reference_losses = read_numbers(references, "--references")
+    ranked = rank_exposure(canary_losses, reference_losses)
+    fitted = exposure_extrapolated(canary_losses, reference_losses) if extrapolate else None
+    if as_json:
+        payload = {"exposure": ranked.to_dict()}
+        if fitted is not None:
+            payload["extrapolated"] = fitted.to_dict()
+        _emit(json.dumps(payload, indent=2))
+        return
+    columns = ["canary", "loss", "rank", "exposure"] + (["extrapolated exposure"] if fitted is not None else [])
+    rows = []
+    for index, loss in enumerate(canary_losses):
+        row = [str(index), _format(float(loss)), str(int(ranked.ranks[index])), _format(float(ranked.exposures[index]))]
+        if fitted is not None:
+            row.append(_format(float(fitted.exposures[index])))
+        rows.append(row)
+    title = f"Exposure among {ranked.num_references} references (ties count against the canary)"
+    text = _render_table(title, columns, rows)
+    if fitted is not None:
+        text += f"skew-normal fit: Kolmogorov-Smirnov statistic {fitted.ks_statistic:.4g} (p = {fitted.ks_pvalue:.3g}, optimistic: fitted on the same data)\n"
+    _emit(text)
+
+
+def _parse_threshold(text: str):
+    if text in ("split", "bonferroni", "best"):
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"`--threshold` must be a number or one of 'split', 'bonferroni', 'best', got {text!r}") from None
+
+
+@app.command()
+def bound(
+    in_file: Annotated[Path, typer.Option("--in", help="Attack scores with the target present (higher = member).")],
+    out_file: Annotated[Path, typer.Option("--out", help="Attack scores with the target absent.")],
+    delta: Annotated[float, typer.Option("--delta", help="The delta at which epsilon is reported, in (0, 1).")],
+    method: Annotated[str, typer.Option("--method", help="gdp, eps-delta or pure.")] = "gdp",
+    interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
+    threshold: Annotated[str, typer.Option("--threshold", help="A number fixed in advance, or split, bonferroni, best.")] = "split",
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the held-out split.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Lower-bound epsilon from membership-inference scores (Tight Auditing §4)."""
+    from ._io import read_numbers
+    from .stats.bounds import epsilon_lower_bound
+
+    in_scores = read_numbers(in_file, "--in")
+    out_scores = read_numbers(out_file, "--out")
+    result = epsilon_lower_bound(
+        in_scores,
+        out_scores,
+        delta=delta,
+        method=method,
+        interval=interval,
+        confidence=confidence,
+        threshold=_parse_threshold(threshold),
+        seed=seed,
+    )
+    data = result.to_dict()
+    if as_json:
+        text = json.dumps(data, indent=2)
+    else:
+        rows = [[key, _format(value)] for key, value in data.items() if key not in ("versions", "result_type")]
+        text = _render_table("Epsilon lower bound", ["quantity", "value"], rows)
+    if not result.valid:
+        typer.echo("warning: the threshold was chosen on the same data it bounds; the bound is optimistic (valid = False)", err=True)
+    _emit(text)
+
+
+@app.command()
+def demo(
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated data.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the audits on built-in generated data whose true privacy is known."""
+    from .demo import run_demo
+
+    report = run_demo(seed=seed)
+    if as_json:
+        _emit(json.dumps(report.to_dict(), indent=2))
+        return
+    rows = [list(row) for row in report.rows()]
+    _emit(_render_table(f"privaudit demo (seed {seed}, delta = 1e-5)", ["section", "quantity", "value"], rows))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``privaudit`` console script."""
+    try:
+        code = app(args=argv, prog_name="privaudit", standalone_mode=False)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        raise SystemExit(1) from None
+    except typer.TyperException as error:  # usage errors: unknown option, missing value, bad type
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        typer.echo(f"error: {' '.join(message.split())}", err=True)
+        raise SystemExit(getattr(error, "exit_code", 2)) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

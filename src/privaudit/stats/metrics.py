@@ -1,0 +1,104 @@
+"""Membership-inference metrics: ROC curve, AUC, TPR at FPR, precision at recall.
+
+Score convention: a higher score means "more likely in"; the attack predicts
+"in" when score >= t. These are in-sample statistics of the observed scores,
+not confidence bounds; for bounds on ε use :func:`privaudit.epsilon_lower_bound`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import stats
+
+from ._result import Result
+from ._validation import as_scores
+
+__all__ = ["RocCurve", "precision_at_recall", "roc_auc", "roc_curve", "tpr_at_fpr"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RocCurve(Result):
+    """ROC points for thresholds in decreasing order, from (0, 0) at +inf to (1, 1)."""
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+
+
+def _validate(in_scores, out_scores):
+    return as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
+
+
+def _roc(in_scores: np.ndarray, out_scores: np.ndarray):
+    thresholds = np.unique(np.concatenate([in_scores, out_scores]))[::-1]
+    # #scores >= t, for each distinct t, by binary search on the sorted scores
+    true_positives = in_scores.size - np.searchsorted(np.sort(in_scores), thresholds, side="left")
+    false_positives = out_scores.size - np.searchsorted(np.sort(out_scores), thresholds, side="left")
+    fpr = np.r_[0.0, false_positives / out_scores.size]
+    tpr = np.r_[0.0, true_positives / in_scores.size]
+    return fpr, tpr, np.r_[np.inf, thresholds]
+
+
+def _check_targets(values, name: str) -> np.ndarray:
+    targets = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if targets.ndim != 1 or targets.size == 0 or np.any(~np.isfinite(targets)) or np.any((targets < 0) | (targets > 1)):
+        raise ValueError(f"`{name}` must be one or more numbers in [0, 1], got {values!r}")
+    return targets
+
+
+def roc_curve(in_scores, out_scores) -> RocCurve:
+    """ROC curve of the attack "in iff score >= t", one point per distinct score.
+
+    >>> curve = roc_curve([3.0, 2.0], [1.0, 2.0])
+    >>> curve.fpr.tolist(), curve.tpr.tolist(), curve.thresholds.tolist()
+    ([0.0, 0.0, 0.5, 1.0], [0.0, 0.5, 1.0, 1.0], [inf, 3.0, 2.0, 1.0])
+    """
+    fpr, tpr, thresholds = _roc(*_validate(in_scores, out_scores))
+    return RocCurve(fpr=fpr, tpr=tpr, thresholds=thresholds)
+
+
+def roc_auc(in_scores, out_scores) -> float:
+    """Area under the ROC curve: P(in-score > out-score) + ½ P(tie), by the rank-sum formula.
+
+    >>> roc_auc([3.0, 2.0], [1.0, 2.0])  # pairs: 3>1, 3>2, 2>1, 2=2 -> 3.5/4
+    0.875
+    """
+    in_scores, out_scores = _validate(in_scores, out_scores)
+    ranks = stats.rankdata(np.concatenate([in_scores, out_scores]))  # ties get average ranks
+    n_in, n_out = in_scores.size, out_scores.size
+    u = ranks[:n_in].sum() - n_in * (n_in + 1) / 2.0
+    return float(u / (n_in * n_out))
+
+
+def tpr_at_fpr(in_scores, out_scores, fpr=(0.001, 0.01, 0.1)) -> np.ndarray:
+    """Highest TPR among thresholds whose empirical FPR is <= each target.
+
+    >>> tpr_at_fpr([3.0, 2.0], [1.0, 2.0], [0.0, 0.5])
+    array([0.5, 1. ])
+    """
+    in_scores, out_scores = _validate(in_scores, out_scores)
+    targets = _check_targets(fpr, "fpr")
+    fprs, tprs, _ = _roc(in_scores, out_scores)
+    # fpr is non-decreasing along the curve: the last point with fpr <= target has the largest tpr
+    last = np.searchsorted(fprs, targets + 1e-12, side="right") - 1
+    return tprs[last]
+
+
+def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.ndarray:
+    """Highest precision among thresholds whose recall (TPR) is >= each target.
+
+    >>> precision_at_recall([3.0, 2.0], [1.0, 2.0], [0.5, 1.0])
+    array([1.        , 0.66666667])
+    """
+    in_scores, out_scores = _validate(in_scores, out_scores)
+    targets = _check_targets(recall, "recall")
+    fprs, tprs, _ = _roc(in_scores, out_scores)
+    tp, fp = tprs[1:] * in_scores.size, fprs[1:] * out_scores.size
+    precision = tp / np.maximum(tp + fp, 1.0)
+    recall_values = tprs[1:]
+    # best precision among points at or beyond each recall: suffix maximum
+    suffix_best = np.maximum.accumulate(precision[::-1])[::-1]
+    first = np.searchsorted(recall_values, targets - 1e-12, side="left")
+    return suffix_best[np.minimum(first, recall_values.size - 1)]
