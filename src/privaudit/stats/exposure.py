@@ -121,8 +121,10 @@ def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
         return -0.5 * t * t - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * t)
 
     peak = log_integrand(0.0)
-    value, _ = integrate.quad(lambda u: np.exp(log_integrand(u) - peak), 0.0, np.inf, limit=200)
-    return float(np.log(2.0) + peak + np.log(value))
+    # the integrand decays like exp(-rate · u); integrate in v = rate · u so the mass sits at v ~ 1
+    rate = abs(z) * (1.0 + max(shape, 0.0) ** 2) + 1.0
+    value, _ = integrate.quad(lambda v: np.exp(log_integrand(v / rate) - peak), 0.0, np.inf, limit=200)
+    return float(np.log(2.0) + peak + np.log(value / rate))
 
 
 def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
