@@ -1,0 +1,48 @@
+"""Score files: .npy, .csv with or without header, one number per line; errors name the option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privaudit._io import read_numbers
+
+
+def test_formats_give_the_same_numbers(tmp_path):
+    values = np.array([0.25, -1.5, 3.0])
+    np.save(tmp_path / "a.npy", values)
+    np.save(tmp_path / "column.npy", values[:, None])
+    (tmp_path / "b.csv").write_text("loss\n0.25\n-1.5\n3.0\n")
+    (tmp_path / "row.csv").write_text("0.25, -1.5, 3.0\n")
+    (tmp_path / "c.txt").write_text("# header comment\n0.25\n\n-1.5\n3\n")
+    for name in ("a.npy", "column.npy", "b.csv", "row.csv", "c.txt"):
+        assert read_numbers(tmp_path / name, "--in").tolist() == values.tolist()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "match"),
+    [
+        ("two.csv", "1,2\n3,4\n", "one column or one row"),
+        ("bad.txt", "1\nx\n", "line 2: expected a number"),
+        ("inf.txt", "1\ninf\n", "finite"),
+        ("blank.txt", "\n\n", "at least 1"),
+    ],
+)
+def test_bad_files_name_the_option(tmp_path, name, content, match):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError, match=match) as error:
+        read_numbers(tmp_path / name, "--out")
+    assert str(error.value).startswith("`--out`")
+
+
+def test_missing_file_and_directory_and_matrix(tmp_path):
+    with pytest.raises(ValueError, match="file not found"):
+        read_numbers(tmp_path / "none.npy", "--in")
+    with pytest.raises(ValueError, match="is a directory"):
+        read_numbers(tmp_path, "--in")
+    np.save(tmp_path / "m.npy", np.ones((2, 2)))
+    with pytest.raises(ValueError, match="`--in` must be a 1-D array"):
+        read_numbers(tmp_path / "m.npy", "--in")
+    (tmp_path / "binary.npy").write_bytes(b"\x00\x01garbage")
+    with pytest.raises(ValueError, match="`--in`: cannot read"):
+        read_numbers(tmp_path / "binary.npy", "--in")
