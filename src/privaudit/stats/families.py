@@ -71,8 +71,8 @@ class EpsilonDelta:
         fpr = np.asarray(fpr, dtype=np.float64)
         fnr = np.asarray(fnr, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
-            first = np.log1p(np.minimum(-self.delta - fpr, 0.0)) - np.log(fnr)
-            second = np.log1p(np.minimum(-self.delta - fnr, 0.0)) - np.log(fpr)
+            first = np.log1p(np.clip(-self.delta - fpr, -1.0, 0.0)) - np.log(fnr)
+            second = np.log1p(np.clip(-self.delta - fnr, -1.0, 0.0)) - np.log(fpr)
         # log1p(-1) = -inf and log(0) = -inf give nan only when both are infinite
         first = np.where(np.isnan(first), -np.inf, first)
         second = np.where(np.isnan(second), -np.inf, second)
