@@ -100,10 +100,73 @@ def _membership(rng: np.random.Generator) -> dict:
     }
 
 
+def _exposure(rng: np.random.Generator) -> dict:
+    """Canary exposure among 10⁵ references, and the ε it implies (Jagielski's note)."""
+    from .stats.exposure import epsilon_from_exposure, exposure, exposure_extrapolated, random_guessing_exposure
+
+    # log-perplexities in bits: references ~ N(40, 3²); memorised canaries sit 6 bits lower
+    references = rng.normal(40.0, 3.0, 100_000)
+    canaries = rng.normal(34.0, 3.0, 200)
+    ranked = exposure(canaries, references)
+    bound = epsilon_from_exposure(canaries, references)
+    return {
+        "median exposure (sampled)": float(np.median(ranked.exposures)),
+        "median exposure (skew-normal extrapolation)": float(np.median(exposure_extrapolated(canaries, references).exposures)),
+        "median exposure if nothing is memorised": random_guessing_exposure(references.size).median,
+        "epsilon estimate ln2 (median exposure - 1)": float(np.log(2) * (np.median(ranked.exposures) - 1)),
+        "epsilon lower bound (Clopper-Pearson)": bound.epsilon,
+    }
+
+
+def _one_shot(rng: np.random.Generator) -> dict:
+    """One-shot estimation with random canaries (One-shot Table 2 setting, smaller d)."""
+    from .stats.conversions import gaussian_epsilon, gdp_mu
+    from .stats.one_shot import epsilon_lower_bound_cosines, epsilon_one_shot
+
+    d, k, delta = 10**6, 1000, 1e-6
+    sigma = 1.0 / gdp_mu(3.0, delta)  # the Gaussian mechanism calibrated to ε = 3
+    cosines = rng.normal(1.0 / (sigma * np.sqrt(d)), 1.0 / np.sqrt(d), k)  # Theorem 3.3's limit
+    return {
+        "noise multiplier": sigma,
+        "true epsilon (delta = 1e-6)": gaussian_epsilon(sigma, delta),
+        "epsilon estimate (equal variance)": epsilon_one_shot(cosines, dimension=d, delta=delta, equal_variance=True).epsilon,
+        "epsilon estimate (fitted variance)": epsilon_one_shot(cosines, dimension=d, delta=delta).epsilon,
+        "epsilon lower bound from cosines": epsilon_lower_bound_cosines(cosines, dimension=d, delta=delta).epsilon,
+    }
+
+
+def _one_run(rng: np.random.Generator) -> dict:
+    """One training run, m = 10⁴ canaries, a randomized-response attack with ε = 2."""
+    from .stats.one_run import epsilon_one_run_sweep
+
+    epsilon, m = 2.0, 10_000
+    member = rng.random(m) < 0.5
+    correct = rng.random(m) < np.exp(epsilon) / (1 + np.exp(epsilon))
+    scores = np.where(correct, member, ~member) + rng.random(m) * 1e-3
+    result = epsilon_one_run_sweep(scores, member, delta=DELTA)
+    return {"true epsilon": epsilon, "epsilon lower bound": result.epsilon, "guesses used": result.num_guesses}
+
+
+def _panoramia(rng: np.random.Generator) -> dict:
+    """PANORAMIA on synthetic scores: a c-close generator and an MIA that sees the model."""
+    from .stats.panoramia import panoramia_bounds
+
+    m = 10_000
+    member = rng.random(m) < 0.5
+    baseline = member * 0.5 + rng.normal(size=m)
+    mia = member * 1.5 + rng.normal(size=m)
+    result = panoramia_bounds(baseline, mia, member)
+    return {"c lower bound": result.c_lb, "c + epsilon lower bound": result.c_plus_epsilon_lb, "epsilon tilde (estimate)": result.epsilon_tilde}
+
+
 SECTIONS: dict[str, Callable[[np.random.Generator], dict]] = {
     "gaussian": _gaussian,
     "dp-sgd": _dpsgd,
     "membership": _membership,
+    "exposure": _exposure,
+    "one-shot": _one_shot,
+    "one-run": _one_run,
+    "panoramia": _panoramia,
 }
 
 
