@@ -90,7 +90,8 @@ class SubsampledGaussian:
 @functools.lru_cache(maxsize=256)
 def _supporting_lines(mechanism: SubsampledGaussian, noise_multiplier: float):
     pld = _gaussian_pld(noise_multiplier, mechanism.sampling_prob, mechanism.num_steps, True, _DISCRETIZATION)
-    top = max(float(pld.get_epsilon_for_delta(1e-12)), 1e-3)
+    # lines with ε > 50 only matter for α < e^-50: beyond any audit's resolution
+    top = min(max(float(pld.get_epsilon_for_delta(1e-12)), 1e-3), 50.0)
     epsilons = np.linspace(0.0, top, mechanism.num_lines)
     return epsilons, np.asarray(pld.get_delta_for_epsilon(epsilons), dtype=np.float64)
 
