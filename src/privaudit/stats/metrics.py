@@ -41,11 +41,14 @@ def _roc(in_scores: np.ndarray, out_scores: np.ndarray):
     return fpr, tpr, np.r_[np.inf, thresholds]
 
 
-def _check_targets(values, name: str) -> np.ndarray:
+def _roc_at_targets(in_scores, out_scores, values, name: str):
+    """Validated scores and targets, and the ROC points: (targets, fpr, tpr, n_in, n_out)."""
+    in_scores, out_scores = _validate(in_scores, out_scores)
     targets = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if targets.ndim != 1 or targets.size == 0 or np.any(~np.isfinite(targets)) or np.any((targets < 0) | (targets > 1)):
         raise ValueError(f"`{name}` must be one or more numbers in [0, 1], got {values!r}")
-    return targets
+    fprs, tprs, _ = _roc(in_scores, out_scores)
+    return targets, fprs, tprs, in_scores.size, out_scores.size
 
 
 def roc_curve(in_scores, out_scores) -> RocCurve:
@@ -78,9 +81,7 @@ def tpr_at_fpr(in_scores, out_scores, fpr=(0.001, 0.01, 0.1)) -> np.ndarray:
     >>> tpr_at_fpr([3.0, 2.0], [1.0, 2.0], [0.0, 0.5])
     array([0.5, 1. ])
     """
-    in_scores, out_scores = _validate(in_scores, out_scores)
-    targets = _check_targets(fpr, "fpr")
-    fprs, tprs, _ = _roc(in_scores, out_scores)
+    targets, fprs, tprs, _, _ = _roc_at_targets(in_scores, out_scores, fpr, "fpr")
     # fpr is non-decreasing along the curve: the last point with fpr <= target has the largest tpr
     last = np.searchsorted(fprs, targets + 1e-12, side="right") - 1
     return tprs[last]
@@ -92,10 +93,8 @@ def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.nda
     >>> precision_at_recall([3.0, 2.0], [1.0, 2.0], [0.5, 1.0])
     array([1.        , 0.66666667])
     """
-    in_scores, out_scores = _validate(in_scores, out_scores)
-    targets = _check_targets(recall, "recall")
-    fprs, tprs, _ = _roc(in_scores, out_scores)
-    tp, fp = tprs[1:] * in_scores.size, fprs[1:] * out_scores.size
+    targets, fprs, tprs, n_in, n_out = _roc_at_targets(in_scores, out_scores, recall, "recall")
+    tp, fp = tprs[1:] * n_in, fprs[1:] * n_out
     precision = tp / np.maximum(tp + fp, 1.0)
     recall_values = tprs[1:]
     # best precision among points at or beyond each recall: suffix maximum

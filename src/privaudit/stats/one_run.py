@@ -113,20 +113,16 @@ def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence
 
 
 @dataclasses.dataclass(frozen=True)
-class OneRunSweep(Result):
-    """The best of several guess counts, each tested at confidence 1 - (1 - c)/k."""
+class OneRunSweep(OneRunBound):
+    """The best of several guess counts, each tested at confidence 1 - (1 - c)/k.
 
-    epsilon: float
-    delta: float
-    confidence: float
-    num_canaries: int
-    num_guesses: int
-    num_correct: int
-    num_tests: int
-    candidates: tuple  # (num_guesses, num_correct, epsilon at the corrected level) per test
-    positive_fraction: float
+    ``candidates`` holds (num_guesses, num_correct, ε at the corrected level) per test.
+    """
+
+    num_tests: int = 1
+    candidates: tuple = ()
+    positive_fraction: float = 0.5
     valid: bool = True
-    kind: str = "lower bound"
 
 
 def epsilon_one_run_sweep(
