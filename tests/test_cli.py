@@ -58,6 +58,20 @@ def test_bound_with_a_fixed_threshold_and_bayes(score_files, capsys):
     assert code == 0 and json.loads(out)["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
 
 
+def test_bound_with_a_pld_family(score_files, capsys):
+    in_path, out_path, in_scores, out_scores = score_files
+    argv = ["bound", "--in", str(in_path), "--out", str(out_path), "--delta", "1e-5", "--threshold", "0.5",
+            "--method", "pld", "--sampling-prob", "0.5", "--steps", "4", "--json"]
+    code, out, _ = run(argv, capsys)
+    expected = privaudit.epsilon_lower_bound(
+        in_scores, out_scores, delta=1e-5, threshold=0.5, method=privaudit.SubsampledGaussian(0.5, 4)
+    )
+    data = json.loads(out)
+    assert code == 0 and data["method"] == "pld" and data["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
+    code, _, err = run(argv[:-5] + ["--method", "pld", "--sampling-prob", "0", "--json"], capsys)
+    assert code == 2 and "`sampling_prob` must be in (0, 1]" in err
+
+
 def test_exposure_table_and_json(tmp_path, capsys):
     canaries, references = tmp_path / "c.txt", tmp_path / "r.txt"
     canaries.write_text("# canary losses\n0.5\n2.0\n")

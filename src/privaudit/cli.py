@@ -119,24 +119,29 @@ def bound(
     in_file: Annotated[Path, typer.Option("--in", help="Attack scores with the target present (higher = member).")],
     out_file: Annotated[Path, typer.Option("--out", help="Attack scores with the target absent.")],
     delta: Annotated[float, typer.Option("--delta", help="The delta at which epsilon is reported, in (0, 1).")],
-    method: Annotated[str, typer.Option("--method", help="gdp, eps-delta or pure.")] = "gdp",
+    method: Annotated[str, typer.Option("--method", help="gdp, eps-delta, pure, or pld (subsampled Gaussian, see --sampling-prob/--steps).")] = "gdp",
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
     threshold: Annotated[str, typer.Option("--threshold", help="A number fixed in advance, or split, bonferroni, best.")] = "split",
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the held-out split.")] = None,
+    sampling_prob: Annotated[float, typer.Option("--sampling-prob", help="With --method pld: Poisson sampling rate in (0, 1].")] = 1.0,
+    steps: Annotated[int, typer.Option("--steps", help="With --method pld: number of composed steps.")] = 1,
     as_json: JsonOption = False,
 ) -> None:
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4)."""
     from ._io import read_numbers
     from .stats.bounds import epsilon_lower_bound
 
+    from .stats.pld import SubsampledGaussian
+
     in_scores = read_numbers(in_file, "--in")
     out_scores = read_numbers(out_file, "--out")
+    family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
     result = epsilon_lower_bound(
         in_scores,
         out_scores,
         delta=delta,
-        method=method,
+        method=family,
         interval=interval,
         confidence=confidence,
         threshold=_parse_threshold(threshold),
