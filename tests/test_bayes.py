@@ -39,7 +39,7 @@ def posterior_cdf_by_quad(family, fp, n_out, fn, n_in, theta):
 def test_quantiles_solve_the_integrated_posterior(family, counts):
     probabilities = [0.025, 0.05, 0.5, 0.975]
     thetas = posterior_quantiles(family, *counts, probabilities)
-    for theta, p in zip(thetas, probabilities):
+    for theta, p in zip(thetas, probabilities, strict=True):
         assert posterior_cdf_by_quad(family, *counts, theta) == pytest.approx(p, abs=2e-3)
 
 
@@ -74,7 +74,7 @@ def test_credible_bound_coverage_on_gaussian_observations():
     trials, n, mu = 500, 1000, 1.0
     fp = rng.binomial(n, stats.norm.sf(0.5), trials)
     fn = rng.binomial(n, stats.norm.cdf(0.5 - mu), trials)
-    exceed = sum(posterior_quantiles(GaussianDP(DELTA), a, n, b, n, [0.05])[0] > mu for a, b in zip(fp, fn))
+    exceed = sum(posterior_quantiles(GaussianDP(DELTA), a, n, b, n, [0.05])[0] > mu for a, b in zip(fp, fn, strict=True))
     assert exceed <= stats.binom.ppf(0.999, trials, 0.05)
 
 

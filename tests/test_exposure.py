@@ -31,7 +31,7 @@ ALLOWED = int(stats.binom.ppf(0.999, TRIALS, 0.05))
 )
 def test_ranks_match_brute_force_with_ties(canaries, references):
     result = exposure(canaries, references)
-    for canary, rank, value in zip(canaries, result.ranks, result.exposures):
+    for canary, rank, value in zip(canaries, result.ranks, result.exposures, strict=True):
         expected_rank = 1 + sum(1 for r in references if r <= canary)  # ties count against the canary
         assert rank == expected_rank
         assert value == pytest.approx(math.log2(len(references)) - math.log2(expected_rank))

@@ -12,7 +12,10 @@ TRIALS = 500
 ALLOWED = int(stats.binom.ppf(0.999, TRIALS, 0.05))
 
 
-def largest_rejected_c(tp, r, alpha, grid=np.linspace(0.0, 8.0, 80_001)):
+C_GRID = np.linspace(0.0, 8.0, 80_001)
+
+
+def largest_rejected_c(tp, r, alpha, grid=C_GRID):
     """Brute force: the largest c on a fine grid with P[Bin(r, e^c/(1+e^c)) >= tp] <= alpha."""
     rejected = stats.binom.sf(tp - 1, r, special.expit(grid)) <= alpha
     return grid[rejected].max() if rejected.any() else 0.0

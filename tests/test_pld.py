@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from privaudit import SubsampledGaussian, epsilon_lower_bound, gaussian_epsilon, gdp_epsilon, gdp_mu, step_to_end_epsilon
 from privaudit.stats.tradeoff import tradeoff_gdp

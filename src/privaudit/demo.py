@@ -178,6 +178,6 @@ def run_demo(*, seed: int = 0, sections=None) -> DemoReport:
         listed = ", ".join(repr(name) for name in SECTIONS)
         raise ValueError(f"`sections` must be among {listed}, got {unknown[0]!r}")
     children = np.random.SeedSequence(seed).spawn(len(SECTIONS))
-    child_of = dict(zip(SECTIONS, children))
+    child_of = dict(zip(SECTIONS, children, strict=True))
     results = {name: SECTIONS[name](np.random.default_rng(child_of[name])) for name in names}
     return DemoReport(seed=seed, sections=results)

@@ -70,6 +70,6 @@ def posterior_quantiles(family, false_positives, num_out, false_negatives, num_i
         if posterior_cdf(high) < probability:
             out.append(high)  # beyond any meaningful privacy level; report the cap
             continue
-        root = optimize.brentq(lambda theta: posterior_cdf(theta) - probability, 0.0, high, xtol=_XTOL)
+        root = optimize.brentq(lambda theta, p=probability: posterior_cdf(theta) - p, 0.0, high, xtol=_XTOL)
         out.append(max(0.0, root - 2 * _XTOL))
     return np.asarray(out)

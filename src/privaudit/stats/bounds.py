@@ -91,7 +91,7 @@ def _resolve_family(method, delta: float):
 
 def _check_interval(interval, family) -> str:
     interval = check_choice(interval, "interval", INTERVALS)
-    if interval == "katz-log" and family.name != "eps-delta" or interval == "katz-log" and family.delta != 0.0:
+    if interval == "katz-log" and not (family.name == "eps-delta" and family.delta == 0.0):
         raise ValueError(f"`interval` 'katz-log' needs method 'pure', got method {family.name!r}")
     if interval == "bayes" and not hasattr(family, "region"):
         raise ValueError(f"`interval` 'bayes' is not available for method {family.name!r}; use 'clopper-pearson'")
@@ -233,7 +233,7 @@ def epsilon_lower_bound(
     false_positives, false_negatives = error_counts(in_sorted, out_sorted, thresholds)
 
     best = None
-    for t, fp, fn in zip(thresholds, false_positives, false_negatives):
+    for t, fp, fn in zip(thresholds, false_positives, false_negatives, strict=True):
         epsilon, parameter, extras = _evaluate(family, interval, int(fp), out_sorted.size, int(fn), in_sorted.size, per_test_confidence)
         if best is None or epsilon > best[0]:
             best = (epsilon, parameter, extras, float(t), int(fp), int(fn))

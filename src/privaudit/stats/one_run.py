@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special, stats  # noqa: F401  (special: used by the doctests)
 
 from ._result import Result
 from ._validation import as_scores, check_count, check_positive, check_probability
