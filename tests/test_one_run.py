@@ -7,6 +7,8 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import special, stats
 
 from privaudit import epsilon_one_run, epsilon_one_run_sweep
@@ -115,3 +117,20 @@ def test_large_audits_stay_finite():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    m=st.integers(1, 400),
+    data=st.data(),
+    confidences=st.tuples(st.floats(0.5, 0.999), st.floats(0.5, 0.999)),
+    delta=st.sampled_from([0.0, 1e-6, 1e-3]),
+)
+def test_more_correct_guesses_never_lower_and_more_confidence_never_raises(m, data, confidences, delta):
+    r = data.draw(st.integers(0, m))
+    v = data.draw(st.integers(0, max(r - 1, 0)))
+    low, high = sorted(confidences)
+    base = epsilon_one_run(m, r, v, delta=delta, confidence=low).epsilon
+    if r > v:
+        assert epsilon_one_run(m, r, v + 1, delta=delta, confidence=low).epsilon >= base - 1e-9
+    assert epsilon_one_run(m, r, v, delta=delta, confidence=high).epsilon <= base + 1e-9
