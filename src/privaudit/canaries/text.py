@@ -1,0 +1,157 @@
+"""Canary formats with random holes (Secret Sharer §3.1).
+
+A format is a template with holes: ``"my pin is {digits:6}"`` has one hole of
+six digits, so its randomness space R holds 10⁶ canaries. Hole types:
+
+* ``{digits:N}``: N characters from 0–9;
+* ``{letters:N}``: N lowercase letters a–z;
+* ``{chars:N}``: N characters from the format's ``alphabet``;
+* ``{words:N}``: N words from the format's ``vocabulary``, separated by spaces.
+
+A canary is the template with every hole filled; its *secret* is the tuple of
+symbol indices, one per slot, which is what search and enumeration work on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import secrets
+import string
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["Canary", "CanaryFormat", "MAX_ENUMERATION"]
+
+#: Largest randomness space that may be enumerated (exact exposure, brute force).
+MAX_ENUMERATION = 10**7
+
+_HOLE = re.compile(r"\{(\w+):(\d+)\}")
+_FIXED_ALPHABETS = {"digits": tuple(string.digits), "letters": tuple(string.ascii_lowercase)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Canary:
+    """One filled-in format: its text and its secret (symbol indices per slot)."""
+
+    text: str
+    secret: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryFormat:
+    """A template with random holes; see the module docstring for hole types.
+
+    >>> fmt = CanaryFormat("my pin is {digits:6}")
+    >>> fmt.space_size, fmt.prefix, fmt.num_slots
+    (1000000, 'my pin is ', 6)
+    >>> fmt.fill((0, 1, 2, 3, 4, 5))
+    'my pin is 012345'
+    """
+
+    template: str
+    alphabet: tuple[str, ...] = ()
+    vocabulary: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "alphabet", tuple(self.alphabet))
+        object.__setattr__(self, "vocabulary", tuple(self.vocabulary))
+        holes = _HOLE.findall(self.template)
+        if not holes:
+            raise ValueError(f"`template` must contain at least one hole such as {{digits:6}}, got {self.template!r}")
+        for kind, length in holes:
+            if kind not in ("digits", "letters", "chars", "words"):
+                raise ValueError(f"`template` hole type must be one of 'digits', 'letters', 'chars', 'words', got {kind!r}")
+            if int(length) < 1:
+                raise ValueError(f"`template` hole length must be >= 1, got {{{kind}:{length}}}")
+            if kind == "chars" and len(set(self.alphabet)) < 2:
+                raise ValueError("`alphabet` must hold at least 2 distinct symbols for a {chars:N} hole")
+            if kind == "words" and len(set(self.vocabulary)) < 2:
+                raise ValueError("`vocabulary` must hold at least 2 distinct words for a {words:N} hole")
+
+    def _holes(self) -> list[tuple[str, int]]:
+        return [(kind, int(length)) for kind, length in _HOLE.findall(self.template)]
+
+    def _symbols(self, kind: str) -> tuple[str, ...]:
+        if kind == "chars":
+            return self.alphabet
+        if kind == "words":
+            return self.vocabulary
+        return _FIXED_ALPHABETS[kind]
+
+    @property
+    def slots(self) -> list[tuple[str, ...]]:
+        """The symbols each slot may take, in order."""
+        return [self._symbols(kind) for kind, length in self._holes() for _ in range(length)]
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.slots)
+
+    @property
+    def space_size(self) -> int:
+        """|R|, as an exact integer."""
+        size = 1
+        for symbols in self.slots:
+            size *= len(symbols)
+        return size
+
+    @property
+    def prefix(self) -> str:
+        """The text before the first hole: what a model is primed with."""
+        return self.template[: _HOLE.search(self.template).start()]
+
+    def fill(self, secret: Sequence[int]) -> str:
+        """The canary text for a secret (one symbol index per slot)."""
+        secret = tuple(int(index) for index in secret)
+        if len(secret) != self.num_slots:
+            raise ValueError(f"`secret` must have {self.num_slots} entries, got {len(secret)}")
+        symbols = iter(zip(self.slots, secret, strict=True))
+
+        def replace(match: re.Match) -> str:
+            kind, length = match.group(1), int(match.group(2))
+            parts = []
+            for _ in range(length):
+                alphabet, index = next(symbols)
+                if not 0 <= index < len(alphabet):
+                    raise ValueError(f"`secret` entries must be in [0, {len(alphabet) - 1}], got {index}")
+                parts.append(alphabet[index])
+            return (" " if kind == "words" else "").join(parts)
+
+        return _HOLE.sub(replace, self.template)
+
+    def sample(self, *, seed=None, secure: bool = False) -> Canary:
+        """Draw a canary uniformly from R: from ``seed`` (reproducible) or, with ``secure``, from the OS.
+
+        >>> CanaryFormat("pin {digits:4}").sample(seed=0).text
+        'pin 8652'
+        """
+        if secure:
+            secret = tuple(secrets.randbelow(len(symbols)) for symbols in self.slots)
+        else:
+            rng = np.random.default_rng(seed)
+            secret = tuple(int(rng.integers(len(symbols))) for symbols in self.slots)
+        return Canary(text=self.fill(secret), secret=secret)
+
+    def sample_many(self, count: int, *, seed=None, secure: bool = False, distinct: bool = True) -> list[Canary]:
+        """``count`` canaries, all different when ``distinct`` (drawn without replacement)."""
+        if distinct and count > self.space_size:
+            raise ValueError(f"`count` must be <= |R| = {self.space_size} for distinct canaries, got {count}")
+        rng = None if secure else np.random.default_rng(seed)
+        out, seen = [], set()
+        while len(out) < count:
+            canary = self.sample(secure=True) if secure else self.sample(seed=rng)
+            if distinct and canary.secret in seen:
+                continue
+            seen.add(canary.secret)
+            out.append(canary)
+        return out
+
+    def enumerate(self) -> Iterator[Canary]:
+        """Every canary of R in lexicographic order of secrets (|R| <= ``MAX_ENUMERATION``)."""
+        if self.space_size > MAX_ENUMERATION:
+            raise ValueError(f"the randomness space is too large to enumerate: |R| = {self.space_size} > {MAX_ENUMERATION}")
+        for secret in itertools.product(*(range(len(symbols)) for symbols in self.slots)):
+            yield Canary(text=self.fill(secret), secret=secret)
