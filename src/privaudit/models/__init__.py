@@ -1,0 +1,1 @@
+"""Model adapters and reference models. Everything here needs the ``lm`` extra (PyTorch)."""
