@@ -174,6 +174,65 @@ def demo(
     _emit(_render_table(f"privaudit demo (seed {seed}, delta = 1e-5)", ["section", "quantity", "value"], rows))
 
 
+audit_app = typer.Typer(help="Run an audit end to end and write results.json and plots.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("secret-sharer")
+def audit_secret_sharer(
+    output: Annotated[Path, typer.Option("--output", help="Directory for results.json, model.pt, provenance.json and PNGs.")] = Path("privaudit-secret-sharer"),
+    config: Annotated[Optional[Path], typer.Option("--config", help="JSON file with SecretSharerConfig fields; flags below override it.")] = None,
+    template: Annotated[Optional[str], typer.Option("--template", help="Canary format, e.g. 'my pin is {digits:6}'.")] = None,
+    schedule: Annotated[Optional[str], typer.Option("--schedule", help="Insertion counts, comma-separated, e.g. 1,2,4,8,16,32.")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum training epochs (early stopping on validation loss).")] = None,
+    target_epsilon: Annotated[Optional[float], typer.Option("--dp-epsilon", help="Train with DP-SGD (Opacus) at this epsilon.")] = None,
+    max_corpus_chars: Annotated[Optional[int], typer.Option("--max-corpus-chars", help="Use only the first N characters of the corpus.")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of canaries, insertion, training and references.")] = None,
+) -> None:
+    """Secret Sharer: insert canaries, train a character LSTM, measure exposure, try extraction."""
+    import dataclasses as _dataclasses
+
+    from .audits.secret_sharer import SecretSharerConfig, run_secret_sharer
+
+    base = SecretSharerConfig.from_json(config) if config is not None else SecretSharerConfig()
+    overrides = {"template": template, "epochs": epochs, "target_epsilon": target_epsilon, "max_corpus_chars": max_corpus_chars, "seed": seed}
+    if schedule is not None:
+        try:
+            overrides["schedule"] = tuple(int(part) for part in schedule.split(","))
+        except ValueError:
+            raise ValueError(f"`--schedule` must be comma-separated integers, got {schedule!r}") from None
+    settings = _dataclasses.replace(base, **{key: value for key, value in overrides.items() if value is not None})
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("auditing") as status:
+        result = run_secret_sharer(settings, output, progress=lambda message: status.update(message))
+    rows = [
+        [str(c["repetitions"]), c["text"], _format(c["log_perplexity_bits"]), _format(c["exposure_exact"]), _format(c["exposure_sampled"]), _format(c["exposure_extrapolated"]), str(c["extracted"])]
+        for c in result.canaries
+    ]
+    columns = ["insertions", "canary", "log-perplexity", "exposure (exact)", "exposure (sampled)", "exposure (extrapolated)", "extracted"]
+    text = _render_table(f"Secret Sharer: |R| = {result.space_size}, results in {output}", columns, rows)
+    _emit(text + f"epsilon lower bound from exposures: {result.epsilon_bound['epsilon']:.4g}\n")
+
+
+@app.command()
+def extract(
+    run: Annotated[Path, typer.Option("--run", help="Output directory of `privaudit audit secret-sharer`.")],
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Nodes expanded per model call.")] = 256,
+    max_queries: Annotated[int, typer.Option("--max-queries", help="Stop the search after this many model queries.")] = 1_000_000,
+    as_json: JsonOption = False,
+) -> None:
+    """Shortest-path extraction of the most likely completion of an audited run's format (Secret Sharer §8)."""
+    from .audits.extract import extract_from_run
+
+    result = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
+    if as_json:
+        _emit(json.dumps(result, indent=2))
+        return
+    _emit(_render_table(f"Extraction from {run}", ["quantity", "value"], [[key, _format(value)] for key, value in result.items()]))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``privaudit`` console script."""
     try:

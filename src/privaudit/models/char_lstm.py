@@ -178,7 +178,7 @@ def train_char_lstm(
             loss = evaluate(batch)
             loss.backward()
             optimizer.step()
-            total, batches = total + float(loss), batches + 1
+            total, batches = total + loss.item(), batches + 1
         model.eval()
         with torch.no_grad():
             validation_loss = float(evaluate(validation))

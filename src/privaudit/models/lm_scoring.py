@@ -48,8 +48,9 @@ class CharLSTMScorer:
     ``batch_size`` bounds how many sequences go through the LSTM at once.
     """
 
-    def __init__(self, model, vocabulary: CharVocabulary = CharVocabulary(), *, context: str = "\n", device=None, batch_size: int = 8192):
+    def __init__(self, model, vocabulary: CharVocabulary | None = None, *, context: str = "\n", device=None, batch_size: int = 8192):
         self.torch = require_torch()
+        vocabulary = vocabulary or CharVocabulary()
         self.device = default_device(device)
         self.model = model.to(self.device).eval()
         self.vocabulary = vocabulary

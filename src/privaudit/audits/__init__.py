@@ -1,0 +1,1 @@
+"""Audits: each turns a configuration into observations, hands them to the statistical core, and reports."""

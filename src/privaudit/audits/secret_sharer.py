@@ -1,0 +1,222 @@
+"""The Secret Sharer audit (Carlini et al.): insert canaries, train, measure exposure, try extraction.
+
+Steps, each recorded in ``results.json``:
+
+1. draw distinct canaries from a format and insert them on a repetition
+   schedule into the corpus (default: CPython's documentation topics);
+2. train the character LSTM on the augmented corpus (optionally with DP-SGD);
+3. score every canary and the reference candidates (never inserted) by
+   log-perplexity, and compute exposure three ways: exact over R (when
+   |R| <= 10⁷), among sampled references, and by skew-normal extrapolation;
+4. bound ε from the exposures (Jagielski's note; group privacy over the
+   largest repetition count) next to the random-guessing baselines;
+5. optionally run shortest-path extraction for each canary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..canaries import CanaryFormat, insert_canaries
+from ..canaries.text import MAX_ENUMERATION
+from ..stats._result import Result
+from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
+
+__all__ = ["SecretSharerConfig", "SecretSharerResult", "run_secret_sharer"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SecretSharerConfig:
+    """Everything a Secret Sharer run depends on; serialised into results.json."""
+
+    template: str = "my pin is {digits:6}"
+    schedule: tuple = (1, 2, 4, 8, 16, 32)
+    canaries_per_count: int = 1
+    num_references: int = 20_000
+    max_corpus_chars: int | None = None
+    epochs: int = 20
+    hidden: int = 256
+    sequence_length: int = 80
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+    patience: int = 3
+    target_epsilon: float | None = None
+    target_delta: float = 1e-5
+    extract: bool = True
+    extraction_batch_size: int = 256
+    max_extraction_queries: int = 200_000
+    seed: int = 0
+    secure_canaries: bool = False
+
+    def __post_init__(self):
+        CanaryFormat(self.template)  # validates the template
+        if not self.schedule or min(int(count) for count in self.schedule) <= 0:
+            raise ValueError(f"`schedule` repetition counts must all be >= 1, got {self.schedule!r}")
+        if self.num_references < 10:
+            raise ValueError(f"`num_references` must be >= 10, got {self.num_references}")
+
+    @classmethod
+    def from_json(cls, path) -> SecretSharerConfig:
+        data = json.loads(Path(path).read_text())
+        unknown = set(data) - {field.name for field in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"`--config`: unknown keys {sorted(unknown)}")
+        if "schedule" in data:
+            data["schedule"] = tuple(data["schedule"])
+        return cls(**data)
+
+
+@dataclasses.dataclass(frozen=True)
+class SecretSharerResult(Result):
+    config: dict
+    canaries: tuple  # one dict per canary
+    space_size: int
+    num_references: int
+    baselines: dict
+    epsilon_bound: dict
+    training: dict
+    seconds: float
+
+
+def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list[tuple]:
+    """Distinct secrets drawn uniformly from R, none of them inserted."""
+    if count > fmt.space_size - len(exclude):
+        raise ValueError(f"`num_references` must be <= |R| - canaries = {fmt.space_size - len(exclude)}, got {count}")
+    chosen: dict = {}
+    sizes = [len(symbols) for symbols in fmt.slots]
+    while len(chosen) < count:
+        draws = np.stack([rng.integers(size, size=2 * (count - len(chosen))) for size in sizes], axis=1)
+        for row in map(tuple, draws.tolist()):
+            if row not in exclude and row not in chosen:
+                chosen[row] = None
+                if len(chosen) == count:
+                    break
+    return list(chosen)
+
+
+def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Callable[[str], None] | None = None, device=None):
+    """Run the audit and write results.json, the model and the plots into ``output_dir``."""
+    say = progress or (lambda message: None)
+    started = time.perf_counter()
+    final = Path(output_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # everything is written to a scratch directory first: a failed run leaves no partial output
+    output = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        result = _run(config, output, say, started, device)
+    except BaseException:
+        shutil.rmtree(output, ignore_errors=True)
+        raise
+    final.mkdir(exist_ok=True)
+    for item in output.iterdir():
+        item.replace(final / item.name)
+    output.rmdir()
+    return result
+
+
+def _run(config, output: Path, say, started: float, device):
+    from ..models.char_lstm import CharVocabulary, TrainingConfig, train_char_lstm
+    from ..models.lm_scoring import CharLSTMScorer
+
+    fmt = CanaryFormat(config.template)
+    rng = np.random.default_rng(config.seed)
+
+    from ..data import load_default_corpus
+
+    corpus = load_default_corpus(max_chars=config.max_corpus_chars)
+    inserted = insert_canaries(
+        corpus, fmt, schedule=config.schedule, canaries_per_count=config.canaries_per_count, seed=config.seed, secure=config.secure_canaries
+    )
+    (output / "provenance.json").write_text(inserted.provenance.to_json())
+    training = TrainingConfig(
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        sequence_length=config.sequence_length,
+        learning_rate=config.learning_rate,
+        hidden=config.hidden,
+        patience=config.patience,
+        seed=config.seed,
+        target_epsilon=config.target_epsilon,
+        target_delta=config.target_delta,
+    )
+    say(f"training on {len(inserted.lines)} lines ({sum(map(len, inserted.lines))} characters)")
+    model, report = train_char_lstm(
+        inserted.lines, training, device=device, progress=lambda e, t, v: say(f"epoch {e}: train {t:.3f} nats, validation {v:.3f}")
+    )
+    import torch
+
+    torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, output / "model.pt")
+
+    scorer = CharLSTMScorer(model, CharVocabulary(), device=device)
+    records = inserted.provenance.canaries
+    canary_secrets = [tuple(record["secret"]) for record in records]
+    canary_bits = scorer.format_log_perplexities(fmt, secrets=canary_secrets)
+    # small formats cannot supply the default number of references: use every other candidate
+    num_references = min(config.num_references, fmt.space_size - len(set(canary_secrets)))
+    references = _reference_secrets(fmt, num_references, set(canary_secrets), rng)
+    say(f"scoring {len(references)} reference candidates")
+    reference_bits = scorer.format_log_perplexities(fmt, secrets=references)
+    sampled = exposure(canary_bits, reference_bits)
+    extrapolated = exposure_extrapolated(canary_bits, reference_bits)
+    exact = None
+    if fmt.space_size <= MAX_ENUMERATION:
+        say(f"scoring all {fmt.space_size} candidates for exact exposure")
+        exact = exact_exposure(canary_bits, scorer.format_log_perplexities(fmt))  # R includes the canaries
+
+    extraction = [None] * len(records)
+    if config.extract:
+        from ..extraction import shortest_path_search
+
+        sizes = [len(symbols) for symbols in fmt.slots]
+        say("shortest-path extraction")
+        found = shortest_path_search(
+            scorer.extraction_scorer(fmt), sizes, batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
+        )
+        extraction = [{"extracted": found.secret == secret, "queries": found.queries} for secret in canary_secrets]
+        extraction_summary = {"secret": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
+    else:
+        extraction_summary = None
+
+    canaries = []
+    for index, record in enumerate(records):
+        canaries.append(
+            {
+                "text": record["text"],
+                "repetitions": record["repetitions"],
+                "log_perplexity_bits": float(canary_bits[index]),
+                "rank_sampled": int(sampled.ranks[index]),
+                "exposure_sampled": float(sampled.exposures[index]),
+                "exposure_extrapolated": float(extrapolated.exposures[index]),
+                "rank_exact": int(exact.ranks[index]) if exact is not None else None,
+                "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
+                "extracted": None if extraction[index] is None else extraction[index]["extracted"],
+                "extraction_queries": None if extraction[index] is None else extraction[index]["queries"],
+            }
+        )
+    # lower loss = more member-like; the core's exposure bound takes losses directly
+    bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(int(c) for c in config.schedule))
+    baseline = random_guessing_exposure(len(references))
+    result = SecretSharerResult(
+        config=dataclasses.asdict(config),
+        canaries=tuple(canaries),
+        space_size=fmt.space_size,
+        num_references=len(references),
+        baselines={"mean": baseline.mean, "median": baseline.median, "quantile_75": baseline.quantile_75, "max_exposure": float(np.log2(fmt.space_size))},
+        epsilon_bound={**bound.to_dict(), "extraction": extraction_summary, "skewnorm_ks_statistic": extrapolated.ks_statistic},
+        training={"train_losses": report.train_losses, "validation_losses": report.validation_losses, "best_epoch": report.best_epoch, "epsilon": report.epsilon, "device": report.device},
+        seconds=time.perf_counter() - started,
+    )
+    (output / "results.json").write_text(json.dumps(result.to_dict(), indent=2))
+    from ..report.secret_sharer import plot_exposure_vs_insertions, plot_perplexity_histogram
+
+    plot_exposure_vs_insertions(result, output / "exposure_vs_insertions.png")
+    plot_perplexity_histogram(reference_bits, canary_bits, extrapolated, output / "perplexity_histogram.png")
+    return result

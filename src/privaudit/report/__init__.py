@@ -1,0 +1,1 @@
+"""Figures for audit results (matplotlib, imported lazily, Agg backend)."""

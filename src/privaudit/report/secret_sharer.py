@@ -1,0 +1,76 @@
+"""Secret Sharer figures: exposure vs. insertions (Fig. 4), the perplexity histogram (Fig. 3), DP vs. non-DP (Table 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_exposure_vs_insertions(result, path, *, label: str = "model", others=()):
+    """Exposure of each canary against its number of insertions, one line per result."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name, run in ((label, result), *others):
+        repetitions = np.array([c["repetitions"] for c in run.canaries])
+        key = "exposure_exact" if run.canaries[0]["exposure_exact"] is not None else "exposure_sampled"
+        values = np.array([c[key] for c in run.canaries])
+        order = np.argsort(repetitions, kind="stable")
+        axis.plot(repetitions[order], values[order], marker="o", label=f"{name} ({key.split('_')[1]})")
+    axis.axhline(result.baselines["max_exposure"], color="grey", linestyle=":", label="log2 |R|")
+    axis.axhline(result.baselines["mean"], color="grey", linestyle="--", label="random guessing (mean)")
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("insertions of the canary")
+    axis.set_ylabel("exposure (bits)")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_perplexity_histogram(reference_bits, canary_bits, fit, path):
+    """Histogram of reference log-perplexities, the fitted skew-normal density, and the canaries."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    axis.hist(reference_bits, bins=100, density=True, alpha=0.6, label="reference candidates")
+    grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), 400)
+    axis.plot(grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale), label="skew-normal fit")
+    for value in canary_bits:
+        axis.axvline(value, color="red", alpha=0.5, linewidth=1)
+    axis.set_xlabel("log-perplexity (bits)")
+    axis.set_ylabel("density")
+    axis.set_title("canaries in red")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_dp_comparison(results: dict, path):
+    """A Table 3-style figure: exposure per canary for each named run (e.g. non-DP and DP)."""
+    plt = _pyplot()
+    names = list(results)
+    rows = []
+    first = results[names[0]]
+    for index, canary in enumerate(first.canaries):
+        row = [str(canary["repetitions"])]
+        for name in names:
+            c = results[name].canaries[index]
+            value = c["exposure_exact"] if c["exposure_exact"] is not None else c["exposure_sampled"]
+            row.append(f"{value:.2f}")
+        rows.append(row)
+    figure, axis = plt.subplots(figsize=(1.8 * (len(names) + 1), 0.4 * (len(rows) + 2)))
+    axis.axis("off")
+    table = axis.table(cellText=rows, colLabels=["insertions", *names], loc="center")
+    table.scale(1, 1.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
