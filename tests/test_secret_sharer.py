@@ -24,7 +24,7 @@ def run(argv, capsys):
 def audited(tmp_path_factory):
     output = tmp_path_factory.mktemp("runs") / "audit"
     argv = ["audit", "secret-sharer", "--output", str(output), "--template", "pin {digits:3}", "--schedule", "1,8",
-            "--epochs", "2", "--max-corpus-chars", "20000", "--seed", "5"]
+            "--epochs", "2", "--max-corpus-chars", "12000", "--hidden", "32", "--seed", "5", "--compare-dp", "8"]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 0
@@ -32,7 +32,7 @@ def audited(tmp_path_factory):
 
 
 def test_audit_writes_results_model_and_plots(audited):
-    for name in ("results.json", "model.pt", "provenance.json", "exposure_vs_insertions.png", "perplexity_histogram.png"):
+    for name in ("results.json", "model.pt", "provenance.json", "exposure_vs_insertions.png", "perplexity_histogram.png", "dp_comparison.png"):
         assert (audited / name).is_file()
     results = json.loads((audited / "results.json").read_text())
     assert results["space_size"] == 1000 and results["num_references"] == 998  # all other candidates
@@ -44,6 +44,9 @@ def test_audit_writes_results_model_and_plots(audited):
         assert 0 <= canary["exposure_sampled"] <= np.log2(998) + 1e-9
         assert isinstance(canary["extracted"], bool) and canary["extraction_queries"] > 0
     assert results["config"]["seed"] == 5
+    dp = results["dp_comparison"]
+    assert dp["target_epsilon"] == 8 and 0 < dp["epsilon"] <= 8 * 1.01
+    assert [c["text"] for c in dp["canaries"]] == [c["text"] for c in canaries]
     provenance = json.loads((audited / "provenance.json").read_text())
     assert [c["text"] for c in provenance["canaries"]] == [c["text"] for c in canaries]
 

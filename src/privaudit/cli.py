@@ -185,8 +185,10 @@ def audit_secret_sharer(
     template: Annotated[Optional[str], typer.Option("--template", help="Canary format, e.g. 'my pin is {digits:6}'.")] = None,
     schedule: Annotated[Optional[str], typer.Option("--schedule", help="Insertion counts, comma-separated, e.g. 1,2,4,8,16,32.")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum training epochs (early stopping on validation loss).")] = None,
-    target_epsilon: Annotated[Optional[float], typer.Option("--dp-epsilon", help="Train with DP-SGD (Opacus) at this epsilon.")] = None,
+    target_epsilon: Annotated[Optional[float], typer.Option("--dp-epsilon", help="Train the audited model with DP-SGD (Opacus) at this epsilon.")] = None,
+    compare_dp_epsilon: Annotated[Optional[float], typer.Option("--compare-dp", help="Also train a DP-SGD model at this epsilon and compare exposures.")] = None,
     max_corpus_chars: Annotated[Optional[int], typer.Option("--max-corpus-chars", help="Use only the first N characters of the corpus.")] = None,
+    hidden: Annotated[Optional[int], typer.Option("--hidden", help="LSTM hidden units (default 256).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of canaries, insertion, training and references.")] = None,
 ) -> None:
     """Secret Sharer: insert canaries, train a character LSTM, measure exposure, try extraction."""
@@ -195,7 +197,15 @@ def audit_secret_sharer(
     from .audits.secret_sharer import SecretSharerConfig, run_secret_sharer
 
     base = SecretSharerConfig.from_json(config) if config is not None else SecretSharerConfig()
-    overrides = {"template": template, "epochs": epochs, "target_epsilon": target_epsilon, "max_corpus_chars": max_corpus_chars, "seed": seed}
+    overrides = {
+        "template": template,
+        "epochs": epochs,
+        "target_epsilon": target_epsilon,
+        "compare_dp_epsilon": compare_dp_epsilon,
+        "max_corpus_chars": max_corpus_chars,
+        "hidden": hidden,
+        "seed": seed,
+    }
     if schedule is not None:
         try:
             overrides["schedule"] = tuple(int(part) for part in schedule.split(","))

@@ -49,6 +49,7 @@ class SecretSharerConfig:
     learning_rate: float = 3e-3
     patience: int = 3
     target_epsilon: float | None = None
+    compare_dp_epsilon: float | None = None
     target_delta: float = 1e-5
     extract: bool = True
     extraction_batch_size: int = 256
@@ -82,7 +83,10 @@ class SecretSharerResult(Result):
     num_references: int
     baselines: dict
     epsilon_bound: dict
+    extraction: dict | None
+    skewnorm_fit: dict
     training: dict
+    dp_comparison: dict | None
     seconds: float
 
 
@@ -122,20 +126,9 @@ def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Calla
     return result
 
 
-def _run(config, output: Path, say, started: float, device):
-    from ..models.char_lstm import CharVocabulary, TrainingConfig, train_char_lstm
-    from ..models.lm_scoring import CharLSTMScorer
+def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
+    from ..models.char_lstm import TrainingConfig, train_char_lstm
 
-    fmt = CanaryFormat(config.template)
-    rng = np.random.default_rng(config.seed)
-
-    from ..data import load_default_corpus
-
-    corpus = load_default_corpus(max_chars=config.max_corpus_chars)
-    inserted = insert_canaries(
-        corpus, fmt, schedule=config.schedule, canaries_per_count=config.canaries_per_count, seed=config.seed, secure=config.secure_canaries
-    )
-    (output / "provenance.json").write_text(inserted.provenance.to_json())
     training = TrainingConfig(
         epochs=config.epochs,
         batch_size=config.batch_size,
@@ -144,24 +137,21 @@ def _run(config, output: Path, say, started: float, device):
         hidden=config.hidden,
         patience=config.patience,
         seed=config.seed,
-        target_epsilon=config.target_epsilon,
+        target_epsilon=target_epsilon,
         target_delta=config.target_delta,
     )
-    say(f"training on {len(inserted.lines)} lines ({sum(map(len, inserted.lines))} characters)")
-    model, report = train_char_lstm(
-        inserted.lines, training, device=device, progress=lambda e, t, v: say(f"epoch {e}: train {t:.3f} nats, validation {v:.3f}")
-    )
-    import torch
+    label = "DP-SGD" if target_epsilon is not None else "training"
+    say(f"{label} on {len(lines)} lines ({sum(map(len, lines))} characters)")
+    return train_char_lstm(lines, training, device=device, progress=lambda e, t, v: say(f"{label} epoch {e}: train {t:.3f}, validation {v:.3f} nats"))
 
-    torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, output / "model.pt")
 
-    scorer = CharLSTMScorer(model, CharVocabulary(), device=device)
-    records = inserted.provenance.canaries
+def _measure(model, fmt, records, references, config, say, device):
+    """Score canaries and references under ``model``; exposures three ways; optional extraction."""
+    from ..models.lm_scoring import CharLSTMScorer
+
+    scorer = CharLSTMScorer(model, device=device)
     canary_secrets = [tuple(record["secret"]) for record in records]
     canary_bits = scorer.format_log_perplexities(fmt, secrets=canary_secrets)
-    # small formats cannot supply the default number of references: use every other candidate
-    num_references = min(config.num_references, fmt.space_size - len(set(canary_secrets)))
-    references = _reference_secrets(fmt, num_references, set(canary_secrets), rng)
     say(f"scoring {len(references)} reference candidates")
     reference_bits = scorer.format_log_perplexities(fmt, secrets=references)
     sampled = exposure(canary_bits, reference_bits)
@@ -170,38 +160,62 @@ def _run(config, output: Path, say, started: float, device):
     if fmt.space_size <= MAX_ENUMERATION:
         say(f"scoring all {fmt.space_size} candidates for exact exposure")
         exact = exact_exposure(canary_bits, scorer.format_log_perplexities(fmt))  # R includes the canaries
-
-    extraction = [None] * len(records)
+    found = None
     if config.extract:
         from ..extraction import shortest_path_search
 
-        sizes = [len(symbols) for symbols in fmt.slots]
         say("shortest-path extraction")
         found = shortest_path_search(
-            scorer.extraction_scorer(fmt), sizes, batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
+            scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
         )
-        extraction = [{"extracted": found.secret == secret, "queries": found.queries} for secret in canary_secrets]
-        extraction_summary = {"secret": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
-    else:
-        extraction_summary = None
+    canaries = [
+        {
+            "text": record["text"],
+            "repetitions": record["repetitions"],
+            "log_perplexity_bits": float(canary_bits[index]),
+            "rank_sampled": int(sampled.ranks[index]),
+            "exposure_sampled": float(sampled.exposures[index]),
+            "exposure_extrapolated": float(extrapolated.exposures[index]),
+            "rank_exact": int(exact.ranks[index]) if exact is not None else None,
+            "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
+            "extracted": None if found is None else found.secret == canary_secrets[index],
+            "extraction_queries": None if found is None else found.queries,
+        }
+        for index, record in enumerate(records)
+    ]
+    search = None if found is None else {"text": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
+    return canaries, canary_bits, reference_bits, extrapolated, search
 
-    canaries = []
-    for index, record in enumerate(records):
-        canaries.append(
-            {
-                "text": record["text"],
-                "repetitions": record["repetitions"],
-                "log_perplexity_bits": float(canary_bits[index]),
-                "rank_sampled": int(sampled.ranks[index]),
-                "exposure_sampled": float(sampled.exposures[index]),
-                "exposure_extrapolated": float(extrapolated.exposures[index]),
-                "rank_exact": int(exact.ranks[index]) if exact is not None else None,
-                "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
-                "extracted": None if extraction[index] is None else extraction[index]["extracted"],
-                "extraction_queries": None if extraction[index] is None else extraction[index]["queries"],
-            }
-        )
-    # lower loss = more member-like; the core's exposure bound takes losses directly
+
+def _run(config, output: Path, say, started: float, device):
+    import torch
+
+    from ..data import load_default_corpus
+
+    fmt = CanaryFormat(config.template)
+    rng = np.random.default_rng(config.seed)
+    corpus = load_default_corpus(max_chars=config.max_corpus_chars)
+    inserted = insert_canaries(
+        corpus, fmt, schedule=config.schedule, canaries_per_count=config.canaries_per_count, seed=config.seed, secure=config.secure_canaries
+    )
+    (output / "provenance.json").write_text(inserted.provenance.to_json())
+    records = inserted.provenance.canaries
+    canary_secrets = {tuple(record["secret"]) for record in records}
+    # small formats cannot supply the default number of references: use every other candidate
+    num_references = min(config.num_references, fmt.space_size - len(canary_secrets))
+    references = _reference_secrets(fmt, num_references, canary_secrets, rng)
+
+    model, report = _train(config, inserted.lines, config.target_epsilon, say, device)
+    torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, output / "model.pt")
+    canaries, canary_bits, reference_bits, extrapolated, search = _measure(model, fmt, records, references, config, say, device)
+
+    dp = None
+    if config.compare_dp_epsilon is not None:
+        dp_model, dp_report = _train(config, inserted.lines, config.compare_dp_epsilon, say, device)
+        dp_canaries, *_ = _measure(dp_model, fmt, records, references, dataclasses.replace(config, extract=False), say, device)
+        dp = {"target_epsilon": config.compare_dp_epsilon, "epsilon": dp_report.epsilon, "canaries": dp_canaries}
+
+    # log-perplexities are losses (lower = more memorised), as the exposure bound expects
     bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(int(c) for c in config.schedule))
     baseline = random_guessing_exposure(len(references))
     result = SecretSharerResult(
@@ -210,13 +224,18 @@ def _run(config, output: Path, say, started: float, device):
         space_size=fmt.space_size,
         num_references=len(references),
         baselines={"mean": baseline.mean, "median": baseline.median, "quantile_75": baseline.quantile_75, "max_exposure": float(np.log2(fmt.space_size))},
-        epsilon_bound={**bound.to_dict(), "extraction": extraction_summary, "skewnorm_ks_statistic": extrapolated.ks_statistic},
+        epsilon_bound=bound.to_dict(),
+        extraction=search,
+        skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
         training={"train_losses": report.train_losses, "validation_losses": report.validation_losses, "best_epoch": report.best_epoch, "epsilon": report.epsilon, "device": report.device},
+        dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
     (output / "results.json").write_text(json.dumps(result.to_dict(), indent=2))
-    from ..report.secret_sharer import plot_exposure_vs_insertions, plot_perplexity_histogram
+    from ..report.secret_sharer import plot_dp_comparison, plot_exposure_vs_insertions, plot_perplexity_histogram
 
     plot_exposure_vs_insertions(result, output / "exposure_vs_insertions.png")
     plot_perplexity_histogram(reference_bits, canary_bits, extrapolated, output / "perplexity_histogram.png")
+    if dp is not None:
+        plot_dp_comparison({"non-private": canaries, f"DP (eps = {dp['epsilon']:.2f})": dp_canaries}, output / "dp_comparison.png")
     return result

@@ -54,16 +54,16 @@ def plot_perplexity_histogram(reference_bits, canary_bits, fit, path):
     plt.close(figure)
 
 
-def plot_dp_comparison(results: dict, path):
-    """A Table 3-style figure: exposure per canary for each named run (e.g. non-DP and DP)."""
+def plot_dp_comparison(runs: dict, path):
+    """A Table 3-style figure: exposure per canary (rows) for each named run's canary list (columns)."""
     plt = _pyplot()
-    names = list(results)
+    names = list(runs)
     rows = []
-    first = results[names[0]]
-    for index, canary in enumerate(first.canaries):
+    first = runs[names[0]]
+    for index, canary in enumerate(first):
         row = [str(canary["repetitions"])]
         for name in names:
-            c = results[name].canaries[index]
+            c = runs[name][index]
             value = c["exposure_exact"] if c["exposure_exact"] is not None else c["exposure_sampled"]
             row.append(f"{value:.2f}")
         rows.append(row)
