@@ -88,3 +88,12 @@ def test_config_file_round_trip(tmp_path):
     path.write_text(json.dumps({"epoch": 3}))
     with pytest.raises(ValueError, match="unknown keys"):
         SecretSharerConfig.from_json(path)
+
+
+def test_enumeration_index_matches_enumerate():
+    from privaudit.audits.secret_sharer import _enumeration_index
+    from privaudit.canaries import CanaryFormat
+
+    fmt = CanaryFormat("x {digits:2}{letters:1}")
+    for position, canary in enumerate(fmt.enumerate()):
+        assert _enumeration_index(fmt, canary.secret) == position
