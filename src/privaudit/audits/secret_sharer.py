@@ -126,6 +126,14 @@ def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Calla
     return result
 
 
+def _enumeration_index(fmt: CanaryFormat, secret) -> int:
+    """Position of ``secret`` in ``fmt.enumerate()`` (lexicographic, last slot fastest)."""
+    index = 0
+    for symbols, symbol in zip(fmt.slots, secret, strict=True):
+        index = index * len(symbols) + int(symbol)
+    return index
+
+
 def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
     from ..models.char_lstm import TrainingConfig, train_char_lstm
 
@@ -159,7 +167,9 @@ def _measure(model, fmt, records, references, config, say, device):
     exact = None
     if fmt.space_size <= MAX_ENUMERATION:
         say(f"scoring all {fmt.space_size} candidates for exact exposure")
-        exact = exact_exposure(canary_bits, scorer.format_log_perplexities(fmt))  # R includes the canaries
+        everything = scorer.format_log_perplexities(fmt)
+        # rank each canary by its own entry of the enumeration: one computation path for all of R
+        exact = exact_exposure(everything[[_enumeration_index(fmt, secret) for secret in canary_secrets]], everything)
     found = None
     if config.extract:
         from ..extraction import shortest_path_search

@@ -185,26 +185,41 @@ class CharLSTMScorer:
     def extraction_scorer(self, fmt: CanaryFormat):
         """A scorer(prefixes, slot) → natural-log probabilities of slot symbols, for :mod:`privaudit.extraction`.
 
-        Each node's state is computed once from its parent's cached state.
+        One call runs the LSTM once for all new nodes (each advanced from its
+        parent's cached state by its last piece) and once more for the next
+        slot's pieces, so a batch of nodes costs two batched model calls.
         """
         torch = self.torch
         pieces = _slot_pieces(fmt)
         cache = {(): self._initial(fmt.prefix)}
 
-        def node(prefix):
-            if prefix not in cache:
-                parent_last, parent_state = node(prefix[:-1])
-                codes = torch.as_tensor(self.vocabulary.encode(pieces[len(prefix) - 1][prefix[-1]]), device=self.device)
-                log_probs, state = self._run(codes[None, :], parent_state)
-                cache[prefix] = (log_probs[:, -1], state)
-            return cache[prefix]
+        def stack(entries):
+            last = torch.cat([entry[0] for entry in entries], 0)
+            state = tuple(torch.cat([entry[1][k] for entry in entries], 1) for k in range(len(entries[0][1])))
+            return last, state
+
+        def ensure(prefixes):
+            missing = sorted({p for p in prefixes if p not in cache}, key=len)
+            if not missing:
+                return
+            ensure([p[:-1] for p in missing])  # parents first (already cached during a search)
+            by_length: dict = {}
+            for prefix in missing:
+                piece = pieces[len(prefix) - 1][prefix[-1]]
+                by_length.setdefault(len(piece), []).append((prefix, piece))
+            for group in by_length.values():
+                parent_last, parent_state = stack([cache[prefix[:-1]] for prefix, _ in group])
+                del parent_last  # the piece's first character is scored at the parent, not here
+                tokens = torch.as_tensor([self.vocabulary.encode(piece) for _, piece in group], device=self.device)
+                log_probs, state = self._run(tokens, parent_state)
+                for row, (prefix, _) in enumerate(group):
+                    cache[prefix] = (log_probs[row : row + 1, -1], tuple(part[:, row : row + 1] for part in state))
 
         def scorer(prefixes, slot):
-            rows = []
-            for prefix in prefixes:
-                last, state = node(tuple(prefix))
-                log_p, _ = self._pieces_log_probs(last, state, pieces[slot])
-                rows.append(log_p[0].cpu().numpy())
-            return np.array(rows)
+            prefixes = [tuple(prefix) for prefix in prefixes]
+            ensure(prefixes)
+            last, state = stack([cache[prefix] for prefix in prefixes])
+            log_p, _ = self._pieces_log_probs(last, state, pieces[slot])
+            return log_p.cpu().numpy()
 
         return scorer
