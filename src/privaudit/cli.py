@@ -213,10 +213,18 @@ def audit_secret_sharer(
             raise ValueError(f"`--schedule` must be comma-separated integers, got {schedule!r}") from None
     settings = _dataclasses.replace(base, **{key: value for key, value in overrides.items() if value is not None})
     from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
-    with console.status("auditing") as status:
-        result = run_secret_sharer(settings, output, progress=lambda message: status.update(message))
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
+        tasks: dict = {}
+
+        def report(stage, completed=None, total=None, detail=""):
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total, detail=detail)
+            bars.update(tasks[stage], completed=completed or 0, total=total, detail=detail)
+
+        result = run_secret_sharer(settings, output, progress=report)
     rows = [
         [str(c["repetitions"]), c["text"], _format(c["log_perplexity_bits"]), _format(c["exposure_exact"]), _format(c["exposure_sampled"]), _format(c["exposure_extrapolated"]), str(c["extracted"])]
         for c in result.canaries

@@ -106,9 +106,13 @@ def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list
     return list(chosen)
 
 
-def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Callable[[str], None] | None = None, device=None):
-    """Run the audit and write results.json, the model and the plots into ``output_dir``."""
-    say = progress or (lambda message: None)
+def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Callable | None = None, device=None):
+    """Run the audit and write results.json, the model and the plots into ``output_dir``.
+
+    ``progress(stage, completed, total, detail)`` is called as the run advances
+    (``completed``/``total`` are None for stages without a count).
+    """
+    say = progress or (lambda stage, completed=None, total=None, detail="": None)
     started = time.perf_counter()
     final = Path(output_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -149,8 +153,10 @@ def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
         target_delta=config.target_delta,
     )
     label = "DP-SGD" if target_epsilon is not None else "training"
-    say(f"{label} on {len(lines)} lines ({sum(map(len, lines))} characters)")
-    return train_char_lstm(lines, training, device=device, progress=lambda e, t, v: say(f"{label} epoch {e}: train {t:.3f}, validation {v:.3f} nats"))
+    say(label, 0, config.epochs, f"{len(lines)} lines")
+    return train_char_lstm(
+        lines, training, device=device, progress=lambda e, t, v: say(label, e, config.epochs, f"validation {v:.3f} nats")
+    )
 
 
 def _measure(model, fmt, records, references, config, say, device):
@@ -160,13 +166,13 @@ def _measure(model, fmt, records, references, config, say, device):
     scorer = CharLSTMScorer(model, device=device)
     canary_secrets = [tuple(record["secret"]) for record in records]
     canary_bits = scorer.format_log_perplexities(fmt, secrets=canary_secrets)
-    say(f"scoring {len(references)} reference candidates")
+    say("scoring references", None, None, f"{len(references)} candidates")
     reference_bits = scorer.format_log_perplexities(fmt, secrets=references)
     sampled = exposure(canary_bits, reference_bits)
     extrapolated = exposure_extrapolated(canary_bits, reference_bits)
     exact = None
     if fmt.space_size <= MAX_ENUMERATION:
-        say(f"scoring all {fmt.space_size} candidates for exact exposure")
+        say("scoring all of R", None, None, f"{fmt.space_size} candidates")
         everything = scorer.format_log_perplexities(fmt)
         # rank each canary by its own entry of the enumeration: one computation path for all of R
         exact = exact_exposure(everything[[_enumeration_index(fmt, secret) for secret in canary_secrets]], everything)
@@ -174,7 +180,7 @@ def _measure(model, fmt, records, references, config, say, device):
     if config.extract:
         from ..extraction import shortest_path_search
 
-        say("shortest-path extraction")
+        say("extraction", None, None, "shortest-path search")
         found = shortest_path_search(
             scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
         )
