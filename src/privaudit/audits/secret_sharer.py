@@ -130,6 +130,17 @@ def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Calla
     return result
 
 
+def _guessing_upper(space_size: int, num_canaries: int, alpha: float) -> float:
+    """Exact exposure that no unmemorised canary reaches with probability > 1 - alpha, over all canaries.
+
+    Without memorisation a canary's rank in R is uniform on {1, ..., |R|}, so
+    P(exposure >= log2 |R| - log2 r) = r/|R|; a union bound over the canaries
+    puts r at floor(alpha · |R| / k).
+    """
+    r = max(1, int(np.floor(alpha * space_size / num_canaries)))
+    return float(np.log2(space_size) - np.log2(r))
+
+
 def _enumeration_index(fmt: CanaryFormat, secret) -> int:
     """Position of ``secret`` in ``fmt.enumerate()`` (lexicographic, last slot fastest)."""
     index = 0
@@ -239,7 +250,13 @@ def _run(config, output: Path, say, started: float, device):
         canaries=tuple(canaries),
         space_size=fmt.space_size,
         num_references=len(references),
-        baselines={"mean": baseline.mean, "median": baseline.median, "quantile_75": baseline.quantile_75, "max_exposure": float(np.log2(fmt.space_size))},
+        baselines={
+            "mean": baseline.mean,
+            "median": baseline.median,
+            "quantile_75": baseline.quantile_75,
+            "max_exposure": float(np.log2(fmt.space_size)),
+            "exact_upper_95_all_canaries": _guessing_upper(fmt.space_size, len(records), 0.05),
+        },
         epsilon_bound=bound.to_dict(),
         extraction=search,
         skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
