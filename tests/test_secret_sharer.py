@@ -97,3 +97,13 @@ def test_enumeration_index_matches_enumerate():
     fmt = CanaryFormat("x {digits:2}{letters:1}")
     for position, canary in enumerate(fmt.enumerate()):
         assert _enumeration_index(fmt, canary.secret) == position
+
+
+def test_guessing_upper_range_holds_by_enumeration():
+    from privaudit.audits.secret_sharer import _guessing_upper
+
+    space, canaries, alpha = 1000, 5, 0.05
+    upper = _guessing_upper(space, canaries, alpha)
+    exposures = np.log2(space) - np.log2(np.arange(1, space + 1))  # every rank equally likely
+    assert np.mean(exposures >= upper - 1e-12) <= alpha / canaries
+    assert np.mean(exposures >= upper - 1e-12 - np.log2(11 / 10)) > alpha / canaries  # and it is the tightest
