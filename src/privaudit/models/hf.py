@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from ._torch import default_device, require_torch
+from ._torch import default_device, pad_rows, require_torch
 
 __all__ = ["HFCausalLMScorer"]
 
@@ -48,17 +48,11 @@ class HFCausalLMScorer:
             encoded = [self._ids(text) for text in texts[start : start + self.batch_size]]
             if min(len(ids) for ids in encoded) < 2:
                 raise ValueError("`texts` must each have at least 2 tokens")
-            width = max(len(ids) for ids in encoded)
-            tokens = torch.zeros((len(encoded), width), dtype=torch.long)
-            attention = torch.zeros((len(encoded), width), dtype=torch.long)
-            for row, ids in enumerate(encoded):
-                tokens[row, : len(ids)] = torch.as_tensor(ids)
-                attention[row, : len(ids)] = 1
-            tokens, attention = tokens.to(self.device), attention.to(self.device)
+            tokens, mask = pad_rows(encoded, self.device)
             with torch.no_grad():
-                logits = self.model(input_ids=tokens, attention_mask=attention).logits
+                logits = self.model(input_ids=tokens, attention_mask=mask.long()).logits
             self.queries += len(encoded)
-            total = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], attention[:, 1:].double())
+            total = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:])
             out[start : start + len(encoded)] = -total.cpu().numpy() / _LN2
         return out
 
@@ -83,12 +77,7 @@ class HFCausalLMScorer:
             if context_limit is not None and len(prefix_ids) + width > context_limit:
                 raise ValueError(f"canaries must fit the model's context of {context_limit} tokens, got {len(prefix_ids) + width}")
             n = len(encoded)
-            tokens = torch.zeros((n, width), dtype=torch.long)
-            mask = torch.zeros((n, width), dtype=torch.float64)
-            for row, ids in enumerate(encoded):
-                tokens[row, : len(ids)] = torch.as_tensor(ids)
-                mask[row, : len(ids)] = 1.0
-            tokens, mask = tokens.to(self.device), mask.to(self.device)
+            tokens, mask = pad_rows(encoded, self.device)
             cache = copy.deepcopy(prefix_out.past_key_values)
             cache.batch_repeat_interleave(n)
             attention = torch.ones((n, len(prefix_ids) + width), dtype=torch.long, device=self.device)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..canaries.text import CanaryFormat
-from ._torch import default_device, require_torch
+from ._torch import default_device, pad_rows, require_torch
 from .char_lstm import CharVocabulary
 
 __all__ = ["CharLSTMScorer"]
@@ -165,14 +165,8 @@ class CharLSTMScorer:
         torch = self.torch
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
-            encoded = [self.vocabulary.encode(text) for text in chunk]
-            width = max(len(codes) for codes in encoded)
-            tokens = torch.zeros((len(chunk), width), dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.float64)
-            for row, codes in enumerate(encoded):
-                tokens[row, : len(codes)] = torch.as_tensor(codes)
-                mask[row, : len(codes)] = 1.0
-            n = len(chunk)
+            tokens, mask = pad_rows([self.vocabulary.encode(text) for text in chunk])
+            width, n = tokens.shape[1], len(chunk)
             first = last.expand(n, -1).gather(1, tokens[:, :1].to(self.device)).squeeze(1).cpu()
             expanded = tuple(part.expand(-1, n, -1).contiguous() for part in state)
             log_probs, _ = self._run(tokens[:, :-1], expanded) if width > 1 else (None, None)
