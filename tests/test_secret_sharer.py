@@ -56,7 +56,9 @@ def test_extract_command_reads_the_run(audited, capsys):
     assert code == 0
     data = json.loads(out)
     assert data["space_size"] == 1000 and data["queries"] > 0
-    assert data["extracted_text"].startswith("pin ") and (audited / "extraction.json").is_file()
+    assert data["extracted_text"].startswith("pin ")
+    assert json.loads((audited / "extraction" / "results.json").read_text()) == data
+    assert (audited / "extraction" / "queries.png").is_file()
 
 
 @pytest.mark.parametrize(

@@ -237,6 +237,7 @@ def audit_secret_sharer(
 @app.command()
 def extract(
     run: Annotated[Path, typer.Option("--run", help="Output directory of `privaudit audit secret-sharer`.")],
+    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json and queries.png (default: RUN/extraction).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Nodes expanded per model call.")] = 256,
     max_queries: Annotated[int, typer.Option("--max-queries", help="Stop the search after this many model queries.")] = 1_000_000,
     as_json: JsonOption = False,
@@ -244,7 +245,7 @@ def extract(
     """Shortest-path extraction of the most likely completion of an audited run's format (Secret Sharer §8)."""
     from .audits.extract import extract_from_run
 
-    result = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
+    result = extract_from_run(run, output_dir=output, batch_size=batch_size, max_queries=max_queries)
     if as_json:
         _emit(json.dumps(result, indent=2))
         return

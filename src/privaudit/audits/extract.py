@@ -9,8 +9,11 @@ from pathlib import Path
 __all__ = ["extract_from_run"]
 
 
-def extract_from_run(run_dir, *, batch_size: int = 256, max_queries: int = 1_000_000) -> dict:
-    """Run shortest-path search on the run's model and compare the result with its canaries."""
+def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_queries: int = 1_000_000) -> dict:
+    """Run shortest-path search on the run's model, compare with its canaries, write results.json and a plot.
+
+    ``output_dir`` defaults to ``<run_dir>/extraction``.
+    """
     import torch
 
     from ..canaries import CanaryFormat, Provenance
@@ -45,5 +48,25 @@ def extract_from_run(run_dir, *, batch_size: int = 256, max_queries: int = 1_000
         "space_size": fmt.space_size,
         "seconds": time.perf_counter() - started,
     }
-    (run / "extraction.json").write_text(json.dumps(result, indent=2))
+    output = Path(output_dir) if output_dir is not None else run / "extraction"
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "results.json").write_text(json.dumps(result, indent=2))
+    _plot_queries(result, output / "queries.png")
     return result
+
+
+def _plot_queries(result: dict, path) -> None:
+    """Model queries of shortest-path search against brute force (|R|), on a log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5, 3.5))
+    axis.bar(["shortest path", "brute force"], [result["queries"], result["space_size"]], color=["tab:blue", "tab:grey"])
+    axis.set_yscale("log")
+    axis.set_ylabel("model queries")
+    axis.set_title(f"extracted: {result['extracted_text']!r}" + (" (inserted canary)" if result["is_inserted_canary"] else ""))
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
