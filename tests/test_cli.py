@@ -9,16 +9,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import privaudit
-from privaudit.cli import main
+from privaudit.cli import app, main
+from privaudit.demo import run_demo
 
 
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
+def _runner():
+    try:  # click < 8.2 mixes stderr into stdout unless told not to
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def run(argv, capsys=None):
+    """(exit code, stdout, stderr) through typer's CliRunner, which keeps the two streams apart."""
+    result = _runner().invoke(app, argv)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a traceback would be a bug: surface it
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture()
@@ -83,10 +93,16 @@ def test_exposure_table_and_json(tmp_path, capsys):
     assert code == 0 and "extrapolated" in out and "Kolmogorov" in out
 
 
-def test_demo_json(capsys):
-    code, out, _ = run(["demo", "--json"], capsys)
+def test_demo_json_and_table(capsys):
+    code, out, _ = run(["demo", "--json", "--seed", "1"], capsys)
     assert code == 0
     data = json.loads(out)
+    report = run_demo(seed=1)
+    assert data == json.loads(json.dumps(report.to_dict()))
+    code, table, _ = run(["demo", "--seed", "1"], capsys)
+    assert code == 0
+    for section, _quantity, value in report.rows():
+        assert section in table and value in table
     gaussian = data["sections"]["gaussian"]
     assert 0 < gaussian["epsilon lower bound (GDP, Clopper-Pearson)"] <= gaussian["true epsilon"]
 
@@ -128,7 +144,25 @@ def test_python_dash_m_and_console_script_are_equivalent():
         console = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
         assert console.stdout.strip() == privaudit.__version__
     for command in ("exposure", "bound", "demo"):
-        help_text = subprocess.run([sys.executable, "-m", "privaudit", command, "--help"], capture_output=True, text=True)
+        help_text = subprocess.run([sys.executable, "-m", "privaudit", command, "--help"], capture_output=True, text=True, check=True)
         assert help_text.returncode == 0 and "Usage" in help_text.stdout
-    failed = subprocess.run([sys.executable, "-m", "privaudit", "bound", "--in", "nope", "--out", "nope", "--delta", "0.1"], capture_output=True, text=True)
+    failed = subprocess.run([sys.executable, "-m", "privaudit", "bound", "--in", "nope", "--out", "nope", "--delta", "0.1"], capture_output=True, text=True, check=False)
     assert failed.returncode == 2 and failed.stdout == "" and "Traceback" not in failed.stderr
+
+
+def test_main_is_the_same_entry_point(capsys):
+    # the console script calls main(); it must exit like the CliRunner runs above
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bound", "--in", "missing.npy", "--out", "missing.npy", "--delta", "0.1"])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and captured.out == ""
+    assert captured.err == "error: `--in`: cannot read 'missing.npy': file not found\n"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out == privaudit.__version__ + "\n"
+
+
+def test_import_privaudit_does_not_import_the_cli():
+    code = "import sys, privaudit; privaudit.roc_auc([1.0], [0.0]); print('privaudit.cli' in sys.modules, 'typer' in sys.modules)"
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert probe.stdout.split() == ["False", "False"]

@@ -79,7 +79,7 @@ def test_sweep_is_the_best_of_bonferroni_corrected_tests():
         v = int(member[top].sum() + (~member[bottom]).sum())
         expected.append(epsilon_one_run(2000, r, v, delta=1e-5, confidence=1 - 0.05 / 4).epsilon)
     assert result.epsilon == pytest.approx(max(expected), abs=1e-9)
-    assert [c[2] for c in result.candidates] == pytest.approx(expected, abs=1e-9)
+    assert [c[3] for c in result.candidates] == pytest.approx(expected, abs=1e-9)
     assert result.num_tests == 4 and result.valid
 
 

@@ -14,10 +14,53 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
 import privaudit
 
+
+def _usage_error_line(error: Exception) -> str | None:
+    """The one-line message of a click/typer usage error, or None for other exceptions."""
+    # duck-typed: newer typer vendors its own click, older typer uses click itself
+    if not (hasattr(error, "format_message") and hasattr(error, "exit_code")):
+        return None
+    return " ".join(error.format_message().split())
+
+
+class _OneLineErrors(TyperGroup):
+    """Run the commands so that bad input exits 2 with one "error: ..." line on stderr.
+
+    The same behaviour whether called as the console script, ``python -m privaudit``
+    or through ``typer.testing.CliRunner``; with ``standalone_mode=False`` the
+    exceptions propagate unchanged.
+    """
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except ValueError as error:
+            typer.echo(f"error: {' '.join(str(error).split())}", err=True)
+            sys.exit(2)
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        except Exception as error:
+            line = _usage_error_line(error)
+            if line is None:
+                raise
+            if type(error).__name__ == "NoArgsIsHelpError":
+                if error.format_message().strip():  # empty when rich already printed the help
+                    typer.echo(error.format_message(), err=True)
+            else:
+                typer.echo(f"error: {line}", err=True)
+            sys.exit(error.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="privaudit",
     help="Empirical privacy auditing: canary exposure and lower bounds on epsilon. Higher scores mean 'member'.",
     add_completion=False,
@@ -131,7 +174,6 @@ def bound(
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4)."""
     from ._io import read_numbers
     from .stats.bounds import epsilon_lower_bound
-
     from .stats.pld import SubsampledGaussian
 
     in_scores = read_numbers(in_file, "--in")
@@ -253,17 +295,5 @@ def extract(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``privaudit`` console script."""
-    try:
-        code = app(args=argv, prog_name="privaudit", standalone_mode=False)
-    except ValueError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise SystemExit(2) from None
-    except typer.Abort:
-        typer.echo("error: aborted", err=True)
-        raise SystemExit(1) from None
-    except typer.TyperException as error:  # usage errors: unknown option, missing value, bad type
-        message = error.format_message() if hasattr(error, "format_message") else str(error)
-        typer.echo(f"error: {' '.join(message.split())}", err=True)
-        raise SystemExit(getattr(error, "exit_code", 2)) from None
-    raise SystemExit(code if isinstance(code, int) else 0)
+    """Entry point of the ``privaudit`` console script; exits with the command's status."""
+    app(args=argv, prog_name="privaudit")

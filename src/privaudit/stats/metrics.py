@@ -3,6 +3,15 @@
 Score convention: a higher score means "more likely in"; the attack predicts
 "in" when score >= t. These are in-sample statistics of the observed scores,
 not confidence bounds; for bounds on ε use :func:`privaudit.epsilon_lower_bound`.
+
+Conventions (the conservative readings):
+
+* Tied scores form one ROC point: a threshold cannot separate them, and no
+  randomised threshold is used to interpolate between points. TPR at a target
+  FPR is therefore read off the ROC *step* function (never the convex hull or
+  a linear interpolation), which can only report less than those would.
+* The AUC counts a tie between an in-score and an out-score as ½, the area
+  under the curve with ties drawn as diagonal segments (Mann–Whitney U / n m).
 """
 
 from __future__ import annotations
@@ -54,6 +63,21 @@ def _roc_at_targets(in_scores, out_scores, values, name: str):
 def roc_curve(in_scores, out_scores) -> RocCurve:
     """ROC curve of the attack "in iff score >= t", one point per distinct score.
 
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Finite 1-D scores of members and non-members; higher means "in".
+
+    Returns
+    -------
+    RocCurve
+        ``fpr``, ``tpr`` and ``thresholds`` (strictly decreasing, starting at
+        +inf where the curve is at (0, 0), ending at the lowest score where it
+        is at (1, 1)); like scikit-learn's ``roc_curve`` with
+        ``drop_intermediate=False``.
+
+    Examples
+    --------
     >>> curve = roc_curve([3.0, 2.0], [1.0, 2.0])
     >>> curve.fpr.tolist(), curve.tpr.tolist(), curve.thresholds.tolist()
     ([0.0, 0.0, 0.5, 1.0], [0.0, 0.5, 1.0, 1.0], [inf, 3.0, 2.0, 1.0])
@@ -65,6 +89,18 @@ def roc_curve(in_scores, out_scores) -> RocCurve:
 def roc_auc(in_scores, out_scores) -> float:
     """Area under the ROC curve: P(in-score > out-score) + ½ P(tie), by the rank-sum formula.
 
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Finite 1-D scores of members and non-members; higher means "in".
+
+    Returns
+    -------
+    float
+        The empirical AUC in [0, 1], computed from average ranks in O(n log n).
+
+    Examples
+    --------
     >>> roc_auc([3.0, 2.0], [1.0, 2.0])  # pairs: 3>1, 3>2, 2>1, 2=2 -> 3.5/4
     0.875
     """
@@ -78,18 +114,54 @@ def roc_auc(in_scores, out_scores) -> float:
 def tpr_at_fpr(in_scores, out_scores, fpr=(0.001, 0.01, 0.1)) -> np.ndarray:
     """Highest TPR among thresholds whose empirical FPR is <= each target.
 
+    The reading is on the ROC step function (no interpolation between points,
+    ties never split), so it is an empirical, in-sample statistic of these
+    scores, not a bound on the attack's true TPR.
+
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Finite 1-D scores of members and non-members; higher means "in".
+    fpr : float or sequence of float, default (0.001, 0.01, 0.1)
+        Target false-positive rates in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        One TPR per target (0 where no threshold but +inf meets the target).
+
+    Examples
+    --------
     >>> tpr_at_fpr([3.0, 2.0], [1.0, 2.0], [0.0, 0.5])
     array([0.5, 1. ])
     """
     targets, fprs, tprs, _, _ = _roc_at_targets(in_scores, out_scores, fpr, "fpr")
     # fpr is non-decreasing along the curve: the last point with fpr <= target has the largest tpr
-    last = np.searchsorted(fprs, targets + 1e-12, side="right") - 1
+    last = np.searchsorted(fprs, targets, side="right") - 1
     return tprs[last]
 
 
 def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.ndarray:
     """Highest precision among thresholds whose recall (TPR) is >= each target.
 
+    Precision is TP / (TP + FP) on these scores, so it depends on the ratio of
+    members to non-members in the sample; like :func:`tpr_at_fpr` it is an
+    in-sample statistic, not a bound.
+
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Finite 1-D scores of members and non-members; higher means "in".
+    recall : float or sequence of float, default (0.1, 0.5, 0.9)
+        Target recalls in [0, 1]; recall 1 is always met by the lowest score.
+
+    Returns
+    -------
+    numpy.ndarray
+        One precision per target.
+
+    Examples
+    --------
     >>> precision_at_recall([3.0, 2.0], [1.0, 2.0], [0.5, 1.0])
     array([1.        , 0.66666667])
     """
@@ -99,5 +171,5 @@ def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.nda
     recall_values = tprs[1:]
     # best precision among points at or beyond each recall: suffix maximum
     suffix_best = np.maximum.accumulate(precision[::-1])[::-1]
-    first = np.searchsorted(recall_values, targets - 1e-12, side="left")
+    first = np.searchsorted(recall_values, targets, side="left")
     return suffix_best[np.minimum(first, recall_values.size - 1)]

@@ -4,8 +4,8 @@ m canaries are each included in training independently with probability ½.
 The auditor guesses "in" or "out" for r of them and abstains on the rest; v
 guesses are right. If training is ε-DP, the number of right guesses is
 stochastically dominated by Binomial(r, q) with q = e^ε/(1 + e^ε) (their
-Proposition 5.1). With δ > 0 the p-value gains a term (their Theorem 5.2 and
-Appendix D):
+Proposition 5.1, the statement PANORAMIA §2 quotes). PANORAMIA quotes only
+this pure-ε form; for δ > 0 we add the slack of Steinke et al.'s Theorem 5.2:
 
     p(ε) = P[Bin(r, q) >= v] + 2 m δ · max_{1 <= i <= v} P[v - i <= Bin(r, q) < v] / i.
 
@@ -13,6 +13,17 @@ Appendix D):
 rejected ε, found by a bracketed root search in the log domain and rounded
 down. Every probability is computed from ``scipy.stats.binom.logpmf``/``logsf``,
 so v far in the tail (m = 10⁵ and beyond) neither underflows nor overflows.
+
+Conservative choices (each can only lower the bound):
+
+* the δ slack is scaled by the number of canaries m, not the number of
+  guesses r, and maximised over every window i (for i > v the ratio only
+  shrinks, so i <= v is the exact maximum);
+* guesses are made by score *thresholds*: canaries with tied scores are never
+  split between a guess and an abstention, so an array sorted by membership
+  cannot leak the labels through the tie-breaking order;
+* the sweep over guess counts is Bonferroni-corrected; no uncorrected maximum
+  is reported.
 """
 
 from __future__ import annotations
@@ -20,12 +31,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import optimize, special, stats  # noqa: F401  (special: used by the doctests)
+from scipy import optimize, stats
 
 from ._result import Result
-from ._validation import as_scores, check_count, check_positive, check_probability
+from ._validation import as_scores, check_count, check_fraction, check_probability, check_real
 
-__all__ = ["OneRunBound", "OneRunSweep", "epsilon_one_run", "epsilon_one_run_sweep"]
+__all__ = ["OneRunBound", "OneRunSweep", "epsilon_one_run", "epsilon_one_run_sweep", "tie_safe_counts"]
 
 _XTOL = 1e-10
 _MAX_EPSILON = 1e3
@@ -73,10 +84,11 @@ def _largest_rejected(m: int, r: int, v: int, delta: float, log_level: float) ->
 
 
 def _check_delta(delta) -> float:
-    delta = check_positive(delta, "delta", allow_zero=True)
-    if delta >= 1.0:
-        raise ValueError(f"`delta` must be in [0, 1), got {delta:g}")
-    return delta
+    # δ = 0 is the pure-ε test, so the shared open-interval check does not fit
+    value = check_real(delta, "delta")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"`delta` must be in [0, 1), got {value:g}")
+    return value
 
 
 def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence=0.95) -> OneRunBound:
@@ -97,8 +109,9 @@ def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence
     --------
     With all r guesses right and δ = 0 the bound solves q^r = 1 - c:
 
+    >>> from scipy.special import logit
     >>> result = epsilon_one_run(1000, 100, 100, delta=0.0)
-    >>> round(result.epsilon, 4), round(float(special.logit(0.05 ** (1 / 100))), 4)
+    >>> round(result.epsilon, 4), round(float(logit(0.05 ** (1 / 100))), 4)
     (3.493, 3.493)
     >>> epsilon_one_run(1000, 100, 50, delta=1e-5).epsilon  # chance level
     0.0
@@ -112,17 +125,39 @@ def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence
     return OneRunBound(epsilon=epsilon, delta=delta, confidence=confidence, num_canaries=m, num_guesses=r, num_correct=v)
 
 
+def tie_safe_counts(descending: np.ndarray, counts) -> np.ndarray:
+    """Largest k' <= k, per k in ``counts``, such that the top k' scores all beat the others.
+
+    Predicting on a prefix that ends inside a run of tied scores would let the
+    array order (not the scores) choose, so prefixes are cut back to a tie.
+
+    >>> tie_safe_counts(np.array([3.0, 2.0, 2.0, 1.0]), [1, 2, 3, 4])
+    array([1, 1, 3, 4])
+    """
+    cuts = np.r_[0, np.flatnonzero(np.r_[descending[:-1] > descending[1:], True]) + 1]
+    return cuts[np.searchsorted(cuts, counts, side="right") - 1]
+
+
 @dataclasses.dataclass(frozen=True)
 class OneRunSweep(OneRunBound):
     """The best of several guess counts, each tested at confidence 1 - (1 - c)/k.
 
-    ``candidates`` holds (num_guesses, num_correct, ε at the corrected level) per test.
+    ``candidates`` holds (requested guesses, guesses made, right guesses,
+    ε at the corrected level) per test; fewer guesses than requested are made
+    when the cut would split tied scores.
     """
 
     num_tests: int = 1
     candidates: tuple = ()
     positive_fraction: float = 0.5
     valid: bool = True
+
+
+def _check_members(is_member, shape) -> np.ndarray:
+    member = np.asarray(is_member)
+    if member.shape != shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
+        raise ValueError(f"`is_member` must be a boolean (or 0/1) array of shape {shape}, got shape {member.shape}")
+    return member.astype(bool)
 
 
 def epsilon_one_run_sweep(
@@ -132,9 +167,10 @@ def epsilon_one_run_sweep(
 
     For each r in ``num_guesses`` the auditor guesses "in" for the
     round(r × ``positive_fraction``) highest scores and "out" for the rest of
-    the r lowest, abstaining in between (Steinke et al.'s k₊/k₋ attack).
-    Taking the best of k such tests is a multiple test, so each is run at
-    confidence 1 - (1 - c)/k and the best stays valid at confidence c.
+    the r lowest, abstaining in between (Steinke et al.'s k₊/k₋ attack); each
+    side is cut back so that no run of tied scores is split. Taking the best
+    of k such tests is a multiple test, so each is run at confidence
+    1 - (1 - c)/k and the best stays valid at confidence c.
 
     Parameters
     ----------
@@ -142,48 +178,54 @@ def epsilon_one_run_sweep(
         Membership scores of the m canaries (higher = more likely in).
     is_member : 1-D array of bool
         Which canaries were included.
-    num_guesses : sequence of int, optional
-        Defaults to 10 sizes spaced evenly in log scale from 10 to m.
+    num_guesses : sequence of int in [1, m], optional
+        The guess counts r to try, fixed before looking at the data. Defaults
+        to 10 sizes spaced evenly in log scale from 10 to m.
+    positive_fraction : float in [0, 1]
+        Share of each r spent on "in" guesses.
+    delta : float in [0, 1)
+    confidence : float in (0, 1)
 
+    Examples
+    --------
     >>> rng = np.random.default_rng(0)
     >>> member = rng.random(10_000) < 0.5
     >>> result = epsilon_one_run_sweep(member + rng.normal(0, 1, 10_000), member, delta=0.0)
-    >>> result.num_tests, bool(result.epsilon > 1.0)
-    (10, True)
+    >>> result.num_tests, bool(result.epsilon > 1.0), result.valid
+    (10, True, True)
     """
     scores = as_scores(scores, "scores")
-    member = np.asarray(is_member)
-    if member.shape != scores.shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
-        raise ValueError(f"`is_member` must be a boolean array of shape {scores.shape}, got {member!r}")
-    member = member.astype(bool)
+    member = _check_members(is_member, scores.shape)
     m = scores.size
     if num_guesses is None:
         num_guesses = np.unique(np.geomspace(min(10, m), m, 10).astype(np.int64))
-    guesses = [check_count(r, "num_guesses", minimum=1, maximum=m) for r in np.atleast_1d(num_guesses)]
-    fraction = check_positive(positive_fraction, "positive_fraction", allow_zero=True)
-    if fraction > 1.0:
-        raise ValueError(f"`positive_fraction` must be in [0, 1], got {fraction:g}")
+    requested = np.array([check_count(r, "num_guesses", minimum=1, maximum=m) for r in np.atleast_1d(num_guesses)])
+    fraction = check_fraction(positive_fraction, "positive_fraction")
     delta = _check_delta(delta)
     confidence = check_probability(confidence, "confidence")
 
-    ordered = member[np.argsort(-scores, kind="stable")]
+    order = np.argsort(-scores, kind="stable")
+    descending, ordered = scores[order], member[order]
     members_in_top = np.r_[0, np.cumsum(ordered)]
     nonmembers_in_bottom = np.r_[0, np.cumsum(~ordered[::-1])]
-    log_level = np.log((1.0 - confidence) / len(guesses))
+    wanted_positive = np.array([int(round(r * fraction)) for r in requested])
+    positives = tie_safe_counts(descending, wanted_positive)
+    negatives = tie_safe_counts(-descending[::-1], requested - wanted_positive)
+    log_level = np.log((1.0 - confidence) / requested.size)
     candidates = []
-    for r in guesses:
-        positives = int(round(r * fraction))
-        correct = int(members_in_top[positives] + nonmembers_in_bottom[r - positives])
-        candidates.append((r, correct, _largest_rejected(m, r, correct, delta, log_level)))
-    best = max(candidates, key=lambda item: item[2])
+    for wanted, pos, neg in zip(requested, positives, negatives):
+        correct = int(members_in_top[pos] + nonmembers_in_bottom[neg])
+        made = int(pos + neg)
+        candidates.append((int(wanted), made, correct, _largest_rejected(m, made, correct, delta, log_level)))
+    best = max(candidates, key=lambda item: item[3])
     return OneRunSweep(
-        epsilon=best[2],
+        epsilon=best[3],
         delta=delta,
         confidence=confidence,
         num_canaries=m,
-        num_guesses=best[0],
-        num_correct=best[1],
-        num_tests=len(guesses),
+        num_guesses=best[1],
+        num_correct=best[2],
+        num_tests=requested.size,
         candidates=tuple(candidates),
         positive_fraction=fraction,
     )
