@@ -1,0 +1,1 @@
+"""Glue to other libraries (Opacus, ...), imported lazily by whoever needs it."""

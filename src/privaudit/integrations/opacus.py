@@ -1,0 +1,81 @@
+"""Audit Opacus' DPOptimizer as shipped, with gradient canaries on audit coordinates.
+
+No Opacus code is patched. After ``PrivacyEngine.make_private`` the auditor
+adds one parameter of audit coordinates to the optimizer as a parameter group
+of its own (learning rate 0), and before each step it appends the canaries'
+per-example gradients to the per-sample gradients Opacus computed: zero rows
+on the model's parameters, canary rows on the audit coordinates. Opacus then
+clips, sums, noises and averages them with the batch, as in any step, and the
+auditor reads the audit coordinates of the privatized gradient.
+
+Because the audit parameter never enters the forward pass, the model and its
+training are unchanged, and the cost is one vector of ``audit_size`` floats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models._torch import require_torch
+from ..stats._validation import check_count
+
+__all__ = ["OpacusCanaryAuditor", "opacus_release"]
+
+
+class OpacusCanaryAuditor:
+    """Wraps a DPOptimizer's step so that each step carries canary gradients.
+
+    Call :meth:`step` with the canary rows after ``loss.backward()``, in place
+    of ``optimizer.step()``; it returns the released audit coordinates.
+    ``denominator`` is what Opacus divides the noisy sum by.
+    """
+
+    def __init__(self, optimizer, audit_size: int):
+        torch = require_torch()
+        if not (hasattr(optimizer, "expected_batch_size") and hasattr(optimizer, "original_optimizer")):
+            raise ValueError(f"`optimizer` must be an Opacus DPOptimizer (from PrivacyEngine.make_private), got {type(optimizer).__name__}")
+        self.torch, self.optimizer = torch, optimizer
+        self.audit_size = check_count(audit_size, "audit_size", minimum=1)
+        self.audit = torch.nn.Parameter(torch.zeros(self.audit_size))
+        optimizer.add_param_group({"params": [self.audit], "lr": 0.0})
+        self.audit.summed_grad = None  # the attribute DPOptimizer gives each parameter it manages
+
+    @property
+    def denominator(self) -> float:
+        if self.optimizer.loss_reduction == "mean":
+            return float(self.optimizer.expected_batch_size)  # one backward pass per step
+        return 1.0
+
+    def step(self, canary_rows) -> np.ndarray:
+        torch = self.torch
+        rows = torch.as_tensor(np.asarray(canary_rows, dtype=np.float32).reshape(-1, self.audit_size))
+        model_params = [p for p in self.optimizer.params if p is not self.audit]
+        batch = next(p.grad_sample.shape[0] for p in model_params if getattr(p, "grad_sample", None) is not None)
+        for p in model_params:
+            p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(rows), *p.grad_sample.shape[1:]))])
+        self.audit.grad_sample = torch.cat([torch.zeros((batch, self.audit_size)), rows])
+        self.optimizer.step()
+        return self.audit.grad.detach().double().numpy().copy()
+
+
+def _forever(data_loader):
+    while True:  # a fresh pass each time: Poisson batches are re-drawn, not replayed
+        yield from data_loader
+
+
+def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int):
+    """A ``release(rows)`` callable for :func:`~privaudit.audits.whitebox.collect_gradient_observations`.
+
+    Each call trains one Opacus step on the next batch of ``data_loader``
+    (cycling) with the canary rows in the batch. Returns (release, auditor).
+    """
+    auditor = OpacusCanaryAuditor(optimizer, audit_size)
+    batches = _forever(data_loader)
+
+    def release(rows):
+        x, y = next(batches)
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        return auditor.step(rows)
+
+    return release, auditor

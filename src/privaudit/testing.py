@@ -1,0 +1,125 @@
+"""A privacy check for other projects' test suites: :func:`assert_dp`.
+
+A DP library's test calls ``assert_dp`` on one privatized aggregation step
+(or any mechanism that releases a noisy sum of clipped per-example vectors)
+with the (ε, δ) it claims. The check feeds it Dirac gradient canaries on
+coordinates that no other example uses, reads the released coordinates
+(:mod:`privaudit.audits.whitebox`) and computes a lower bound on ε with the
+statistical core. It fails when the bound exceeds the claim: the claim is
+then rejected at the stated confidence, and a correct mechanism fails with
+probability at most 1 - confidence (less in practice, as the bound is below
+the true ε).
+
+``family="gdp"`` (default) reads the claim as the Gaussian mechanism
+calibrated to (ε, δ), i.e. μ-GDP: what DP-SGD's accountants assume, and the
+tight audit of Tight Auditing. ``family="eps-delta"`` tests the weaker
+(ε, δ)-DP claim itself, valid for any mechanism but far less sensitive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .audits.whitebox import collect_gradient_observations
+from .canaries.gradient import GradientCanary
+from .stats._validation import check_choice, check_count, check_positive, check_probability
+from .stats.bounds import EpsilonLowerBound, epsilon_lower_bound
+
+__all__ = ["assert_dp"]
+
+
+def assert_dp(
+    release: Callable[[np.ndarray], np.ndarray],
+    *,
+    epsilon: float,
+    delta: float,
+    clip_norm: float = 1.0,
+    denominator: float = 1.0,
+    family: str = "gdp",
+    num_observations: int = 10_000,
+    canaries_per_step: int = 100,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> EpsilonLowerBound:
+    """Fail if ``release`` leaks more than the claimed (ε, δ) per call, at ``confidence``.
+
+    Parameters
+    ----------
+    release : callable
+        ``release(rows) -> vector``: one step of the mechanism under test on
+        per-example vectors ``rows`` (shape (k, d)); returns the released
+        d-vector: the noisy sum of the clipped rows, divided by ``denominator``.
+    epsilon, delta : the claim for one call
+    clip_norm : float > 0
+        The norm each row is clipped to (the sensitivity of the sum).
+    denominator : float > 0
+        What the release divides the noisy sum by (1 for a sum, the expected
+        batch size for a mean).
+    family : {"gdp", "eps-delta"}
+        GDP uses the fixed threshold 0.5 (halfway between the normalised
+        means); (ε, δ) needs extreme thresholds, chosen on a held-out split.
+    num_observations : int
+        Canary ("in") observations; the mechanism is called
+        num_observations / canaries_per_step times with d = 10 × canaries_per_step.
+    canaries_per_step : int
+    confidence : float in (0, 1)
+    seed : int
+
+    Returns
+    -------
+    EpsilonLowerBound
+        The bound, when the check passes.
+
+    Raises
+    ------
+    AssertionError
+        With the lower bound, the claim, the confidence and the numbers of
+        observations, when the claim is rejected.
+
+    Examples
+    --------
+    A Gaussian mechanism with the noise its claim needs passes; one with half
+    the noise fails:
+
+    >>> from privaudit.stats.conversions import gdp_mu
+    >>> rng = np.random.default_rng(0)
+    >>> def gaussian(sigma):
+    ...     def release(rows):
+    ...         clipped = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    ...         return clipped.sum(axis=0) + rng.normal(0.0, sigma, rows.shape[1])
+    ...     return release
+    >>> sigma = 1 / gdp_mu(2.0, 1e-5)
+    >>> assert_dp(gaussian(sigma), epsilon=2.0, delta=1e-5).epsilon < 2.0
+    True
+    >>> assert_dp(gaussian(sigma / 2), epsilon=2.0, delta=1e-5)
+    Traceback (most recent call last):
+    ...
+    AssertionError: privacy claim rejected: ε >= ... at 95% confidence (gdp, Clopper–Pearson), claimed ε = 2 at δ = 1e-05; 10000 canary and 90000 non-canary observations
+    """
+    epsilon = check_positive(epsilon, "epsilon")
+    delta = check_probability(delta, "delta")
+    family = check_choice(family, "family", ("gdp", "eps-delta"))
+    num_observations = check_count(num_observations, "num_observations", minimum=100)
+    canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1, maximum=num_observations)
+    confidence = check_probability(confidence, "confidence")
+    observations = collect_gradient_observations(
+        release,
+        num_steps=-(-num_observations // canaries_per_step),
+        canaries_per_step=canaries_per_step,
+        num_slots=10 * canaries_per_step,
+        clip_norm=clip_norm,
+        denominator=denominator,
+        canary=GradientCanary(kind="dirac", slot_size=1, norm=100.0),  # norm >> C: a missing clip shows
+        seed=seed,
+    )
+    bound = epsilon_lower_bound(
+        observations.in_scores, observations.out_scores, delta=delta, method=family, confidence=confidence, threshold=0.5 if family == "gdp" else "split", seed=seed
+    )
+    if bound.epsilon > epsilon:
+        raise AssertionError(
+            f"privacy claim rejected: ε >= {bound.epsilon:.4g} at {confidence:.0%} confidence ({family}, Clopper–Pearson), "
+            f"claimed ε = {epsilon:g} at δ = {delta:g}; {bound.num_in} canary and {bound.num_out} non-canary observations"
+        )
+    return bound

@@ -1,0 +1,1 @@
+"""Reference trainers: a minimal DP-SGD with per-example gradients and injectable bugs."""
