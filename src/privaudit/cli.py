@@ -7,9 +7,12 @@ completely before anything is printed, so a failure leaves no partial output.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -216,6 +219,45 @@ def demo(
     _emit(_render_table(f"privaudit demo (seed {seed}, delta = 1e-5)", ["section", "quantity", "value"], rows))
 
 
+@contextlib.contextmanager
+def _progress_bars():
+    """Transient rich progress bars on stderr; yields ``report(stage, completed, total, detail)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
+        tasks: dict = {}
+
+        def report(stage, completed=None, total=None, detail=""):
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total, detail=detail)
+            bars.update(tasks[stage], completed=completed or 0, total=total, detail=detail)
+
+        yield report
+
+
+@contextlib.contextmanager
+def _staged_output(output: Path):
+    """Yield a scratch directory beside ``output``; move its files into ``output`` only on success.
+
+    The same protocol as :func:`privaudit.audits.secret_sharer.run_secret_sharer`:
+    a failed run leaves no partial output (and no ``output`` directory it did not find).
+    """
+    final = Path(output)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        yield scratch
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    final.mkdir(exist_ok=True)
+    for item in scratch.iterdir():
+        item.replace(final / item.name)
+    scratch.rmdir()
+
+
 audit_app = typer.Typer(help="Run an audit end to end and write results.json and plots.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
@@ -254,18 +296,7 @@ def audit_secret_sharer(
         except ValueError:
             raise ValueError(f"`--schedule` must be comma-separated integers, got {schedule!r}") from None
     settings = _dataclasses.replace(base, **{key: value for key, value in overrides.items() if value is not None})
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
-        tasks: dict = {}
-
-        def report(stage, completed=None, total=None, detail=""):
-            if stage not in tasks:
-                tasks[stage] = bars.add_task(stage, total=total, detail=detail)
-            bars.update(tasks[stage], completed=completed or 0, total=total, detail=detail)
-
+    with _progress_bars() as report:
         result = run_secret_sharer(settings, output, progress=report)
     rows = [
         [str(c["repetitions"]), c["text"], _format(c["log_perplexity_bits"]), _format(c["exposure_exact"]), _format(c["exposure_sampled"]), _format(c["exposure_extrapolated"]), str(c["extracted"])]
@@ -274,6 +305,43 @@ def audit_secret_sharer(
     columns = ["insertions", "canary", "log-perplexity", "exposure (exact)", "exposure (sampled)", "exposure (extrapolated)", "extracted"]
     text = _render_table(f"Secret Sharer: |R| = {result.space_size}, results in {output}", columns, rows)
     _emit(text + f"epsilon lower bound from exposures: {result.epsilon_bound['epsilon']:.4g}\n")
+
+
+@audit_app.command("dpsgd")
+def audit_dpsgd(
+    config: Annotated[Path, typer.Option("--config", help="JSON file with DPSGDAuditConfig fields (see configs/dpsgd.json).")],
+    output: Annotated[Path, typer.Option("--output", help="Directory for results.json, observations.png, tradeoff.png and bound_vs_observations.png.")],
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Override the config's seed (data split, model, canaries, noise).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """White-box DP-SGD audit with gradient canaries (Tight Auditing §5.5, §6.3): per-step ε bound, flag, end-to-end estimate."""
+    import dataclasses as _dataclasses
+
+    from .audits.dpsgd import DPSGDAuditConfig, run_dpsgd_audit
+    from .audits.dpsgd_report import write_dpsgd_outputs
+
+    settings = DPSGDAuditConfig.from_json(config)
+    if seed is not None:
+        settings = _dataclasses.replace(settings, seed=seed)
+    with _progress_bars() as report, _staged_output(output) as scratch:
+        report("training with DP-SGD and observing canaries", detail=f"{settings.num_steps} steps, bug: {settings.bug}")
+        result, observations = run_dpsgd_audit(settings)
+        report("writing results.json and plots")
+        data = write_dpsgd_outputs(result, observations, scratch)
+    if as_json:
+        _emit(json.dumps(data, indent=2))
+        return
+    bound = result.step_bounds["gdp_clopper_pearson"]
+    rows = [
+        [f"claimed per-step ε (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g})", _format(float(result.claimed_step_epsilon))],
+        [f"per-step ε lower bound (GDP, Clopper–Pearson, {settings.confidence:.0%})", _format(float(bound.epsilon))],
+        ["flagged (bound exceeds the claim)", "yes" if result.flagged else "no"],
+        [f"end-to-end ε estimate ({settings.num_steps} steps, q = {settings.sampling_rate:g})", _format(float(result.end_to_end.epsilon))],
+        ["claimed end-to-end ε", _format(float(result.claimed_end_to_end_epsilon))],
+        ["observations in / out", f"{result.num_in} / {result.num_out}"],
+        ["test accuracy", _format(float(result.test_accuracy))],
+    ]
+    _emit(_render_table(f"DP-SGD audit (bug: {settings.bug}), results in {output}", ["quantity", "value"], rows))
 
 
 @app.command()

@@ -38,7 +38,7 @@ from ..stats.pld import SubsampledGaussian, step_to_end_epsilon
 from ..training.dpsgd import BUGS, DPSGDConfig
 from .whitebox import GradientObservations, _check_canary_rate, collect_gradient_observations
 
-__all__ = ["DPSGDAuditConfig", "DPSGDAuditResult", "bound_step_observations", "claimed_step_epsilon", "run_dpsgd_audit"]
+__all__ = ["DPSGDAuditConfig", "DPSGDAuditResult", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
 
 THREAT_MODEL = "white-box, gradient canaries, all intermediate updates observed"
 
@@ -210,3 +210,22 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         test_accuracy=float(np.mean(predictions == data.y_test)),
     )
     return result, observations
+
+
+def detect_bugs(base: DPSGDAuditConfig | None = None, *, true_epsilon: float = 1.57) -> dict[str, DPSGDAuditResult]:
+    """Audit the correct reference DP-SGD and each bug of §6.3; ``result.flagged`` says which were caught.
+
+    The canary's norm is 100 clip norms, so an implementation that does not
+    clip each example shows. "small-noise" gets the noise that makes one step
+    ``true_epsilon``-private while ``base`` claims its own noise multiplier.
+    """
+    from ..stats.conversions import gdp_mu
+
+    base = base or DPSGDAuditConfig(canary_norm=100.0)
+    claimed = claimed_step_epsilon(base.noise_multiplier, base.delta)
+    factor = gdp_mu(claimed, base.delta) / gdp_mu(true_epsilon, base.delta)  # σ_true / σ_claimed
+    results = {}
+    for bug in BUGS:
+        config = dataclasses.replace(base, bug=bug, noise_factor=factor if bug == "small-noise" else 1.0)
+        results[bug] = run_dpsgd_audit(config)[0]
+    return results

@@ -120,10 +120,13 @@ class ReferenceDPSGD:
             draws.append(torch.normal(0.0, std, shape, generator=generator, dtype=torch.float64))
         return draws
 
-    def step(self, canary_rows) -> np.ndarray:
-        """One DP-SGD step with ``canary_rows`` (k × audit_size) in the batch; returns the released audit coordinates."""
+    def step(self, canary_rows=None) -> np.ndarray:
+        """One DP-SGD step with ``canary_rows`` (k × audit_size, or None) in the batch; returns the released audit coordinates."""
         torch, config = self.torch, self.config
-        canaries = torch.as_tensor(np.asarray(canary_rows, dtype=np.float64).reshape(-1, self.audit_size))
+        if canary_rows is None or np.size(canary_rows) == 0:
+            canaries = torch.zeros((0, self.audit_size), dtype=torch.float64)
+        else:
+            canaries = torch.as_tensor(np.asarray(canary_rows, dtype=np.float64).reshape(-1, self.audit_size))
         batch = torch.rand(len(self.x), generator=self.generator) < config.sampling_rate
         names = list(self.params)
         if batch.any():

@@ -1,0 +1,103 @@
+"""Run many independent, seeded jobs (one model each) locally or on Ray, resumably.
+
+:func:`run_all` runs ``task(config)`` for every config, saving each result in
+a :class:`RunStore` as soon as it finishes; runs already in the store are
+skipped, so a killed job restarts where it stopped. Each config carries its
+own seed, so a run gives the same result wherever and whenever it runs.
+
+>>> import tempfile
+>>> store = RunStore(tempfile.mkdtemp())
+>>> run_all(dict, [{"seed": 0}, {"seed": 1}], store=store, max_workers=1)
+[{'seed': 0}, {'seed': 1}]
+>>> sorted(store.done())
+[0, 1]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..stats._validation import check_choice, check_count
+from .local import call_task, run_local
+from .store import RunStore
+
+__all__ = ["BACKENDS", "RunStore", "call_task", "run_all"]
+
+BACKENDS = ("local", "ray")
+
+
+def _normalised(config: Any) -> Any:
+    return json.loads(json.dumps(config, sort_keys=True))
+
+
+def run_all(
+    task: Callable[[dict], dict],
+    configs: list[dict],
+    *,
+    store: RunStore,
+    backend: str = "local",
+    max_workers: int | None = None,
+    address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict]:
+    """Run ``task(config)`` for every config not yet in ``store``; return all results in index order.
+
+    Parameters
+    ----------
+    task : callable
+        A top-level (picklable) function ``task(config: dict) -> dict``
+        returning a JSON-ready dict. Workers run it with PyTorch limited to
+        one thread.
+    configs : list of dict
+        One JSON-ready config per run, each with its own seed; run ``i`` is
+        ``configs[i]``.
+    store : RunStore
+        Where finished runs are saved (and found again on resume). A stored
+        run whose config differs from ``configs[i]`` raises ValueError
+        rather than mixing experiments.
+    backend : {"local", "ray"}
+        ``"local"``: a spawn-context process pool; ``"ray"``: Ray tasks.
+    max_workers : int or None
+        Worker processes (local) or CPUs of a new local Ray instance; default
+        all cores.
+    address : str or None
+        Ray cluster address (``"auto"``, ``"ray://host:10001"``), ray only.
+    progress : callable or None
+        Called as ``progress(finished, total)`` after each saved run.
+    """
+    backend = check_choice(backend, "backend", BACKENDS)
+    if max_workers is not None:
+        max_workers = check_count(max_workers, "max_workers", minimum=1)
+    if not isinstance(store, RunStore):
+        raise ValueError(f"`store` must be a RunStore, got {type(store).__name__}")
+    configs = list(configs)
+    if not all(isinstance(config, dict) for config in configs):
+        raise ValueError("`configs` must be a list of dicts")
+    total = len(configs)
+
+    done = {index for index in store.done() if index < total}
+    for index in sorted(done):
+        stored = store.load_config(index)
+        if stored is not None and stored != _normalised(configs[index]):
+            raise ValueError(
+                f"`store` holds run {index} with a different config ({stored!r} vs {configs[index]!r}); use a fresh directory"
+            )
+    jobs = [(index, config) for index, config in enumerate(configs) if index not in done]
+    finished = len(done)
+
+    def save(index: int, result: dict) -> None:
+        nonlocal finished
+        store.save(index, result, config=configs[index])
+        finished += 1
+        if progress is not None:
+            progress(finished, total)
+
+    if backend == "local":
+        run_local(task, jobs, save, max_workers=max_workers)
+    else:
+        from .ray_backend import run_ray
+
+        run_ray(task, jobs, save, max_workers=max_workers, address=address)
+    return [store.load(index) for index in range(total)]

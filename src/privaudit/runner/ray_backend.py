@@ -1,0 +1,65 @@
+"""The Ray backend: one remote task per run, collected with ``ray.wait`` so each run is saved as it finishes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .local import call_task
+
+__all__ = ["require_ray", "run_ray"]
+
+
+def require_ray():
+    """Import Ray lazily, with an actionable error when it is missing."""
+    try:
+        import ray
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError("the 'ray' backend needs Ray: pip install 'privaudit[ray]'") from error
+    return ray
+
+
+def run_ray(
+    task,
+    jobs: list[tuple[int, dict]],
+    save: Callable[[int, dict], None],
+    *,
+    max_workers: int | None = None,
+    address: str | None = None,
+) -> None:
+    """Run ``task`` on each (index, config) of ``jobs`` as Ray tasks; ``save(index, result)`` as each finishes.
+
+    Ray is started with ``ray.init(address=address, num_cpus=max_workers)``
+    when it is not initialised yet (``num_cpus`` only for a new local
+    instance), and shut down again at the end in that case. An already
+    initialised Ray (e.g. a cluster the caller connected to) is used as is.
+    On the first failure the remaining runs are cancelled and a RuntimeError
+    naming the failed run is raised.
+    """
+    if not jobs:
+        return
+    ray = require_ray()
+    started = False
+    if not ray.is_initialized():
+        options = {"address": address}
+        if address is None:
+            options.update(num_cpus=max_workers, include_dashboard=False)
+        ray.init(**options)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(call_task)
+        task_ref = ray.put(task)
+        pending = {remote.remote(task_ref, config): index for index, config in jobs}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                index = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as error:
+                    for other in pending:
+                        ray.cancel(other)
+                    raise RuntimeError(f"run {index} failed: {type(error).__name__}: {error}") from error
+                save(index, result)
+    finally:
+        if started:
+            ray.shutdown()
