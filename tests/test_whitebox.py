@@ -91,16 +91,17 @@ def test_null_mechanism_gives_zero():
     assert zeros >= 90
 
 
-@pytest.mark.parametrize("epsilon, smallest", [(1.0, 0.78), (4.0, 0.85), (8.0, 0.85)])
+@pytest.mark.parametrize("epsilon, smallest", [(1.0, 0.70), (4.0, 0.85), (8.0, 0.85)])
 def test_tightness_with_ten_thousand_canary_observations(epsilon, smallest):
     """10⁴ canary and ~10⁶ other observations: the bound reaches 0.85 ε.
 
     At ε = 1 the canary side's sampling error alone is ±0.05 ε (one standard
-    deviation), so single seeds can dip below 0.85: the mean must not.
+    deviation), so single seeds can dip below 0.85 (20 seeds: mean 0.88, smallest
+    0.76, benchmarks/dpsgd_validity.py): the mean of 12 must not.
     """
     sigma = 1.0 / gdp_mu(epsilon, DELTA)
     ratios = []
-    for seed in range(8):
+    for seed in range(12):
         obs = observe(gaussian_release(sigma, 100 + seed), steps=100, slots=10_000, clip_norm=1.0, seed=seed)
         ratios.append(gdp_bound(obs) / epsilon)
     assert np.mean(ratios) >= 0.85 and min(ratios) >= smallest and max(ratios) <= 1.1

@@ -1,0 +1,131 @@
+"""The runner: atomic JSON store, resume after a kill, local and Ray backends agree."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from privaudit.runner import RunStore, run_all
+
+
+def noisy_task(config: dict) -> dict:
+    """A seeded task that records each call in a marker file."""
+    marker = config.get("marker")
+    if marker:
+        with open(marker, "a", encoding="utf-8") as file:
+            file.write(f"{config['index']}\n")
+    rng = np.random.default_rng(np.random.SeedSequence((config["seed"], config["index"])))
+    return {"index": config["index"], "value": float(rng.normal())}
+
+
+def failing_task(config: dict) -> dict:
+    if config["index"] == 1:
+        raise ValueError("boom")
+    return {"index": config["index"]}
+
+
+def _configs(n, marker=None):
+    return [{"index": i, "seed": 11, "marker": marker} for i in range(n)]
+
+
+def _calls(marker):
+    with open(marker, encoding="utf-8") as file:
+        return sorted(int(line) for line in file)
+
+
+def test_store_round_trip_is_atomic(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    result = {"score": -1.25, "with_canary": True, "nested": {"a": [1, 2]}}
+    store.save(7, result, config={"seed": 3})
+    assert store.load(7) == result
+    assert store.load_config(7) == {"seed": 3}
+    assert store.done() == {7}
+    assert os.listdir(tmp_path / "runs") == ["run-000007.json"]  # no temp file left behind
+    assert json.loads((tmp_path / "runs" / "run-000007.json").read_text())["result"] == result
+    with pytest.raises(KeyError):
+        store.load(8)
+
+
+def test_store_rejects_results_that_are_not_json(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(ValueError, match="JSON"):
+        store.save(0, {"score": float("nan")})
+    with pytest.raises(ValueError, match="JSON"):
+        store.save(1, {"model": object()})
+    assert store.done() == set()
+    assert os.listdir(tmp_path) == []
+
+
+def test_store_done_after_partial_runs(tmp_path):
+    store = RunStore(tmp_path)
+    for index in (0, 2, 5):
+        store.save(index, {"index": index})
+    (tmp_path / "notes.txt").write_text("not a run")
+    assert store.done() == {0, 2, 5}
+    assert list(store.load_all()) == [0, 2, 5]
+
+
+def test_resume_runs_only_missing_runs(tmp_path):
+    clean = run_all(noisy_task, _configs(6), store=RunStore(tmp_path / "clean"), max_workers=2)
+
+    marker = str(tmp_path / "calls.txt")
+    configs = _configs(6, marker)
+    store = RunStore(tmp_path / "resumed")
+    run_all(noisy_task, configs[:3], store=store, max_workers=2)  # the job is "killed" after 3 runs
+    assert _calls(marker) == [0, 1, 2]
+    progress = []
+    resumed = run_all(noisy_task, configs, store=store, max_workers=2, progress=lambda done, total: progress.append((done, total)))
+    assert _calls(marker) == [0, 1, 2, 3, 4, 5]  # runs 0-2 were not run again
+    assert sorted(progress) == [(4, 6), (5, 6), (6, 6)]
+    assert resumed == clean
+    assert store.done() == set(range(6))
+    # a finished store runs nothing at all
+    assert run_all(noisy_task, configs, store=store) == clean
+    assert _calls(marker) == [0, 1, 2, 3, 4, 5]
+
+
+def test_resume_refuses_a_different_experiment(tmp_path):
+    store = RunStore(tmp_path)
+    run_all(noisy_task, _configs(2), store=store, max_workers=1)
+    changed = [dict(config, seed=12) for config in _configs(2)]
+    with pytest.raises(ValueError, match="different config"):
+        run_all(noisy_task, changed, store=store)
+
+
+def test_local_backend_matches_in_process(tmp_path):
+    configs = _configs(5)
+    expected = [noisy_task(config) for config in configs]
+    assert run_all(noisy_task, configs, store=RunStore(tmp_path), max_workers=2) == expected
+
+
+def test_failure_keeps_finished_runs_and_names_the_run(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(RuntimeError, match="run 1 failed: ValueError: boom"):
+        run_all(failing_task, _configs(3), store=store, max_workers=1)
+    assert 0 in store.done() and 1 not in store.done()
+
+
+def test_bad_arguments(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(ValueError, match="`backend`"):
+        run_all(noisy_task, _configs(1), store=store, backend="dask")
+    with pytest.raises(ValueError, match="`max_workers`"):
+        run_all(noisy_task, _configs(1), store=store, max_workers=0)
+    with pytest.raises(ValueError, match="`index`"):
+        store.save(-1, {})
+
+
+def test_ray_backend_matches_local(tmp_path):
+    ray = pytest.importorskip("ray")
+    configs = [{"index": i, "seed": 5} for i in range(4)]
+    local = run_all(noisy_task, configs, store=RunStore(tmp_path / "local"), max_workers=2)
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": os.path.dirname(__file__)}})
+    try:
+        store = RunStore(tmp_path / "ray")
+        assert run_all(noisy_task, configs, store=store, backend="ray") == local
+        assert store.done() == set(range(4))
+    finally:
+        ray.shutdown()
