@@ -40,6 +40,7 @@ DATASETS = ("breast-cancer", "digits")
 ARCHITECTURES = ("linear", "mlp")
 CANARIES = ("mislabeled", "blank")
 SCORES = ("loss", "logit")
+MIN_MODELS_PER_SIDE = 5  # the split threshold needs a selection and an evaluation part on each side
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +53,7 @@ class BlackBoxConfig:
     >>> BlackBoxConfig(num_models_per_side=0)
     Traceback (most recent call last):
     ...
-    ValueError: `num_models_per_side` must be an integer in [1, inf), got 0
+    ValueError: `num_models_per_side` must be an integer in [5, inf), got 0
     """
 
     dataset: str = "breast-cancer"
@@ -77,7 +78,7 @@ class BlackBoxConfig:
         check_count(self.num_steps, "num_steps", minimum=1)
         check_choice(self.canary, "canary", CANARIES)
         check_choice(self.score, "score", SCORES)
-        check_count(self.num_models_per_side, "num_models_per_side", minimum=1)
+        check_count(self.num_models_per_side, "num_models_per_side", minimum=MIN_MODELS_PER_SIDE)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_count(self.seed, "seed")
@@ -147,7 +148,7 @@ def _score(logits, label: int, kind: str) -> float:
 def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     """The JSON-ready run configs of an audit: runs alternate with (even index) and without the canary.
 
-    >>> [(c["index"], c["with_canary"]) for c in run_configs(BlackBoxConfig(num_models_per_side=2))]
+    >>> [(c["index"], c["with_canary"]) for c in run_configs(BlackBoxConfig(num_models_per_side=5))][:4]
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
@@ -223,10 +224,10 @@ def run_blackbox_audit(
     for ``backend``, ``max_workers`` and ``address``.
 
     >>> import tempfile
-    >>> cfg = BlackBoxConfig(noise_multiplier=0.5, num_steps=2, num_models_per_side=3)
+    >>> cfg = BlackBoxConfig(noise_multiplier=0.5, num_steps=2, num_models_per_side=5)
     >>> result = run_blackbox_audit(cfg, tempfile.mkdtemp(), max_workers=1)
     >>> result.num_in, result.num_out, result.epsilon_lower_bound >= 0
-    (3, 3, True)
+    (5, 5, True)
     """
     if not isinstance(config, BlackBoxConfig):
         raise ValueError(f"`config` must be a BlackBoxConfig, got {type(config).__name__}")
