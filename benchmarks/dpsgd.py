@@ -3,7 +3,7 @@
 Times, per DP-SGD step on the embedded digits data (batch ≈ 67, q = 0.05):
 
 * the reference DP-SGD without auditing, and with the white-box audit
-  (100 canaries on 1,000 audit coordinates, observations read every step,
+  (``--canaries`` per step, default 10, on 1,000 audit coordinates, observations read every step,
   twin search at the end), and the paper's design, which privatizes a second
   batch per step for the "out" observations (two steps per step);
 * Opacus' DPOptimizer as shipped, with and without the canary wrapper;
@@ -35,7 +35,7 @@ from privaudit.models.classifiers import build_classifier, count_parameters
 from privaudit.stats._result import library_versions
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD
 
-CANARIES, SLOTS = 100, 1000
+SLOTS = 1000
 CANARY = GradientCanary(slot_size=1, norm=100.0)
 
 
@@ -49,20 +49,20 @@ def _model(data, name):
     )
 
 
-def _reference(data, architecture, steps, audited: bool, paired: bool = False) -> float:
+def _reference(data, architecture, steps, canaries, audited: bool, paired: bool = False) -> float:
     config = DPSGDConfig(noise_multiplier=1.0, sampling_rate=0.05)
     trainer = ReferenceDPSGD(_model(data, architecture), data.x_train, data.y_train, config, audit_size=SLOTS if audited else 0, seed=0)
     empty = np.zeros((0, SLOTS if audited else 0))
     started = time.perf_counter()
     if audited:
-        collect_gradient_observations(trainer.step, num_steps=steps, canaries_per_step=CANARIES, num_slots=SLOTS, clip_norm=1.0, denominator=trainer.denominator, canary=CANARY)
+        collect_gradient_observations(trainer.step, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=trainer.denominator, canary=CANARY)
     else:
         for _ in range(steps * (2 if paired else 1)):
             trainer.step(empty)
     return (time.perf_counter() - started) / steps
 
 
-def _opacus(data, architecture, steps, audited: bool) -> float:
+def _opacus(data, architecture, steps, canaries, audited: bool) -> float:
     from opacus import PrivacyEngine
 
     from privaudit.integrations.opacus import opacus_release
@@ -79,7 +79,7 @@ def _opacus(data, architecture, steps, audited: bool) -> float:
         started = time.perf_counter()
         if audited:
             release, auditor = opacus_release(model, optimizer, loader, loss, SLOTS)
-            collect_gradient_observations(release, num_steps=steps, canaries_per_step=CANARIES, num_slots=SLOTS, clip_norm=1.0, denominator=auditor.denominator, canary=CANARY)
+            collect_gradient_observations(release, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=auditor.denominator, canary=CANARY)
         else:
             done = 0
             while done < steps:
@@ -97,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--canaries", type=int, default=10, help="canaries per step (Opacus pads every per-sample gradient by this many rows)")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "dpsgd.json")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -105,11 +106,11 @@ def main() -> None:
     for architecture in ARCHITECTURES:
         params = count_parameters(_model(data, architecture))
         timings = {
-            "reference, no audit": lambda: _reference(data, architecture, args.steps, False),
-            "reference, audited": lambda: _reference(data, architecture, args.steps, True),
-            "reference, paper's two batches per step": lambda: _reference(data, architecture, args.steps, False, paired=True),
-            "opacus, no audit": lambda: _opacus(data, architecture, args.steps, False),
-            "opacus, audited": lambda: _opacus(data, architecture, args.steps, True),
+            "reference, no audit": lambda: _reference(data, architecture, args.steps, args.canaries, False),
+            "reference, audited": lambda: _reference(data, architecture, args.steps, args.canaries, True),
+            "reference, paper's two batches per step": lambda: _reference(data, architecture, args.steps, args.canaries, False, paired=True),
+            "opacus, no audit": lambda: _opacus(data, architecture, args.steps, args.canaries, False),
+            "opacus, audited": lambda: _opacus(data, architecture, args.steps, args.canaries, True),
         }
         medians = {}
         for name, run in timings.items():
@@ -131,7 +132,7 @@ def main() -> None:
                 "machine": {"processor": platform.processor(), "cores": torch.get_num_threads(), "python": platform.python_version()},
                 "versions": {**library_versions(), "torch": torch.__version__},
                 "steps": args.steps,
-                "canaries_per_step": CANARIES,
+                "canaries_per_step": args.canaries,
                 "audit_coordinates": SLOTS,
                 "cases": cases,
             },
