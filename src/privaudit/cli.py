@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -237,27 +235,6 @@ def _progress_bars():
         yield report
 
 
-@contextlib.contextmanager
-def _staged_output(output: Path):
-    """Yield a scratch directory beside ``output``; move its files into ``output`` only on success.
-
-    The same protocol as :func:`privaudit.audits.secret_sharer.run_secret_sharer`:
-    a failed run leaves no partial output (and no ``output`` directory it did not find).
-    """
-    final = Path(output)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-    try:
-        yield scratch
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    final.mkdir(exist_ok=True)
-    for item in scratch.iterdir():
-        item.replace(final / item.name)
-    scratch.rmdir()
-
-
 audit_app = typer.Typer(help="Run an audit end to end and write results.json and plots.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
@@ -318,12 +295,13 @@ def audit_dpsgd(
     import dataclasses as _dataclasses
 
     from .audits.dpsgd import DPSGDAuditConfig, run_dpsgd_audit
+    from ._staging import staged_output
     from .audits.dpsgd_report import write_dpsgd_outputs
 
     settings = DPSGDAuditConfig.from_json(config)
     if seed is not None:
         settings = _dataclasses.replace(settings, seed=seed)
-    with _progress_bars() as report, _staged_output(output) as scratch:
+    with _progress_bars() as report, staged_output(output) as scratch:
         report("training with DP-SGD and observing canaries", detail=f"{settings.num_steps} steps, bug: {settings.bug}")
         result, observations = run_dpsgd_audit(settings)
         report("writing results.json and plots")

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from .._staging import staged_output
 from ..canaries import CanaryFormat, insert_canaries
 from ..canaries.text import MAX_ENUMERATION
 from ..stats._result import Result
@@ -114,19 +113,9 @@ def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Calla
     """
     say = progress or (lambda stage, completed=None, total=None, detail="": None)
     started = time.perf_counter()
-    final = Path(output_dir)
-    final.parent.mkdir(parents=True, exist_ok=True)
     # everything is written to a scratch directory first: a failed run leaves no partial output
-    output = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-    try:
+    with staged_output(output_dir) as output:
         result = _run(config, output, say, started, device)
-    except BaseException:
-        shutil.rmtree(output, ignore_errors=True)
-        raise
-    final.mkdir(exist_ok=True)
-    for item in output.iterdir():
-        item.replace(final / item.name)
-    output.rmdir()
     return result
 
 
