@@ -127,3 +127,20 @@ def test_opacus_needs_its_own_optimizer():
 
     with pytest.raises(ValueError, match="`optimizer` must be an Opacus DPOptimizer"):
         OpacusCanaryAuditor(torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1), 10)
+
+
+def test_the_input_space_threat_model_runs_through_the_same_command_config():
+    config = DPSGDAuditConfig(threat_model="white-box-input", input_canary="blank", input_score="debiased", noise_multiplier=1.0, clip_norm=0.5, num_steps=200)
+    result, observations = run_dpsgd_audit(config)
+    assert result.threat_model.startswith("white-box, input-space canary")
+    assert observations.in_scores.size == observations.out_scores.size == 200
+    assert 0.0 <= result.step_bounds["gdp_clopper_pearson"].epsilon <= result.claimed_step_epsilon
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"threat_model": "grey-box"}, "threat_model"), ({"input_canary": "noise"}, "input_canary"), ({"threat_model": "white-box-input", "bug": "small-noise"}, "bug")],
+)
+def test_bad_threat_model_settings_are_named(kwargs, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        DPSGDAuditConfig(**kwargs)

@@ -18,7 +18,11 @@ What the numbers are:
 * ``end_to_end``: §5.5's composition of the per-step bound over the training
   run (PLD with the data sampling rate): an *estimate*, labelled so.
 
-Threat model: white-box, gradient canaries, every intermediate update seen.
+Threat models: ``white-box-gradient`` (gradient canaries on audit
+coordinates, the reference DP-SGD, optionally with a bug) and
+``white-box-input`` (an input-space canary, :mod:`privaudit.audits.input_space`);
+every intermediate update is seen in both. The black-box audit (Algorithm 1)
+trains many models and lives in :mod:`privaudit.audits.blackbox`.
 """
 
 from __future__ import annotations
@@ -36,11 +40,16 @@ from ..stats.bounds import epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon, gdp_epsilon
 from ..stats.pld import SubsampledGaussian, step_to_end_epsilon
 from ..training.dpsgd import BUGS, DPSGDConfig
+from ..canaries.inputs import INPUT_CANARY_KINDS
+from .input_space import INPUT_SCORES
 from .whitebox import GradientObservations, _check_canary_rate, collect_gradient_observations
 
 __all__ = ["DPSGDAuditConfig", "DPSGDAuditResult", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
 
-THREAT_MODEL = "white-box, gradient canaries, all intermediate updates observed"
+THREAT_MODELS = {
+    "white-box-gradient": "white-box, gradient canaries, all intermediate updates observed",
+    "white-box-input": "white-box, input-space canary, all intermediate updates observed",
+}
 
 
 def claimed_step_epsilon(noise_multiplier: float, delta: float, canary_rate: float = 1.0) -> float:
@@ -102,8 +111,16 @@ class DPSGDAuditConfig:
     confidence: float = 0.95
     threshold: float = 0.5
     seed: int = 0
+    threat_model: str = "white-box-gradient"
+    input_canary: str = "blank"  # white-box-input only: mislabeled, blank, adversarial, crafted
+    input_score: str = "dot"  # white-box-input only: dot (the paper's) or debiased
 
     def __post_init__(self):
+        check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
+        check_choice(self.input_canary, "input_canary", INPUT_CANARY_KINDS)
+        check_choice(self.input_score, "input_score", INPUT_SCORES)
+        if self.threat_model == "white-box-input" and self.bug != "none":
+            raise ValueError("`bug` must be 'none' with threat_model 'white-box-input' (bugs are injected into the gradient-canary trainer)")
         check_choice(self.canary_kind, "canary_kind", CANARY_KINDS)
         check_choice(self.bug, "bug", BUGS)
         check_count(self.num_steps, "num_steps", minimum=1)
@@ -156,7 +173,6 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
 
     from ..data.tabular import load_dataset
     from ..models.classifiers import build_classifier
-    from ..training.dpsgd import ReferenceDPSGD
 
     data = load_dataset(config.dataset, seed=config.seed)
     model = build_classifier(
@@ -170,22 +186,10 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         bug=config.bug,
         noise_factor=config.noise_factor,
     )
-    canary = GradientCanary(kind=config.canary_kind, moving=config.canary_moving, slot_size=config.canary_slot_size, norm=config.canary_norm)
-    trainer = ReferenceDPSGD(
-        model, data.x_train, data.y_train, training, audit_size=config.num_slots * canary.slot_size, audit_groups=config.audit_groups, seed=config.seed
-    )
-    observations = collect_gradient_observations(
-        trainer.step,
-        num_steps=config.num_steps,
-        canaries_per_step=config.canaries_per_step,
-        num_slots=config.num_slots,
-        clip_norm=config.clip_norm,
-        denominator=trainer.denominator,
-        canary=canary,
-        canary_rate=config.canary_rate,
-        num_groups=config.audit_groups,
-        seed=config.seed,
-    )
+    if config.threat_model == "white-box-input":
+        observations = _input_observations(model, data, config)
+    else:
+        observations = _gradient_observations(model, data, training, config)
     step = bound_step_observations(
         observations, noise_multiplier=config.noise_multiplier, delta=config.delta, confidence=config.confidence, threshold=config.threshold, seed=config.seed
     )
@@ -196,7 +200,7 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         predictions = model(torch.as_tensor(data.x_test)).argmax(1).numpy()
     result = DPSGDAuditResult(
         config=config,
-        threat_model=THREAT_MODEL,
+        threat_model=THREAT_MODELS[config.threat_model],
         claimed_step_epsilon=step["claimed_epsilon"],
         step_bounds=step["bounds"],
         flagged=bool(step["flagged"]),
@@ -210,6 +214,49 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         test_accuracy=float(np.mean(predictions == data.y_test)),
     )
     return result, observations
+
+
+def _gradient_observations(model, data, training: DPSGDConfig, config: DPSGDAuditConfig) -> GradientObservations:
+    from ..training.dpsgd import ReferenceDPSGD
+
+    canary = GradientCanary(kind=config.canary_kind, moving=config.canary_moving, slot_size=config.canary_slot_size, norm=config.canary_norm)
+    trainer = ReferenceDPSGD(
+        model, data.x_train, data.y_train, training, audit_size=config.num_slots * canary.slot_size, audit_groups=config.audit_groups, seed=config.seed
+    )
+    return collect_gradient_observations(
+        trainer.step,
+        num_steps=config.num_steps,
+        canaries_per_step=config.canaries_per_step,
+        num_slots=config.num_slots,
+        clip_norm=config.clip_norm,
+        denominator=trainer.denominator,
+        canary=canary,
+        canary_rate=config.canary_rate,
+        num_groups=config.audit_groups,
+        seed=config.seed,
+    )
+
+
+def _input_observations(model, data, config: DPSGDAuditConfig) -> GradientObservations:
+    from ..canaries.inputs import make_input_canary
+    from .input_space import collect_input_observations
+
+    canary_x, canary_y = make_input_canary(config.input_canary, model, data.x_train, data.y_train, seed=config.seed)
+    return collect_input_observations(
+        model,
+        data.x_train,
+        data.y_train,
+        canary_x,
+        canary_y,
+        noise_multiplier=config.noise_multiplier,
+        clip_norm=config.clip_norm,
+        sampling_rate=config.sampling_rate,
+        learning_rate=config.learning_rate,
+        num_steps=config.num_steps,
+        canary_rate=config.canary_rate,
+        score=config.input_score,
+        seed=config.seed,
+    )
 
 
 def detect_bugs(base: DPSGDAuditConfig | None = None, *, true_epsilon: float = 1.57) -> dict[str, DPSGDAuditResult]:
