@@ -18,16 +18,7 @@ from pathlib import Path
 
 from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
 from privaudit.stats._result import library_versions
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 
 def main() -> None:

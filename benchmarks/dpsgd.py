@@ -34,6 +34,7 @@ from privaudit.data.tabular import load_dataset
 from privaudit.models.classifiers import build_classifier, count_parameters
 from privaudit.stats._result import library_versions
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD
+from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 SLOTS = 1000
 CANARY = GradientCanary(slot_size=1, norm=100.0)
@@ -129,7 +130,7 @@ def main() -> None:
         json.dumps(
             {
                 "date": time.strftime("%Y-%m-%d"),
-                "machine": {"processor": platform.processor(), "cores": torch.get_num_threads(), "python": platform.python_version()},
+                "machine": {"processor": _cpu_name(), "cores": torch.get_num_threads(), "python": platform.python_version()},
                 "versions": {**library_versions(), "torch": torch.__version__},
                 "steps": args.steps,
                 "canaries_per_step": args.canaries,

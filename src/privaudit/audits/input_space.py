@@ -58,6 +58,7 @@ import numpy as np
 
 from ..models._torch import require_torch
 from ..stats._validation import check_choice, check_count, check_positive
+from ..canaries.inputs import as_examples
 from .whitebox import GradientObservations, _check_canary_rate
 
 __all__ = ["INPUT_SCORES", "collect_input_observations"]
@@ -107,12 +108,7 @@ def collect_input_observations(
     if not params:
         raise ValueError("`model` must have at least one trainable parameter, got none")
     dtype = next(iter(params.values())).dtype
-    features = torch.as_tensor(np.asarray(x), dtype=dtype)
-    labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
-    if features.ndim < 2 or len(features) == 0:
-        raise ValueError(f"`x` must hold at least one example (shape (n, ...)), got shape {tuple(features.shape)}")
-    if labels.ndim != 1 or len(labels) != len(features):
-        raise ValueError(f"`y` must be a 1-D array of {len(features)} labels, got shape {tuple(labels.shape)}")
+    features, labels = as_examples(x, y, dtype)
     canary_features = torch.as_tensor(np.asarray(canary_x), dtype=dtype)
     if tuple(canary_features.shape) != tuple(features.shape[1:]):
         raise ValueError(f"`canary_x` must have the shape of one example {tuple(features.shape[1:])}, got {tuple(canary_features.shape)}")

@@ -60,17 +60,23 @@ def _trainable(model) -> dict:
     return params
 
 
-def _prepare(model, x, y):
-    """(params, x tensor, y tensor, number of classes) after checking the shapes."""
+def as_examples(x, y, dtype):
+    """(features, labels) as tensors, after checking that ``x`` holds examples and ``y`` one label each."""
     torch = require_torch()
-    params = _trainable(model)
-    dtype = next(iter(params.values())).dtype
     features = torch.as_tensor(np.asarray(x), dtype=dtype)
     labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
     if features.ndim < 2 or len(features) == 0:
         raise ValueError(f"`x` must hold at least one example (shape (n, ...)), got shape {tuple(features.shape)}")
     if labels.ndim != 1 or len(labels) != len(features):
         raise ValueError(f"`y` must be a 1-D array of {len(features)} labels, got shape {tuple(labels.shape)}")
+    return features, labels
+
+
+def _prepare(model, x, y):
+    """(params, x tensor, y tensor, number of classes) after checking the shapes."""
+    torch = require_torch()
+    params = _trainable(model)
+    features, labels = as_examples(x, y, next(iter(params.values())).dtype)
     with torch.no_grad():
         num_classes = int(model(features[:1]).shape[-1])
     return params, features, labels, num_classes
