@@ -122,6 +122,45 @@ def test_opacus_is_audited_as_shipped_and_tightly():
     assert 0.85 * epsilon <= step["bounds"]["gdp_clopper_pearson"].epsilon <= epsilon
 
 
+def _opacus_setup(noise_multiplier):
+    opacus = pytest.importorskip("opacus")
+    from privaudit.integrations.opacus import OpacusCanaryAuditor
+
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(40, 6), torch.zeros(40, dtype=torch.long)), batch_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimizer, _ = opacus.PrivacyEngine().make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader, noise_multiplier=noise_multiplier, max_grad_norm=1.0
+        )
+    return model, optimizer, OpacusCanaryAuditor(optimizer, 4)
+
+
+@pytest.mark.parametrize("noise_multiplier", [0.0, 0.7])
+def test_opacus_reserved_buffers_give_the_same_step_as_appending_rows(noise_multiplier):
+    """reserve() skips a copy of every per-sample gradient; the step must not change."""
+    generator = torch.Generator().manual_seed(5)
+    x, y = torch.randn(8, 6, generator=generator), torch.randint(0, 3, (8,), generator=generator)
+    rows = np.array([[3.0, 0, 0, 0], [0, 0, -0.5, 0]])
+    released, weights = [], []
+    for reserve in (False, True):
+        model, optimizer, auditor = _opacus_setup(noise_multiplier)
+        optimizer.zero_grad()
+        if reserve:
+            auditor.reserve(len(x), len(rows))
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        if reserve:  # Opacus accumulated into the reserved buffers: nothing to append
+            assert {p.grad_sample.shape[0] for p in model.parameters()} == {len(x) + len(rows)}
+        torch.manual_seed(11)  # the same noise draws in both runs
+        released.append(auditor.step(rows))
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    np.testing.assert_array_equal(released[0], released[1])
+    torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
+    if noise_multiplier == 0.0:  # canary rows clipped to C = 1 each, divided by the expected batch size 8
+        np.testing.assert_allclose(released[0], np.array([1.0, 0.0, -0.5, 0.0]) / 8, rtol=1e-6)
+
+
 def test_opacus_needs_its_own_optimizer():
     from privaudit.integrations.opacus import OpacusCanaryAuditor
 

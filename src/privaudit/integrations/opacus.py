@@ -10,6 +10,14 @@ auditor reads the audit coordinates of the privatized gradient.
 
 Because the audit parameter never enters the forward pass, the model and its
 training are unchanged, and the cost is one vector of ``audit_size`` floats.
+
+Appending rows to every per-sample gradient copies all of them, which costs
+more than the rest of the audit on large models. :meth:`OpacusCanaryAuditor.reserve`,
+called before ``backward()``, avoids the copy: it gives each parameter the
+zero buffer of ``batch + canaries`` rows that Opacus' backward hook then adds the
+batch's per-sample gradients into (Opacus accumulates into an existing
+``_current_grad_sample``). This reads an internal of Opacus, so :meth:`step`
+checks the row count and falls back to the copy when the buffer was not used.
 """
 
 from __future__ import annotations
@@ -46,13 +54,28 @@ class OpacusCanaryAuditor:
             return float(self.optimizer.expected_batch_size)  # one backward pass per step
         return 1.0
 
+    def _model_params(self):
+        return [p for p in self.optimizer.params if p is not self.audit and p.requires_grad]
+
+    def reserve(self, batch_size: int, num_canaries: int) -> None:
+        """Optional, before ``backward()``: size the per-sample gradient buffers for the canaries."""
+        self._reserved_rows = batch_size + num_canaries
+        for p in self._model_params():
+            p._current_grad_sample = p.new_zeros((self._reserved_rows, *p.shape))
+
     def step(self, canary_rows) -> np.ndarray:
         torch = self.torch
         rows = torch.as_tensor(np.asarray(canary_rows, dtype=np.float32).reshape(-1, self.audit_size))
-        model_params = [p for p in self.optimizer.params if p is not self.audit]
-        batch = next(p.grad_sample.shape[0] for p in model_params if getattr(p, "grad_sample", None) is not None)
-        for p in model_params:
-            p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(rows), *p.grad_sample.shape[1:]))])
+        model_params = self._model_params()
+        reserved, self._reserved_rows = getattr(self, "_reserved_rows", None), None
+        if reserved is not None and all(p.grad_sample.shape[0] == reserved for p in model_params):
+            batch = reserved - len(rows)
+        else:  # no reserve(), or Opacus did not use the buffers: append zero rows
+            batch = model_params[0].grad_sample.shape[0]
+            for p in model_params:
+                if hasattr(p, "_current_grad_sample"):
+                    del p._current_grad_sample
+                p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(rows), *p.grad_sample.shape[1:]))])
         self.audit.grad_sample = torch.cat([torch.zeros((batch, self.audit_size)), rows])
         self.optimizer.step()
         return self.audit.grad.detach().double().numpy().copy()
@@ -75,6 +98,7 @@ def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int):
     def release(rows):
         x, y = next(batches)
         optimizer.zero_grad()
+        auditor.reserve(len(x), len(rows))
         loss_fn(model(x), y).backward()
         return auditor.step(rows)
 
