@@ -161,3 +161,16 @@ def test_cosine_lower_bound_is_informative():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_anderson_darling_statistic_matches_its_formula():
+    from privaudit.stats.one_shot import anderson_gaussianity
+
+    values = np.sort(np.random.default_rng(11).standard_t(8, size=500))
+    n = values.size
+    z = stats.norm.cdf((values - values.mean()) / values.std(ddof=1))
+    i = np.arange(1, n + 1)
+    statistic = -n - np.mean((2 * i - 1) * (np.log(z) + np.log1p(-z[::-1])))  # A² with estimated mean and variance
+    check = anderson_gaussianity(values)
+    assert check.statistic == pytest.approx(statistic, rel=1e-9)
+    assert 0.01 <= check.pvalue <= 0.15 and check.rejected == (check.pvalue < 0.05)

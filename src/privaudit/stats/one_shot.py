@@ -28,6 +28,10 @@ Readings of the paper, each taken in the conservative direction:
   cosine as a threshold, as Jagielski et al. do) is marked ``valid=False``.
 * The k canaries of one run are treated as independent draws, as the paper
   does; this is exact only as d → ∞ (Theorem 3.3).
+* :func:`anderson_gaussianity` (Appendix B) tests the Gaussian fit that ε_est
+  relies on, with mean and variance estimated. Its p-value is interpolated in
+  scipy's table and so clipped to [0.01, 0.15]; a small p-value says the fit,
+  and so ε_est, is suspect. A large one does not prove Gaussianity.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ from .intervals import BINOMIAL_METHODS, _upper
 
 __all__ = [
     "CosineLowerBound",
+    "GaussianityCheck",
     "OneShotEstimate",
+    "anderson_gaussianity",
     "epsilon_lower_bound_cosines",
     "epsilon_one_shot",
     "epsilon_two_gaussians",
@@ -440,4 +446,51 @@ def epsilon_lower_bound_cosines(
         num_canaries=k,
         num_thresholds=int(ranks.size),
         dimension=dimension,
+    )
+
+
+# --- the Gaussian fit's check (Appendix B) --------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class GaussianityCheck(Result):
+    """Anderson–Darling test of normality (mean and variance estimated) of one set of cosines.
+
+    ``pvalue`` is interpolated in scipy's table, so it lies in [0.01, 0.15]:
+    0.15 means "0.15 or more", 0.01 "0.01 or less". ``rejected`` is
+    ``pvalue < alpha``.
+    """
+
+    statistic: float
+    pvalue: float
+    alpha: float
+    rejected: bool
+    num_values: int
+    test: str = "Anderson-Darling, normal with estimated mean and variance"
+
+
+def anderson_gaussianity(values, *, alpha=0.05) -> GaussianityCheck:
+    """The Anderson–Darling check of One-shot Appendix B, via ``scipy.stats.anderson``.
+
+    Parameters
+    ----------
+    values : 1-D array, at least 8 values
+    alpha : float in (0, 1)
+        Significance level of ``rejected``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> anderson_gaussianity(rng.normal(size=1000)).rejected
+    False
+    >>> anderson_gaussianity(rng.exponential(size=1000)).rejected
+    True
+    """
+    values = as_scores(values, "values", min_size=8)
+    alpha = check_probability(alpha, "alpha")
+    _fit(values, "values")
+    result = stats.anderson(values, dist="norm", method="interpolate")
+    pvalue = float(result.pvalue)
+    return GaussianityCheck(
+        statistic=float(result.statistic), pvalue=pvalue, alpha=alpha, rejected=bool(pvalue < alpha), num_values=int(values.size)
     )
