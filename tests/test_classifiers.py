@@ -56,6 +56,23 @@ def test_cnn_non_square_multichannel_and_image_input():
     assert len(linear) == 1 and linear[0].in_features == 8 * 3 * 5
 
 
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_mlp_depth_is_the_number_of_hidden_layers(depth):
+    mlp = _build("mlp", depth=depth)
+    linears = [m for m in mlp.modules() if isinstance(m, torch.nn.Linear)]
+    # depth hidden Linear-Tanh layers of width 16, then the output layer
+    assert [(m.in_features, m.out_features) for m in linears] == [(30, 16)] + [(16, 16)] * (depth - 1) + [(16, 3)]
+    assert sum(isinstance(m, torch.nn.Tanh) for m in mlp.modules()) == depth
+    assert count_parameters(mlp) == (30 * 16 + 16) + (depth - 1) * (16 * 16 + 16) + (16 * 3 + 3)
+    assert mlp(_inputs(30)).shape == (7, 3)
+
+
+def test_default_depth_keeps_the_one_hidden_layer_state_dict():
+    # models saved before ``depth`` existed load unchanged
+    assert list(_build("mlp").state_dict()) == ["1.weight", "1.bias", "3.weight", "3.bias"]
+    assert _build("mlp").state_dict().keys() == _build("mlp", depth=1).state_dict().keys()
+
+
 def test_layer_structure_and_parameter_counts():
     linear = _build("linear")
     assert [type(m) for m in linear.modules() if isinstance(m, torch.nn.Linear)] == [torch.nn.Linear]
@@ -207,6 +224,8 @@ def test_bad_image_shape_is_rejected(image_shape):
         ("num_classes", 1),
         ("num_classes", None),
         ("hidden", 0),
+        ("depth", 0),
+        ("depth", 1.5),
         ("seed", -1),
     ],
 )

@@ -48,6 +48,7 @@ def build_classifier(
     input_dim: int,
     num_classes: int,
     hidden: int = 64,
+    depth: int = 1,
     image_shape: tuple[int, int, int] | None = None,
     seed: int = 0,
 ):
@@ -57,7 +58,9 @@ def build_classifier(
 
     * ``"linear"``: one ``Linear(input_dim, num_classes)`` (multinomial
       logistic regression);
-    * ``"mlp"``: ``Linear(input_dim, hidden)`` - ``Tanh`` - ``Linear(hidden, num_classes)``;
+    * ``"mlp"``: ``depth`` hidden layers of width ``hidden``, each ``Linear`` -
+      ``Tanh``, then ``Linear(hidden, num_classes)``; ``depth=1`` is
+      ``Linear(input_dim, hidden)`` - ``Tanh`` - ``Linear(hidden, num_classes)``;
     * ``"cnn"``: ``Conv2d(C, 8, 3, padding=1)`` - ``Tanh`` - ``AvgPool2d(2)`` -
       ``Flatten`` - ``Linear(8 * (H // 2) * (W // 2), num_classes)``; needs
       ``image_shape`` = (C, H, W) with C * H * W == ``input_dim``.
@@ -74,6 +77,8 @@ def build_classifier(
     1370
     >>> count_parameters(build_classifier("mlp", input_dim=30, num_classes=2, hidden=16))
     530
+    >>> count_parameters(build_classifier("mlp", input_dim=30, num_classes=2, hidden=16, depth=3))
+    1074
     >>> build_classifier("resnet", input_dim=30, num_classes=2)
     Traceback (most recent call last):
     ...
@@ -83,6 +88,7 @@ def build_classifier(
     input_dim = check_count(input_dim, "input_dim", minimum=1)
     num_classes = check_count(num_classes, "num_classes", minimum=2)
     hidden = check_count(hidden, "hidden", minimum=1)
+    depth = check_count(depth, "depth", minimum=1)
     seed = check_count(seed, "seed")
     if architecture == "cnn":
         if image_shape is None:
@@ -96,12 +102,11 @@ def build_classifier(
         if architecture == "linear":
             model = nn.Sequential(nn.Flatten(), nn.Linear(input_dim, num_classes))
         elif architecture == "mlp":
-            model = nn.Sequential(
-                nn.Flatten(),
-                nn.Linear(input_dim, hidden),
-                nn.Tanh(),
-                nn.Linear(hidden, num_classes),
-            )
+            widths = [input_dim] + [hidden] * depth
+            layers = [nn.Flatten()]
+            for width_in, width_out in zip(widths[:-1], widths[1:]):
+                layers += [nn.Linear(width_in, width_out), nn.Tanh()]
+            model = nn.Sequential(*layers, nn.Linear(hidden, num_classes))
         else:
             model = nn.Sequential(
                 nn.Flatten(),

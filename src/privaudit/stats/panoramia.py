@@ -35,7 +35,7 @@ from scipy import special, stats
 from ._result import Result
 from ._validation import as_scores, check_choice, check_count, check_probability
 
-__all__ = ["PanoramiaResult", "panoramia_bounds"]
+__all__ = ["PanoramiaResult", "RealNonMemberBound", "panoramia_bounds", "privacy_recall_curve", "real_non_member_bound"]
 
 METHODS = ("binomial", "hoeffding")
 CORRECTIONS = ("bonferroni", "none")
@@ -135,7 +135,7 @@ def panoramia_bounds(
     m = baseline.size
     num_recall_levels = check_count(num_recall_levels, "num_recall_levels", minimum=1)
 
-    counts = np.unique(np.geomspace(1, m, min(num_recall_levels, m)).round().astype(np.int64))
+    counts = _recall_levels(m, num_recall_levels)
     if correction == "none":
         counts = np.arange(1, m + 1)
     tests = counts.size if correction == "bonferroni" else 1
@@ -160,4 +160,98 @@ def panoramia_bounds(
         num_members=num_members,
         num_generated=m - num_members,
         valid=correction == "bonferroni",
+    )
+
+
+def _recall_levels(m: int, num_recall_levels: int) -> np.ndarray:
+    return np.unique(np.geomspace(1, m, min(num_recall_levels, m)).round().astype(np.int64))
+
+
+def _check_scores_and_members(scores, is_member, name: str):
+    values = as_scores(scores, name)
+    member = np.asarray(is_member)
+    if member.shape != values.shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
+        raise ValueError(f"`is_member` must be a boolean array of shape {values.shape}")
+    return values, member.astype(bool)
+
+
+def privacy_recall_curve(scores, is_member, *, alpha, method="binomial") -> dict:
+    """Precision, recall and the logit of the precision lower bound at every prediction count r = 1..m.
+
+    The bound at each r is the one-sided test of level ``alpha`` (for the
+    figures: pass the level each reported test used, β/(2k)). Values are in
+    the units of c (baseline) or c + ε (MIA).
+
+    >>> curve = privacy_recall_curve([3.0, 2.0, 1.0, 0.0], [True, True, False, False], alpha=0.05)
+    >>> curve["precision"].tolist(), curve["recall"].tolist()
+    ([1.0, 1.0, 0.6666666666666666, 0.5], [0.5, 1.0, 1.0, 1.0])
+    >>> bool(np.isclose(curve["bound"][1], special.logit(0.05 ** 0.5)))  # 2 of 2 right: P[Bin(2, p) >= 2] = p²
+    True
+    """
+    values, member = _check_scores_and_members(scores, is_member, "scores")
+    alpha = check_probability(alpha, "alpha")
+    method = check_choice(method, "method", METHODS)
+    counts = np.arange(1, values.size + 1)
+    true_positives = np.cumsum(member[np.argsort(-values, kind="stable")])
+    bounds = _precision_lower_bounds(true_positives, counts, alpha, method)
+    with np.errstate(divide="ignore"):
+        logits = special.logit(np.clip(bounds, 0.0, 1.0))
+    return {
+        "num_predictions": counts,
+        "precision": true_positives / counts,
+        "recall": true_positives / max(int(member.sum()), 1),
+        "bound": logits,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class RealNonMemberBound(Result):
+    """RM;RN: ε lower bound from real members vs real non-members (c = 0), one-sided as PANORAMIA."""
+
+    epsilon: float
+    confidence: float
+    method: str
+    num_tests: int
+    num_predictions: int
+    precision: float
+    recall: float
+    num_members: int
+    num_non_members: int
+    valid: bool = True
+    kind: str = "lower bound"
+
+
+def real_non_member_bound(mia_scores, is_member, *, confidence=0.95, method="binomial", num_recall_levels=16) -> RealNonMemberBound:
+    """PANORAMIA's MIA test with real non-members (RM;RN): the baseline's c is 0, so {c+ε}_lb bounds ε.
+
+    With non-members drawn from the members' distribution, no baseline is
+    needed and the whole level 1 - ``confidence`` goes to the MIA's test,
+    Bonferroni-corrected over the same geometric prediction counts as
+    :func:`panoramia_bounds`. Valid only if membership s was drawn at random
+    independently of the model (as in Definition 2).
+
+    >>> rng = np.random.default_rng(0)
+    >>> member = rng.random(4000) < 0.5
+    >>> result = real_non_member_bound(member * 2.0 + rng.normal(size=4000), member)
+    >>> bool(result.epsilon > 1.0), result.kind
+    (True, 'lower bound')
+    """
+    values, member = _check_scores_and_members(mia_scores, is_member, "mia_scores")
+    confidence = check_probability(confidence, "confidence")
+    method = check_choice(method, "method", METHODS)
+    num_recall_levels = check_count(num_recall_levels, "num_recall_levels", minimum=1)
+    counts = _recall_levels(values.size, num_recall_levels)
+    alpha = (1.0 - confidence) / counts.size
+    epsilon, r, precision, tp = _best_test(values, member, counts, alpha, method)
+    num_members = int(member.sum())
+    return RealNonMemberBound(
+        epsilon=epsilon,
+        confidence=confidence,
+        method=method,
+        num_tests=int(counts.size),
+        num_predictions=r,
+        precision=precision,
+        recall=tp / max(num_members, 1),
+        num_members=num_members,
+        num_non_members=values.size - num_members,
     )

@@ -1,0 +1,217 @@
+"""PANORAMIA's embedded default and the audit of a user's model.
+
+The default (``configs/panoramia.json``) runs on statsmodels' ``fair`` data:
+``num_candidates`` rows are candidates, each put in the training set by an
+independent fair coin; every other row (bar a held-out test share) is always
+a member. Several targets are trained on the same D_f (by default a
+one-hidden-layer MLP for 5 epochs, a 4-hidden-layer MLP for 300 epochs that
+overfits clearly, as the paper's tabular target has 4 hidden layers, and a
+DP-SGD variant at ε = 2), and each is audited three ways on the same model:
+PANORAMIA (generated non-members), RM;RN (the candidates left out are the
+real non-members) and O(1) (the candidates with their coins). ``dataset = "digits"`` runs the image variant:
+a CNN target and the VAE generator.
+
+Features of tabular data are standardised with D_f's mean and standard
+deviation (digits keep their [0, 1] pixels, as the VAE needs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..stats._validation import check_choice, check_count, check_probability
+from .panoramia import PanoramiaSettings, run_panoramia
+from .panoramia_targets import TrainingRecipe, load_members, load_model, train_classifier
+
+__all__ = ["DEMO_DATASETS", "PanoramiaDemoConfig", "run_panoramia_demo", "run_panoramia_on_model"]
+
+DEMO_DATASETS = ("fair", "randhie", "digits")
+GENERATORS = ("mst", "vae")
+
+
+@dataclasses.dataclass(frozen=True)
+class PanoramiaDemoConfig:
+    """The embedded default: data, targets (name → training recipe fields) and the audit settings.
+
+    >>> PanoramiaDemoConfig(dataset="adult")
+    Traceback (most recent call last):
+    ...
+    ValueError: `dataset` must be one of 'fair', 'randhie', 'digits', got 'adult'
+    """
+
+    dataset: str = "fair"
+    targets: dict = dataclasses.field(
+        default_factory=lambda: {
+            "mlp_few_epochs": {"epochs": 5},
+            "mlp_many_epochs": {"epochs": 300, "depth": 4, "learning_rate": 1e-3},
+            "mlp_dp_eps2": {"epochs": 20, "dp_epsilon": 2.0},
+        }
+    )
+    helper: dict = dataclasses.field(default_factory=lambda: {"epochs": 20})
+    architecture: str = "mlp"
+    hidden: int = 256
+    batch_size: int = 256
+    learning_rate: float = 0.01
+    num_candidates: int = 2000
+    test_fraction: float = 0.05
+    generator_epochs: int = 200
+    audit_size: int = 1500
+    generator_fraction: float = 0.5
+    confidence: float = 0.95
+    num_recall_levels: int = 16
+    classifier_iterations: int = 200
+    seed: int = 0
+
+    def __post_init__(self):
+        check_choice(self.dataset, "dataset", DEMO_DATASETS)
+        if not isinstance(self.targets, dict) or not self.targets:
+            raise ValueError(f"`targets` must be a non-empty object of name -> training fields, got {self.targets!r}")
+        for name in self.targets:
+            self.recipe(name)  # validates each target's fields
+        self.recipe(None)
+        check_count(self.num_candidates, "num_candidates", minimum=2)
+        check_probability(self.test_fraction, "test_fraction")
+        check_count(self.generator_epochs, "generator_epochs", minimum=1)
+        self.settings()
+
+    def recipe(self, name: str | None) -> TrainingRecipe:
+        """The recipe of target ``name`` (None: the helper's): the shared fields, overridden by its own.
+
+        One helper recipe serves every target, so that targets on the same
+        data share one baseline and one c_lb, as in the paper.
+        """
+        fields = self.helper if name is None else self.targets[name]
+        name = "helper" if name is None else f"targets.{name}"
+        allowed = {field.name for field in dataclasses.fields(TrainingRecipe)}
+        if not isinstance(fields, dict) or set(fields) - allowed:
+            raise ValueError(f"`{name}` must be an object with keys among {sorted(allowed)}, got {fields!r}")
+        shared = dict(architecture=self.architecture, hidden=self.hidden, batch_size=self.batch_size, learning_rate=self.learning_rate)
+        return TrainingRecipe(**{**shared, **fields})
+
+    def settings(self) -> PanoramiaSettings:
+        """The audit's settings (split, confidence, classifiers, seed)."""
+        return PanoramiaSettings(
+            audit_size=self.audit_size, generator_fraction=self.generator_fraction, confidence=self.confidence,
+            num_recall_levels=self.num_recall_levels, classifier_iterations=self.classifier_iterations, seed=self.seed,
+        )
+
+    @classmethod
+    def from_json(cls, path) -> PanoramiaDemoConfig:
+        """Read the fields from a JSON object; unknown keys and wrong JSON types are errors."""
+        from .._config import load_config
+
+        return load_config(cls, path)
+
+
+def make_generator(kind: str, *, epochs: int = 200):
+    """The generator of a modality: ``"mst"`` (tabular) or ``"vae"`` (images in [0, 1])."""
+    check_choice(kind, "generator", GENERATORS)
+    if kind == "mst":
+        from ..generators.tabular import MSTGenerator
+
+        return MSTGenerator()
+    from ..generators.images import VAEGenerator
+
+    return VAEGenerator(epochs=epochs)
+
+
+def _load(config: PanoramiaDemoConfig):
+    if config.dataset == "digits":
+        from ..data.tabular import load_dataset
+
+        data = load_dataset("digits", seed=config.seed)
+        x = np.concatenate([data.x_train, data.x_test]).astype(np.float64)
+        return x, np.concatenate([data.y_train, data.y_test]), data.num_classes, data.image_shape
+    from ..data.statsmodels_data import load_statsmodels_dataset
+
+    data = load_statsmodels_dataset(config.dataset)
+    return data.x, data.y, data.num_classes, None
+
+
+def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict, dict]:
+    """Train each target on the embedded data and audit it; return (results by target, game scores by target)."""
+    progress = progress or (lambda *args, **kwargs: None)
+    x, y, num_classes, image_shape = _load(config)
+    if config.num_candidates >= len(x) // 2:
+        raise ValueError(f"`num_candidates` must be < {len(x) // 2} (half the {config.dataset} rows), got {config.num_candidates}")
+    rng = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(1)[0])
+    order = rng.permutation(len(x))
+    num_test = int(round(config.test_fraction * len(x)))
+    candidates, test, always = np.split(order, [config.num_candidates, config.num_candidates + num_test])
+    included = rng.random(candidates.size) < 0.5  # the fair coins of the O(1) audit
+    members = np.concatenate([always, candidates[included]])
+    if image_shape is None:  # standardise with D_f's statistics only
+        mean, std = x[members].mean(0), x[members].std(0)
+        x = (x - mean) / np.where(std > 0, std, 1.0)
+    results, scores = {}, {}
+    for index, name in enumerate(config.targets):
+        recipe = config.recipe(name)
+        progress(f"training target {name}", detail=f"{recipe.epochs} epochs" + (f", DP ε = {recipe.dp_epsilon:g}" if recipe.dp_epsilon else ""))
+        started = time.perf_counter()
+        target = train_classifier(x[members], y[members], recipe, num_classes=num_classes, image_shape=image_shape, seed=config.seed + index)
+        progress(f"auditing target {name}")
+        timings = {"training the target": time.perf_counter() - started}
+
+        def train_helper(hx, hy, seed, recipe=config.recipe(None)):
+            return train_classifier(hx, hy, recipe, num_classes=num_classes, image_shape=image_shape, seed=seed).loss
+
+        generator_kind = "vae" if config.dataset == "digits" else "mst"
+        result, game = run_panoramia(
+            target.loss, x[members], y[members],
+            generator=make_generator(generator_kind, epochs=config.generator_epochs),
+            train_helper=train_helper, settings=config.settings(), num_classes=num_classes,
+            non_members=(x[candidates[~included]], y[candidates[~included]]),
+            one_run_candidates=(x[candidates], y[candidates], included),
+            target_name=name, generator_name=f"{generator_kind} on {config.dataset}", timings=timings,
+        )
+        results[name] = {
+            "audit": result,
+            "training": dataclasses.asdict(recipe),
+            "helper_training": dataclasses.asdict(config.recipe(None)),
+            "claimed_dp_epsilon": target.epsilon,
+            "train_accuracy": target.accuracy(x[members], y[members]),
+            "test_accuracy": target.accuracy(x[test], y[test]),
+            "timings_s": timings,
+        }
+        scores[name] = game
+    return results, scores
+
+
+def run_panoramia_on_model(
+    model_path, members_path, *, spec_path=None, non_members_path=None, inclusion_randomised=False,
+    generator="mst", helper_epochs: int = 10, settings: PanoramiaSettings = PanoramiaSettings(),
+) -> tuple[dict, object]:
+    """Audit a user's saved classifier on its members (file formats in :mod:`.panoramia_targets`).
+
+    The helper has the model's architecture and is trained for ``helper_epochs``
+    on generated data; ``inclusion_randomised`` declares that members and
+    non-members were split by fair coins before training (enables O(1)).
+    """
+    make_generator(generator)  # a bad name fails before any file is read
+    target, spec = load_model(model_path, spec_path)
+    x, y = load_members(members_path)
+    if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
+        raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
+    non_members = load_members(non_members_path, "non-members") if non_members_path is not None else None
+    if inclusion_randomised and non_members is None:
+        raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
+    candidates = None
+    if inclusion_randomised:
+        candidates = (np.r_[x, non_members[0]], np.r_[y, non_members[1]], np.r_[np.ones(len(x), bool), np.zeros(len(non_members[0]), bool)])
+    recipe = TrainingRecipe(architecture=spec["architecture"], hidden=spec.get("hidden", 64), depth=spec.get("depth", 1), epochs=helper_epochs)
+    image_shape = spec.get("image_shape")
+
+    def train_helper(hx, hy, seed):
+        return train_classifier(hx, hy, recipe, num_classes=spec["num_classes"], image_shape=image_shape, seed=seed).loss
+
+    timings = {}
+    result, game = run_panoramia(
+        target.loss, x, y, generator=make_generator(generator), train_helper=train_helper, settings=settings,
+        num_classes=spec["num_classes"], non_members=non_members, one_run_candidates=candidates,
+        target_name=str(model_path), generator_name=generator, timings=timings,
+    )
+    return {str(Path(model_path).stem): {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {str(Path(model_path).stem): game}

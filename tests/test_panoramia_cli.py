@@ -1,0 +1,107 @@
+"""`privaudit audit panoramia`: the embedded demo and a user's model write results.json and plots; bad input → exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from privaudit.cli import app
+from privaudit.models.classifiers import build_classifier
+
+TINY_DEMO = {
+    "targets": {"few": {"epochs": 1}, "more": {"epochs": 3}},
+    "helper": {"epochs": 1},
+    "hidden": 16,
+    "num_candidates": 400,
+    "audit_size": 300,
+    "classifier_iterations": 20,
+}
+
+
+def run(argv):
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:
+        runner = CliRunner()
+    result = runner.invoke(app, [str(arg) for arg in argv])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def user_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("user")
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(700, 3)).astype(np.float32)
+    y = (x[:, 0] + rng.integers(0, 2, 700) > 2).astype(np.int64)
+    model = build_classifier("mlp", input_dim=3, num_classes=2, hidden=8)
+    torch.save(model.state_dict(), folder / "model.pt")
+    (folder / "model.json").write_text(json.dumps({"architecture": "mlp", "input_dim": 3, "num_classes": 2, "hidden": 8}))
+    np.savez(folder / "members.npz", x=x[:500], y=y[:500])
+    np.savetxt(folder / "non_members.csv", np.column_stack([x[500:], y[500:]]), delimiter=",", header="a,b,c,label", comments="")
+    return folder
+
+
+def test_demo_writes_results_and_plots_reproducibly(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY_DEMO))
+    outputs = []
+    for name in ("first", "second"):
+        code, stdout, stderr = run(["audit", "panoramia", "--config", config, "--output", tmp_path / name, "--seed", 4])
+        assert code == 0, stderr
+        data = json.loads((tmp_path / name / "results.json").read_text())
+        for key in ("versions", "created_at", "machine"):  # all else depends on the seed only
+            data.pop(key)
+        outputs.append(data)
+        assert (tmp_path / name / "pr_few.png").stat().st_size > 0 and (tmp_path / name / "timings.json").exists()
+    assert outputs[0] == outputs[1]
+    row = outputs[0]["summary"][0]
+    assert row["generator"] == "mst on fair" and row["c_lb (lower bound)"] >= 0.0
+    for key in ("RM;RN epsilon (lower bound)", "O(1) epsilon (lower bound)", "epsilon_tilde (estimate)"):
+        assert row[key] is not None
+
+
+def test_user_model_with_non_members(user_files, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, stderr = run([
+        "audit", "panoramia", "--model", user_files / "model.pt", "--members", user_files / "members.npz",
+        "--non-members", user_files / "non_members.csv", "--inclusion-randomised", "--audit-size", 150,
+        "--helper-epochs", 1, "--output", out, "--json",
+    ])
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    audit = data["targets"]["model"]
+    assert audit["bounds"]["num_members"] + audit["bounds"]["num_generated"] == 150
+    assert audit["real_non_members"]["kind"] == "lower bound" and audit["one_run"]["num_canaries"] == 700
+    assert (out / "pr_model.png").exists()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "`--model` and `--members` must both be given"),
+        (["--audit-size", 490], "`members` must hold at least"),
+        (["--generator", "gan"], "`generator` must be one of"),
+        (["--spec", "missing.json"], "`--spec`: cannot read"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_no_output(user_files, tmp_path, extra, message):
+    out = tmp_path / "run"
+    files = [] if not extra else ["--model", user_files / "model.pt", "--members", user_files / "members.npz"]
+    code, stdout, stderr = run(["audit", "panoramia", *files, *extra, "--output", out])
+    assert code == 2 and stdout == ""
+    assert stderr.startswith("error: ") and message in stderr and stderr.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_model_of_the_wrong_width_cannot_score(user_files, tmp_path):
+    spec = tmp_path / "wide.json"
+    spec.write_text(json.dumps({"architecture": "mlp", "input_dim": 5, "num_classes": 2, "hidden": 8}))
+    code, _, stderr = run(["audit", "panoramia", "--model", user_files / "model.pt", "--spec", spec,
+                           "--members", user_files / "members.npz", "--output", tmp_path / "run"])
+    assert code == 2 and "`--model`: cannot load" in stderr
