@@ -12,7 +12,7 @@ for a small MLP (64 hidden units), the small CNN and an MLP with 1,024
 hidden units. The audit's cost per step is nearly fixed (about a millisecond
 on 2 cores), so its share falls as the model grows.
 
-Writes medians over ``--repeats`` runs to benchmarks/results/dpsgd.json.
+Writes medians over ``--repeats`` interleaved runs to benchmarks/results/dpsgd.json.
 """
 
 from __future__ import annotations
@@ -113,10 +113,13 @@ def main() -> None:
             "opacus, no audit": lambda: _opacus(data, architecture, args.steps, args.canaries, False),
             "opacus, audited": lambda: _opacus(data, architecture, args.steps, args.canaries, True),
         }
-        medians = {}
-        for name, run in timings.items():
+        for run in timings.values():
             run()  # warm-up
-            medians[name] = statistics.median(run() for _ in range(args.repeats))
+        samples = {name: [] for name in timings}
+        for _ in range(args.repeats):  # interleaved, so drifts of a shared machine hit every case alike
+            for name, run in timings.items():
+                samples[name].append(run())
+        medians = {name: statistics.median(values) for name, values in samples.items()}
         cases[architecture] = {
             "parameters": params,
             "seconds_per_step": medians,

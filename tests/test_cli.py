@@ -94,12 +94,12 @@ def test_exposure_table_and_json(tmp_path, capsys):
 
 
 def test_demo_json_and_table(capsys):
-    code, out, _ = run(["demo", "--json", "--seed", "1"], capsys)
+    code, out, _ = run(["demo", "--quick", "--json", "--seed", "1"], capsys)
     assert code == 0
     data = json.loads(out)
     report = run_demo(seed=1)
     assert data == json.loads(json.dumps(report.to_dict()))
-    code, table, _ = run(["demo", "--seed", "1"], capsys)
+    code, table, _ = run(["demo", "--quick", "--seed", "1"], capsys)
     assert code == 0
     for section, _quantity, value in report.rows():
         assert section in table and value in table

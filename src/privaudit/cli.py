@@ -28,6 +28,18 @@ def _usage_error_line(error: Exception) -> str | None:
     return " ".join(error.format_message().split())
 
 
+# optional dependencies and the extra that installs each
+_EXTRAS = {"torch": "dpsgd", "opacus": "dpsgd", "sklearn": "dpsgd", "matplotlib": "dpsgd", "ray": "ray", "transformers": "hf", "flwr": "flower"}
+
+
+def _missing_extra_line(error: ImportError) -> str | None:
+    """"missing optional dependency ..." for an optional library that failed to import; None for anything else (a bug)."""
+    name = (error.name or "").split(".")[0]
+    if name not in _EXTRAS:
+        return None
+    return f"missing optional dependency `{name}`: install it with pip install 'privaudit[{_EXTRAS[name]}]'"
+
+
 class _OneLineErrors(TyperGroup):
     """Run the commands so that bad input exits 2 with one "error: ..." line on stderr.
 
@@ -43,6 +55,12 @@ class _OneLineErrors(TyperGroup):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except ValueError as error:
             typer.echo(f"error: {' '.join(str(error).split())}", err=True)
+            sys.exit(2)
+        except ImportError as error:
+            line = _missing_extra_line(error)
+            if line is None:
+                raise
+            typer.echo(f"error: {line}", err=True)
             sys.exit(2)
         except typer.Abort:
             typer.echo("error: aborted", err=True)
@@ -201,22 +219,6 @@ def bound(
     _emit(text)
 
 
-@app.command()
-def demo(
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated data.")] = 0,
-    as_json: JsonOption = False,
-) -> None:
-    """Run the audits on built-in generated data whose true privacy is known."""
-    from .demo import run_demo
-
-    report = run_demo(seed=seed)
-    if as_json:
-        _emit(json.dumps(report.to_dict(), indent=2))
-        return
-    rows = [list(row) for row in report.rows()]
-    _emit(_render_table(f"privaudit demo (seed {seed}, delta = 1e-5)", ["section", "quantity", "value"], rows))
-
-
 @contextlib.contextmanager
 def _progress_bars():
     """Transient rich progress bars on stderr; yields ``report(stage, completed, total, detail)``."""
@@ -224,7 +226,9 @@ def _progress_bars():
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
+    console = Console(stderr=True)
+    # off when stderr is not a terminal: a finished bar would leave a blank line before an "error: ..." line
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
         tasks: dict = {}
 
         def report(stage, completed=None, total=None, detail=""):
@@ -237,6 +241,30 @@ def _progress_bars():
 
 audit_app = typer.Typer(help="Run an audit end to end and write results.json and plots.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+
+HistoryOption = Annotated[Optional[Path], typer.Option("--history", help="SQLite results store to append to (default: $PRIVAUDIT_HISTORY, else ~/.privaudit/history.sqlite).")]
+NoHistoryOption = Annotated[bool, typer.Option("--no-history", help="Do not append this audit to the results store.")]
+ModelIdOption = Annotated[Optional[str], typer.Option("--model-id", help="Name of the audited model in the history (default: dataset/architecture).")]
+ReleaseOption = Annotated[Optional[str], typer.Option("--release", help="Release label stored with the audit in the history, e.g. v1.2.")]
+
+
+def _history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str]):
+    """Open the results store before the audit runs (a bad path fails first); return ``record(results_dict)``."""
+    from .history import HistoryStore, default_model_id, history_path
+
+    path = history_path(history, enabled=not no_history)
+    store = None if path is None else HistoryStore(path)
+
+    def record(data: dict, audit: Optional[str] = None) -> None:
+        if store is None:
+            return
+        if audit is not None and "schema_version" not in data:  # a writer that does not stamp its results yet
+            from .schemas import stamp_results
+
+            data = stamp_results(data, audit=audit)
+        store.append(data, model_id=model_id or default_model_id(data), release=release)
+
+    return record
 
 
 @audit_app.command("secret-sharer")
@@ -251,6 +279,11 @@ def audit_secret_sharer(
     max_corpus_chars: Annotated[Optional[int], typer.Option("--max-corpus-chars", help="Use only the first N characters of the corpus.")] = None,
     hidden: Annotated[Optional[int], typer.Option("--hidden", help="LSTM hidden units (default 256).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of canaries, insertion, training and references.")] = None,
+    secure_canaries: Annotated[bool, typer.Option("--secure-canaries", help="Draw canaries from the OS's secure randomness (not reproducible from --seed).")] = False,
+    history: HistoryOption = None,
+    no_history: NoHistoryOption = False,
+    model_id: ModelIdOption = None,
+    release: ReleaseOption = None,
 ) -> None:
     """Secret Sharer: insert canaries, train a character LSTM, measure exposure, try extraction."""
     import dataclasses as _dataclasses
@@ -266,6 +299,7 @@ def audit_secret_sharer(
         "max_corpus_chars": max_corpus_chars,
         "hidden": hidden,
         "seed": seed,
+        "secure_canaries": secure_canaries or None,
     }
     if schedule is not None:
         try:
@@ -273,8 +307,10 @@ def audit_secret_sharer(
         except ValueError:
             raise ValueError(f"`--schedule` must be comma-separated integers, got {schedule!r}") from None
     settings = _dataclasses.replace(base, **{key: value for key, value in overrides.items() if value is not None})
+    record = _history_recorder(history, no_history, model_id, release)
     with _progress_bars() as report:
         result = run_secret_sharer(settings, output, progress=report)
+    record(json.loads((output / "results.json").read_text()))
     rows = [
         [str(c["repetitions"]), c["text"], _format(c["log_perplexity_bits"]), _format(c["exposure_exact"]), _format(c["exposure_sampled"]), _format(c["exposure_extrapolated"]), str(c["extracted"])]
         for c in result.canaries
@@ -289,6 +325,10 @@ def audit_dpsgd(
     config: Annotated[Path, typer.Option("--config", help="JSON file with DPSGDAuditConfig fields (see configs/dpsgd.json).")],
     output: Annotated[Path, typer.Option("--output", help="Directory for results.json, observations.png, tradeoff.png and bound_vs_observations.png.")],
     seed: Annotated[Optional[int], typer.Option("--seed", help="Override the config's seed (data split, model, canaries, noise).")] = None,
+    history: HistoryOption = None,
+    no_history: NoHistoryOption = False,
+    model_id: ModelIdOption = None,
+    release: ReleaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """White-box DP-SGD audit with gradient canaries (Tight Auditing §5.5, §6.3): per-step ε bound, flag, end-to-end estimate."""
@@ -301,11 +341,13 @@ def audit_dpsgd(
     settings = DPSGDAuditConfig.from_json(config)
     if seed is not None:
         settings = _dataclasses.replace(settings, seed=seed)
+    record = _history_recorder(history, no_history, model_id, release)
     with _progress_bars() as report, staged_output(output) as scratch:
         report("training with DP-SGD and observing canaries", detail=f"{settings.num_steps} steps, bug: {settings.bug}")
         result, observations = run_dpsgd_audit(settings)
         report("writing results.json and plots")
         data = write_dpsgd_outputs(result, observations, scratch)
+    record(data)
     if as_json:
         _emit(json.dumps(data, indent=2))
         return
@@ -338,6 +380,119 @@ def extract(
         _emit(json.dumps(result, indent=2))
         return
     _emit(_render_table(f"Extraction from {run}", ["quantity", "value"], [[key, _format(value)] for key, value in result.items()]))
+
+
+from . import cli_runs as _cli_runs  # noqa: E402,F401  (registers demo, history, report, audit blackbox)
+
+
+@audit_app.command("fl")
+def audit_fl(
+    config: Annotated[Path, typer.Option("--config", help="JSON file with FLAuditConfig fields and a 'training' object (see configs/fl.json).")],
+    output: Annotated[Path, typer.Option("--output", help="Directory for results.json and the cosine and epsilon plots.")],
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Override the config's seed (data split, clients, canaries, noise).")] = None,
+    history: HistoryOption = None,
+    no_history: NoHistoryOption = False,
+    model_id: ModelIdOption = None,
+    release: ReleaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One-shot FL estimation (Andrew et al.): DP-FedAvg with random canary clients, ε_est and ε_lo per threat model."""
+    import dataclasses as _dataclasses
+
+    from ._staging import staged_output
+    from .audits.fl import FLAuditConfig, run_fl_audit
+    from .audits.fl_report import write_fl_outputs
+
+    settings = FLAuditConfig.from_json(config)
+    if seed is not None:
+        settings = _dataclasses.replace(settings, seed=seed)
+    record = _history_recorder(history, no_history, model_id, release)
+    with _progress_bars() as report, staged_output(output) as scratch:
+        report("training DP-FedAvg with canary clients", detail=f"{len(settings.participations)} run(s), {settings.training.num_rounds} rounds each")
+        result, runs = run_fl_audit(settings)
+        report("writing results.json and plots")
+        data = write_fl_outputs(result, runs, scratch)
+    record(data, audit="fl")
+    if as_json:
+        _emit(json.dumps(data, indent=2))
+        return
+    rows = [
+        [
+            str(run.participations) if run.sampling == "fixed" else run.sampling,
+            _format(float(run.analytical_epsilon)),
+            _format(float(run.final["estimate"].epsilon)),
+            _format(float(run.final["lower_bound"].epsilon)),
+            _format(float(run.all["estimate"].epsilon)),
+            _format(float(run.all["lower_bound"].epsilon)),
+            _format(float(run.test_accuracy)),
+        ]
+        for run in result.runs
+    ]
+    columns = ["participations", "analytical ε", "ε_est final", "ε_lo final", "ε_est all", "ε_lo all", "test accuracy"]
+    _emit(_render_table(f"One-shot FL audit (δ = {settings.delta:g}, σ = {settings.training.noise_multiplier:g}), results in {output}", columns, rows))
+
+
+@audit_app.command("panoramia")
+def audit_panoramia(
+    output: Annotated[Path, typer.Option("--output", help="Directory for results.json, timings.json and pr_<target>.png.")],
+    config: Annotated[Optional[Path], typer.Option("--config", help="Embedded default demo: JSON file with PanoramiaDemoConfig fields (see configs/panoramia.json).")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Your model: a torch.save'd state_dict of a privaudit classifier (loaded weights-only).")] = None,
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="JSON architecture spec of --model (default: MODEL with suffix .json).")] = None,
+    members: Annotated[Optional[Path], typer.Option("--members", help="Known training members: .npz with x and y, or .csv whose last column is the label.")] = None,
+    non_members: Annotated[Optional[Path], typer.Option("--non-members", help="Real non-members (same formats), for the RM;RN comparison.")] = None,
+    inclusion_randomised: Annotated[bool, typer.Option("--inclusion-randomised", help="Members and non-members were split by independent fair coins before training: add the O(1) audit.")] = False,
+    generator: Annotated[str, typer.Option("--generator", help="Generator of non-members: mst (tabular) or vae (images in [0, 1]).")] = "mst",
+    helper_epochs: Annotated[int, typer.Option("--helper-epochs", help="Training epochs of the helper model (same architecture as --model).")] = 10,
+    audit_size: Annotated[int, typer.Option("--audit-size", help="m, the members held out for the audit game.")] = 1000,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence 1 - beta of c_lb and {c+eps}_lb.")] = 0.95,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of every random step (overrides the config's).")] = None,
+    history: HistoryOption = None,
+    no_history: NoHistoryOption = False,
+    model_id: ModelIdOption = None,
+    release: ReleaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """PANORAMIA (Kazmi et al.): audit a trained model with generated non-members; no retraining, no canaries."""
+    import dataclasses as _dataclasses
+
+    from ._staging import staged_output
+    from .audits.panoramia_report import summary_rows, write_panoramia_outputs
+
+    if config is not None and (model is not None or members is not None):
+        raise ValueError("give either `--config` (the embedded demo) or `--model` with `--members`, not both")
+    if config is None and (model is None or members is None):
+        raise ValueError("`--model` and `--members` must both be given (or `--config` for the embedded demo)")
+    record = _history_recorder(history, no_history, model_id, release)
+    if config is not None:
+        from .audits.panoramia_demo import PanoramiaDemoConfig, run_panoramia_demo
+
+        settings = PanoramiaDemoConfig.from_json(config)
+        if seed is not None:
+            settings = _dataclasses.replace(settings, seed=seed)
+        with _progress_bars() as report, staged_output(output) as scratch:
+            results, scores = run_panoramia_demo(settings, progress=report)
+            report("writing results.json and plots")
+            data = write_panoramia_outputs(results, scores, scratch, config=settings)
+    else:
+        from .audits.panoramia import PanoramiaSettings
+        from .audits.panoramia_demo import run_panoramia_on_model
+
+        settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=0 if seed is None else seed)
+        with _progress_bars() as report, staged_output(output) as scratch:
+            report("auditing your model", detail=str(model))
+            results, scores = run_panoramia_on_model(
+                model, members, spec_path=spec, non_members_path=non_members, inclusion_randomised=inclusion_randomised,
+                generator=generator, helper_epochs=helper_epochs, settings=settings,
+            )
+            report("writing results.json and plots")
+            data = write_panoramia_outputs(results, scores, scratch, config={"model": str(model), "members": str(members), "settings": settings})
+    record({"result_type": "PanoramiaResults", **data}, audit="panoramia")
+    if as_json:
+        _emit(json.dumps(data, indent=2))
+        return
+    rows = [[_format(value) for value in row.values()] for row in summary_rows(results)]
+    columns = ["target", "generator", "c_lb", "{c+ε}_lb", "ε̃ (estimate)", "RM;RN ε", "O(1) ε", "claimed DP ε"]
+    _emit(_render_table(f"PANORAMIA, results in {output}", columns, rows))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,8 +28,6 @@ trains many models and lives in :mod:`privaudit.audits.blackbox`.
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -141,13 +139,9 @@ class DPSGDAuditConfig:
 
     @classmethod
     def from_json(cls, path) -> DPSGDAuditConfig:
-        try:
-            values = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"`--config`: cannot read {str(path)!r}: {error}") from None
-        if not isinstance(values, dict):
-            raise ValueError("`--config` must hold a JSON object")
-        return cls.from_dict(values)
+        from .._config import load_config
+
+        return load_config(cls, path)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..schemas import stamp_results
 from ..stats._result import _plain
 from .dpsgd import DPSGDAuditResult
 from .whitebox import GradientObservations
@@ -45,7 +46,7 @@ def write_dpsgd_outputs(result: DPSGDAuditResult, observations: GradientObservat
         threshold=config.threshold,
         confidence=config.confidence,
     )
-    data = result.to_dict()
+    data = stamp_results(result.to_dict(), audit="dpsgd")
     data["bound_vs_observations"] = _plain([{"num_in": n_in, "num_out": n_out, "epsilon": epsilon} for n_in, n_out, epsilon in points])
     (directory / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     return data

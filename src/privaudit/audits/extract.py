@@ -27,10 +27,16 @@ def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_que
             raise ValueError(f"`--run`: {str(run)!r} has no {name}; run `privaudit audit secret-sharer` first")
     if batch_size < 1 or max_queries < 1:
         raise ValueError("`--batch-size` and `--max-queries` must be >= 1")
-    provenance = Provenance.from_json((run / "provenance.json").read_text())
-    saved = torch.load(run / "model.pt", weights_only=True)
-    model = build_char_lstm(CharVocabulary().size, hidden=saved["hidden"])
-    model.load_state_dict(saved["state_dict"])
+    try:
+        provenance = Provenance.from_json((run / "provenance.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"`--run`: {str(run / 'provenance.json')!r} is not a provenance file written by privaudit: {error}") from None
+    try:
+        saved = torch.load(run / "model.pt", weights_only=True)  # weights only: a model file cannot run code
+        model = build_char_lstm(CharVocabulary().size, hidden=saved["hidden"])
+        model.load_state_dict(saved["state_dict"])
+    except Exception as error:  # torch raises many types for a corrupt or foreign file
+        raise ValueError(f"`--run`: {str(run / 'model.pt')!r} is not a model saved by privaudit: {type(error).__name__}") from None
     fmt = CanaryFormat(provenance.template)
     scorer = CharLSTMScorer(model)
     started = time.perf_counter()
@@ -49,9 +55,11 @@ def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_que
         "seconds": time.perf_counter() - started,
     }
     output = Path(output_dir) if output_dir is not None else run / "extraction"
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "results.json").write_text(json.dumps(result, indent=2))
-    _plot_queries(result, output / "queries.png")
+    from .._staging import staged_output
+
+    with staged_output(output) as scratch:  # all files appear together, or none
+        (scratch / "results.json").write_text(json.dumps(result, indent=2))
+        _plot_queries(result, scratch / "queries.png")
     return result
 
 

@@ -65,13 +65,9 @@ class SecretSharerConfig:
 
     @classmethod
     def from_json(cls, path) -> SecretSharerConfig:
-        data = json.loads(Path(path).read_text())
-        unknown = set(data) - {field.name for field in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"`--config`: unknown keys {sorted(unknown)}")
-        if "schedule" in data:
-            data["schedule"] = tuple(data["schedule"])
-        return cls(**data)
+        from .._config import load_config
+
+        return load_config(cls, path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,7 +249,11 @@ def _run(config, output: Path, say, started: float, device):
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
-    (output / "results.json").write_text(json.dumps(result.to_dict(), indent=2))
+    from ..schemas import stamp_results
+
+    data = stamp_results(result.to_dict(), audit="secret-sharer")
+    data["reproducible"] = not config.secure_canaries  # OS-drawn canaries cannot be drawn again from the seed
+    (output / "results.json").write_text(json.dumps(data, indent=2))
     from ..report.secret_sharer import plot_dp_comparison, plot_exposure_vs_insertions, plot_perplexity_histogram
 
     plot_exposure_vs_insertions(result, output / "exposure_vs_insertions.png")

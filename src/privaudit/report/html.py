@@ -1,0 +1,179 @@
+"""One self-contained ``report.html``: every plot embedded, nothing fetched, no JavaScript.
+
+A report is a list of :class:`ReportSection` values, one per audit. Each
+section says what its headline number is (a lower bound, a credible bound,
+an estimate or a plain statistic) at which confidence, what the number means
+and what it does not, under which threat model, and carries the plots, the
+configuration, the seeds, the library versions and the machine. Every string
+goes through :func:`html.escape`, so canary text or dataset names cannot
+inject markup; plots are PNG files embedded as ``data:`` URIs.
+
+>>> section = ReportSection(title="Demo <audit>", audit="demo", value=1.5, label="ε lower bound", kind="lower bound",
+...                         confidence=0.95, meaning="m", not_meaning="n", threat_model="black-box")
+>>> page = render_report([section], title="privaudit")
+>>> "Demo &lt;audit&gt;" in page and "<script" not in page and "http" not in page.split("</style>")[1]
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KINDS", "ReportSection", "render_report", "write_report"]
+
+KINDS = ("lower bound", "credible bound", "estimate", "statistic")
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.3rem;border-bottom:1px solid #ccc;padding-bottom:.2rem;margin-top:2.5rem}
+.headline{font-size:1.5rem;font-weight:600;margin:.4rem 0}
+.kind{display:inline-block;font-size:.8rem;padding:.1rem .5rem;border-radius:.6rem;background:#e8eef7;margin-left:.5rem;vertical-align:middle}
+.invalid{background:#fbe3e3}.flag{color:#a40000;font-weight:600}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85rem;color:#555}
+details{margin:.5rem 0}summary{cursor:pointer;font-weight:600}pre{white-space:pre-wrap;word-break:break-word;font-size:.8rem;background:#f6f6f6;padding:.5rem}
+.toc li{margin:.2rem 0}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportSection:
+    """One audit in the report: its headline number and everything needed to read and trust it.
+
+    ``value`` is the headline number (None when the audit produced none),
+    ``label`` names it ("ε lower bound per step", "largest exposure"),
+    ``kind`` is one of :data:`KINDS`, ``confidence`` the level it holds at
+    (None for a statistic). ``valid=False`` marks a number that is optimistic
+    (e.g. a threshold chosen on the data it bounds). ``plots`` are
+    (caption, PNG path) pairs; ``details`` (name, value) rows of further
+    numbers; ``flag`` a line shown in red (e.g. "the claim is rejected").
+
+    >>> ReportSection(title="t", audit="a", value=1.0, label="l", kind="guess", meaning="", not_meaning="", threat_model="")
+    Traceback (most recent call last):
+    ...
+    ValueError: `kind` must be one of 'lower bound', 'credible bound', 'estimate', 'statistic', got 'guess'
+    """
+
+    title: str
+    audit: str
+    value: float | None
+    label: str
+    kind: str
+    meaning: str
+    not_meaning: str
+    threat_model: str
+    confidence: float | None = None
+    valid: bool = True
+    flag: str | None = None
+    details: tuple = ()
+    plots: tuple = ()
+    configuration: dict = dataclasses.field(default_factory=dict)
+    seeds: dict = dataclasses.field(default_factory=dict)
+    versions: dict = dataclasses.field(default_factory=dict)
+    machine: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"`kind` must be one of {', '.join(repr(k) for k in KINDS)}, got {self.kind!r}")
+        if self.confidence is not None and not 0 < self.confidence < 1:
+            raise ValueError(f"`confidence` must be in (0, 1), got {self.confidence}")
+
+
+def _text(value: Any) -> str:
+    """Escaped text of any value; floats with 4 significant digits."""
+    if isinstance(value, float):
+        value = f"{value:.4g}" if math.isfinite(value) else str(value)
+    elif isinstance(value, (dict, list, tuple)):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return html.escape(str(value), quote=True)
+
+
+def _table(rows, header: tuple[str, str] | None = None) -> str:
+    head = f"<tr><th>{_text(header[0])}</th><th>{_text(header[1])}</th></tr>" if header else ""
+    body = "".join(f"<tr><td>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in rows)
+    return f"<table>{head}{body}</table>" if body else "<p>(none recorded)</p>"
+
+
+def _image(caption: str, path) -> str:
+    path = Path(path)
+    if not path.is_file():
+        return f"<p>(plot {_text(path.name)} was not produced)</p>"
+    encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{encoded}"><figcaption>{_text(caption)}</figcaption></figure>'
+
+
+def _headline(section: ReportSection) -> str:
+    if section.value is None:
+        number = "not computed"
+    else:
+        number = _text(float(section.value))
+    confidence = f" at {section.confidence:.0%} confidence" if section.confidence is not None and section.kind != "statistic" else ""
+    kind_class = "kind" if section.valid else "kind invalid"
+    validity = "" if section.valid else " — optimistic (valid = False)"
+    return (
+        f'<p class="headline">{_text(section.label)}: {number}'
+        f'<span class="{kind_class}">{_text(section.kind)}{_text(confidence)}{_text(validity)}</span></p>'
+    )
+
+
+def _section(index: int, section: ReportSection) -> str:
+    parts = [f'<section id="audit-{index}"><h2>{_text(section.title)}</h2>', _headline(section)]
+    if section.flag:
+        parts.append(f'<p class="flag">{_text(section.flag)}</p>')
+    parts.append(f"<p><strong>What it means.</strong> {_text(section.meaning)}</p>")
+    parts.append(f"<p><strong>What it does not mean.</strong> {_text(section.not_meaning)}</p>")
+    parts.append(f"<p><strong>Threat model.</strong> {_text(section.threat_model)}</p>")
+    if section.details:
+        parts.append("<h3>Numbers</h3>" + _table(section.details, ("quantity", "value")))
+    parts.extend(_image(caption, path) for caption, path in section.plots)
+    parts.append("<details><summary>Configuration and seeds</summary>")
+    parts.append(_table(sorted(section.seeds.items()), ("seed", "value")))
+    parts.append(f"<pre>{_text(json.dumps(section.configuration, indent=2, ensure_ascii=False, default=str))}</pre></details>")
+    parts.append("<details><summary>Versions and machine</summary>")
+    parts.append(_table(sorted(section.versions.items()), ("library", "version")))
+    parts.append(_table(sorted(section.machine.items()), ("machine", "value")) + "</details></section>")
+    return "\n".join(parts)
+
+
+def render_report(sections: Sequence[ReportSection], *, title: str = "privaudit report", generated_at: str | None = None) -> str:
+    """The HTML page of ``sections``, as a string (UTF-8, self-contained)."""
+    sections = list(sections)
+    if not all(isinstance(section, ReportSection) for section in sections):
+        raise ValueError("`sections` must be a sequence of ReportSection")
+    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    toc = "".join(
+        f'<li><a href="#audit-{i}">{_text(s.title)}</a>: {_text(s.label)} = '
+        f"{'not computed' if s.value is None else _text(float(s.value))} ({_text(s.kind)})</li>"
+        for i, s in enumerate(sections)
+    )
+    body = "\n".join(_section(i, s) for i, s in enumerate(sections))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_text(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{_text(title)}</h1><p>Generated {_text(stamp)}. A <em>lower bound</em> holds at its stated confidence: "
+        "the true ε is at least this large unless a rare (at most 1 − confidence) sampling accident happened. "
+        "An <em>estimate</em> is a best guess with no such guarantee. A <em>statistic</em> describes these runs only.</p>"
+        f'<ul class="toc">{toc}</ul>\n{body}\n</body></html>\n'
+    )
+
+
+def write_report(sections: Sequence[ReportSection], path, *, title: str = "privaudit report") -> Path:
+    """Write :func:`render_report` to ``path`` (UTF-8) and return the path.
+
+    >>> import tempfile, os
+    >>> target = write_report([], os.path.join(tempfile.mkdtemp(), "report.html"))
+    >>> target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    True
+    """
+    path = Path(path)
+    path.write_text(render_report(sections, title=title), encoding="utf-8")
+    return path

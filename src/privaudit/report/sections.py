@@ -1,0 +1,346 @@
+"""From a ``results.json`` (and the folder of its plots) to a :class:`~privaudit.report.html.ReportSection`.
+
+One adapter per audit family, kept in :data:`ADAPTERS` and looked up by the
+``audit`` field that every results file carries (:mod:`privaudit.schemas`).
+New families plug in with :func:`register_adapter`; a family without an
+adapter gets a generic section built from its ``epsilon`` and ``kind``
+fields. The history store (:mod:`privaudit.history`) records the same
+headline through :func:`section_for`, so the report and the history never
+disagree on what an audit's number is.
+
+>>> data = {"audit": "blackbox", "epsilon_lower_bound": 0.8, "claimed_epsilon": 2.0, "confidence": 0.95, "delta": 1e-5,
+...         "threat_model": "black-box", "config": {"seed": 3}, "bound": {"kind": "lower bound", "valid": True}}
+>>> section = section_for(data)
+>>> section.value, section.kind, section.seeds
+(0.8, 'lower bound', {'seed': 3})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .html import KINDS, ReportSection
+
+__all__ = ["ADAPTERS", "FAMILY_OF_RESULT_TYPE", "family_of", "load_results", "register_adapter", "section_for", "seeds_of"]
+
+Adapter = Callable[[dict, Path | None], ReportSection]
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def register_adapter(audit: str, adapter: Adapter) -> Adapter:
+    """Make ``adapter(data, directory)`` build the sections of results with ``data["audit"] == audit``."""
+    ADAPTERS[audit] = adapter
+    return adapter
+
+
+def seeds_of(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Every field whose name contains "seed", at any depth of ``config``.
+
+    >>> seeds_of({"seed": 1, "model": {"init_seed": 2}, "lr": 0.1})
+    {'seed': 1, 'model.init_seed': 2}
+    """
+    found: dict[str, Any] = {}
+    if isinstance(config, dict):
+        for key, value in config.items():
+            name = f"{prefix}{key}"
+            if "seed" in str(key) and not isinstance(value, (dict, list)):
+                found[name] = value
+            else:
+                found.update(seeds_of(value, f"{name}."))
+    return found
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _provenance(data: dict) -> dict:
+    config = data.get("config") or {}
+    return {"configuration": config, "seeds": seeds_of(config), "versions": data.get("versions") or {}, "machine": data.get("machine") or {}}
+
+
+def _plots(directory: Path | None, captions: dict[str, str]) -> tuple:
+    if directory is None:
+        return ()
+    return tuple((caption, Path(directory) / name) for name, caption in captions.items() if (Path(directory) / name).is_file())
+
+
+def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
+    canaries = data.get("canaries") or []
+    exact = [c.get("exposure_exact") for c in canaries if c.get("exposure_exact") is not None]
+    column, values = ("exact", exact) if exact else ("sampled", [c.get("exposure_sampled") for c in canaries])
+    values = [_number(v) for v in values if _number(v) is not None]
+    bound = data.get("epsilon_bound") or {}
+    baselines = data.get("baselines") or {}
+    extracted = [c["text"] for c in canaries if c.get("extracted")]
+    details = [
+        (f"canary '{c['text']}' inserted {c['repetitions']}×: exposure ({column})", c.get(f"exposure_{column}")) for c in canaries
+    ]
+    details += [
+        (f"ε lower bound from exposures ({bound.get('confidence', 0.95):.0%}, group of {bound.get('duplicates', 1)})", bound.get("epsilon")),
+        ("largest possible exposure, log2 |R|", baselines.get("max_exposure")),
+        ("exposure no unmemorised canary reaches (95%, all canaries)", baselines.get("exact_upper_95_all_canaries")),
+        ("canaries extracted by shortest-path search", ", ".join(extracted) or "none"),
+    ]
+    upper = _number(baselines.get("exact_upper_95_all_canaries"))
+    top = max(values) if values else None
+    flag = None
+    if top is not None and upper is not None and column == "exact" and top > upper:
+        flag = f"Memorisation: a canary's exposure ({top:.3g} bits) exceeds what random guessing reaches with 95% probability ({upper:.3g} bits)."
+    return ReportSection(
+        title="Secret Sharer: canary exposure",
+        audit="secret-sharer",
+        value=top,
+        label=f"largest canary exposure ({column}, bits)",
+        kind="statistic",
+        meaning=(
+            "Exposure is log2 |R| minus log2 of the canary's rank among all candidates of its format: a canary with exposure e "
+            "is as likely under the model as the top 2^-e of the candidates. High exposure means the model memorised the "
+            "inserted secret and an attacker could guess it in about 2^(log2|R| - e) tries."
+        ),
+        not_meaning=(
+            "Exposure is a statistic of these canaries and this model, not an ε. Low exposure does not prove privacy for "
+            "other data; the ε lower bound beside it holds for groups of the largest repetition count, not for one example."
+        ),
+        threat_model="Black-box query access to the trained language model's likelihoods; canaries inserted into the training text.",
+        confidence=None,
+        flag=flag,
+        details=tuple(details),
+        plots=_plots(directory, {
+            "exposure_vs_insertions.png": "Exposure of each canary against its number of insertions",
+            "perplexity_histogram.png": "Log-perplexity of canaries and references, with the skew-normal fit",
+            "dp_comparison.png": "Exposure with and without DP-SGD",
+        }),
+        **_provenance(data),
+    )
+
+
+def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
+    bounds = data.get("step_bounds") or {}
+    main = bounds.get("gdp_clopper_pearson") or {}
+    claimed = _number(data.get("claimed_step_epsilon"))
+    end = data.get("end_to_end") or {}
+    config = data.get("config") or {}
+    details = [("claimed per-step ε", claimed)]
+    details += [(f"per-step bound: {name} ({b.get('kind')})", b.get("epsilon")) for name, b in bounds.items()]
+    details += [
+        ("end-to-end ε (estimate, §5.5 composition)", end.get("epsilon")),
+        ("claimed end-to-end ε", data.get("claimed_end_to_end_epsilon")),
+        ("canary / other observations", f"{data.get('num_in')} / {data.get('num_out')}"),
+        ("injected bug", config.get("bug")),
+        ("test accuracy", data.get("test_accuracy")),
+    ]
+    flag = None
+    if data.get("flagged"):
+        flag = f"Claim rejected: the per-step ε lower bound exceeds the claimed {claimed:.3g}; the implementation is not as private as claimed."
+    return ReportSection(
+        title=f"DP-SGD white-box audit (bug: {config.get('bug', 'none')})",
+        audit="dpsgd",
+        value=_number(main.get("epsilon")),
+        label="per-step ε lower bound (GDP, Clopper–Pearson)",
+        kind=main.get("kind") if main.get("kind") in KINDS else "lower bound",
+        confidence=_number(main.get("confidence")),
+        valid=bool(main.get("valid", True)),
+        meaning=(
+            "With the stated confidence, one step of this training run is no better than ε-DP at the reported δ: "
+            "the canaries' noisy gradients were told apart this well. A bound above the claimed ε proves the claim false."
+        ),
+        not_meaning=(
+            "A bound below the claim does not prove the claim: the audit only sees what its canaries reveal. "
+            "The end-to-end figure composes the per-step bound and is an estimate, not a bound."
+        ),
+        threat_model=str(data.get("threat_model", "white-box")),
+        flag=flag,
+        details=tuple(details),
+        plots=_plots(directory, {
+            "observations.png": "Canary observations: in (canary present) vs out, with fitted Gaussians",
+            "tradeoff.png": "Empirical trade-off curve against the claimed GDP and (ε, δ) curves",
+            "bound_vs_observations.png": "The bound as observations accumulate",
+        }),
+        **_provenance(data),
+    )
+
+
+def _blackbox(data: dict, directory: Path | None) -> ReportSection:
+    bound = data.get("bound") or {}
+    return ReportSection(
+        title="Black-box DP-SGD audit (many models)",
+        audit="blackbox",
+        value=_number(data.get("epsilon_lower_bound")),
+        label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
+        kind=bound.get("kind") if bound.get("kind") in KINDS else "lower bound",
+        confidence=_number(data.get("confidence")),
+        valid=bool(bound.get("valid", True)),
+        meaning="With the stated confidence, training is no better than ε-DP: models trained with and without the canary were told apart this well from their final losses.",
+        not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
+        threat_model=str(data.get("threat_model", "black-box")),
+        details=(
+            ("claimed ε (accountant)", data.get("claimed_epsilon")),
+            ("(ε, δ) Clopper–Pearson bound", data.get("epsilon_lower_bound_eps_delta")),
+            ("models with / without the canary", f"{data.get('num_in')} / {data.get('num_out')}"),
+            ("δ", data.get("delta")),
+        ),
+        **_provenance(data),
+    )
+
+
+def _fl(data: dict, directory: Path | None) -> ReportSection:
+    runs = data.get("runs") or []
+    worst = max(runs, key=lambda run: run.get("participations", 0), default={})
+    estimate = (worst.get("final") or {}).get("estimate") or {}
+    details = []
+    for run in runs:
+        label = f"{run.get('participations')} participation(s)" if run.get("sampling") == "fixed" else str(run.get("sampling"))
+        final, every = run.get("final") or {}, run.get("all") or {}
+        details += [
+            (f"{label}: analytical ε (accountant)", run.get("analytical_epsilon")),
+            (f"{label}: final model ε_est (estimate) / ε_lo (lower bound)", f"{_text_number(final, 'estimate')} / {_text_number(final, 'lower_bound')}"),
+            (f"{label}: all iterates ε_est (estimate) / ε_lo (lower bound)", f"{_text_number(every, 'estimate')} / {_text_number(every, 'lower_bound')}"),
+        ]
+    config = data.get("config") or {}
+    return ReportSection(
+        title="One-shot FL audit (DP-FedAvg with canary clients)",
+        audit="fl",
+        value=_number(estimate.get("epsilon")),
+        label=f"ε estimate, final model, client with {worst.get('participations')} participation(s)",
+        kind="estimate",
+        confidence=None,
+        meaning=(
+            "One training run with random canary clients: the canaries' cosines with the final model update are compared "
+            "with those of canaries never inserted, and the ε of two Gaussians that far apart is the estimate. The lower "
+            f"bounds ε_lo beside it hold at {config.get('confidence', 0.95):.0%} confidence."
+        ),
+        not_meaning=(
+            "ε_est is an estimate, not a bound: it assumes the cosines are Gaussian (checked by Anderson–Darling) and "
+            "can fall below the true ε. It measures random canary clients, not the most vulnerable real client."
+        ),
+        threat_model="; ".join(str(v) for v in (data.get("threat_models") or {}).values()) or "final model / all iterates",
+        details=tuple(details),
+        plots=_plots(directory, {
+            "cosines_final.png": "Canary cosines with the final model update",
+            "cosines_all.png": "Largest canary cosine over all rounds, with the unobserved canaries",
+            "epsilon_final.png": "ε against participations, final model",
+            "epsilon_all.png": "ε against participations, all iterates",
+        }),
+        **_provenance(data),
+    )
+
+
+def _panoramia(data: dict, directory: Path | None) -> ReportSection:
+    rows = data.get("summary") or []
+    top = max(rows, key=lambda row: _number(row.get("epsilon_tilde (estimate)")) or 0.0, default={})
+    details = []
+    for row in rows:
+        target = row.get("target")
+        details += [(f"{target}: {key}", value) for key, value in row.items() if key != "target" and value is not None]
+    figures = {entry["figure"]: f"PANORAMIA on {name}: precision against recall of the baseline and the MIA"
+               for name, entry in (data.get("targets") or {}).items() if isinstance(entry, dict) and "figure" in entry}
+    config = data.get("config") or {}
+    return ReportSection(
+        title="PANORAMIA: membership inference against generated non-members",
+        audit="panoramia",
+        value=_number(top.get("epsilon_tilde (estimate)")),
+        label=f"ε̃ estimate, target {top.get('target')}",
+        kind="estimate",
+        confidence=None,
+        meaning=(
+            "A membership-inference attack on the target model is compared with a baseline that does not see the model, "
+            "both telling real members from synthetic non-members. c_lb and {c+ε}_lb are lower bounds at "
+            f"{config.get('confidence', 0.95):.0%} confidence; their difference ε̃ estimates the privacy loss the model adds."
+        ),
+        not_meaning=(
+            "ε̃ is an estimate and is not a lower bound on ε: it is conditional on the generator's closeness c, which is "
+            "itself only bounded from below. No retraining is involved, so it says nothing about worst-case data."
+        ),
+        threat_model="Black-box access to the target's losses; the auditor holds part of the training data and trains a generator on it.",
+        details=tuple(details),
+        plots=_plots(directory, figures),
+        **_provenance(data),
+    )
+
+
+def _text_number(entry: dict, key: str) -> str:
+    value = _number((entry.get(key) or {}).get("epsilon"))
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _generic(data: dict, directory: Path | None) -> ReportSection:
+    kind = data.get("kind") if data.get("kind") in KINDS else "estimate"
+    return ReportSection(
+        title=f"{data.get('audit', 'audit')} ({data.get('result_type', 'result')})",
+        audit=family_of(data),
+        value=_number(data.get("epsilon")),
+        label="ε",
+        kind=kind,
+        confidence=_number(data.get("confidence")) if kind != "statistic" else None,
+        valid=bool(data.get("valid", True)),
+        meaning="See the audit's guide for how to read this number.",
+        not_meaning="Unless labelled a lower bound, the number carries no confidence guarantee.",
+        threat_model=str(data.get("threat_model", "not recorded")),
+        plots=_plots(directory, {path.name: path.stem.replace("_", " ") for path in sorted(Path(directory).glob("*.png"))} if directory else {}),
+        **_provenance(data),
+    )
+
+
+register_adapter("secret-sharer", _secret_sharer)
+register_adapter("dpsgd", _dpsgd)
+register_adapter("blackbox", _blackbox)
+register_adapter("fl", _fl)
+register_adapter("panoramia", _panoramia)
+
+# results written before the ``audit`` field existed, or by writers that do not stamp it
+FAMILY_OF_RESULT_TYPE = {
+    "SecretSharerResult": "secret-sharer",
+    "DPSGDAuditResult": "dpsgd",
+    "BlackBoxResult": "blackbox",
+    "FLAuditResult": "fl",
+    "PanoramiaResults": "panoramia",
+}
+
+
+def family_of(data: dict) -> str:
+    """The audit family of a results dict: its ``audit`` field, else inferred from ``result_type``.
+
+    >>> family_of({"result_type": "FLAuditResult"})
+    'fl'
+    """
+    return str(data.get("audit") or FAMILY_OF_RESULT_TYPE.get(str(data.get("result_type")), "unknown"))
+
+
+def section_for(data: dict, directory=None) -> ReportSection:
+    """The report section of one results dict; ``directory`` holds its plots (None: no plots)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"`data` must be a results dict, got {type(data).__name__}")
+    adapter = ADAPTERS.get(family_of(data), _generic)
+    return adapter(data, None if directory is None else Path(directory))
+
+
+def load_results(directory) -> dict:
+    """The checked ``results.json`` of a run directory (ValueError naming the file if it is unusable).
+
+    >>> import tempfile
+    >>> load_results(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    ValueError: `run` ... has no results.json
+    """
+    import json
+
+    from ..schemas import check_results
+
+    path = Path(directory) / "results.json"
+    if not path.is_file():
+        raise ValueError(f"`run` {str(directory)!r} has no results.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"`run` {str(path)!r} is not valid JSON: {error}") from None
+    try:
+        return check_results(data, source="run")
+    except ValueError as error:
+        raise ValueError(f"{error} (in {str(path)!r})") from None

@@ -1,0 +1,56 @@
+"""`privaudit demo`: report.html and results.json from the registered audits, headline numbers equal to each audit's own results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from privaudit import demo_full
+from privaudit.history import HistoryStore
+
+
+
+
+@pytest.fixture()
+def small_fl_demo(monkeypatch):
+    """The demo with only its FL audit, at a small size (the full demo is timed in benchmarks/demo.py)."""
+    pytest.importorskip("privaudit.audits.fl")
+    small = {**demo_full.FL_DEFAULT, "participations": [1, 2], "num_canaries": 50, "num_unobserved": 50,
+             "training": {**demo_full.FL_DEFAULT["training"], "num_rounds": 6}}
+    monkeypatch.setattr(demo_full, "FL_DEFAULT", small)
+    monkeypatch.setattr(demo_full, "DEMO_AUDITS", {"fl": demo_full.DEMO_AUDITS["fl"]})
+
+
+def test_demo_writes_report_results_and_history(cli, tmp_path, small_fl_demo):
+    output, history = tmp_path / "demo", tmp_path / "h.sqlite"
+    code, stdout, stderr = cli(["demo", "--output", output, "--history", history, "--seed", "5"])
+    assert code == 0, stderr
+    assert stdout.rstrip().endswith(f"report: {output / 'report.html'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "h.sqlite"]  # no scratch folder left behind
+    summary = json.loads((output / "results.json").read_text())
+    fl = json.loads((output / "fl" / "results.json").read_text())
+    assert summary["schema_version"] == 1 and summary["audit"] == "demo" and fl["audit"] == "fl"
+    (entry,) = summary["audits"]
+    worst = max(fl["runs"], key=lambda r: r["participations"])
+    assert entry["value"] == worst["final"]["estimate"]["epsilon"] and entry["kind"] == "estimate"
+    assert entry["results"] == fl
+    assert summary["child_seeds"]["fl"] == fl["config"]["seed"]
+    page = (output / "report.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == 4 and f"{entry['value']:.4g}" in page
+    (record,) = HistoryStore(history).records()
+    assert record.audit == "fl" and record.value == entry["value"]
+
+
+def test_same_seed_same_numbers(tmp_path, small_fl_demo):
+    first = demo_full.run_full_demo(tmp_path / "a", seed=2)
+    second = demo_full.run_full_demo(tmp_path / "b", seed=2)
+    assert [s.value for s in first.sections] == [s.value for s in second.sections]
+    for a, b in zip(first.results[0]["runs"], second.results[0]["runs"], strict=True):
+        assert (a["final"], a["all"], a["test_accuracy"]) == (b["final"], b["all"], b["test_accuracy"])  # wall times differ
+
+
+def test_unknown_audit_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="`audits` must be among"):
+        demo_full.run_full_demo(tmp_path / "x", audits=["nope"])
+    assert not (tmp_path / "x").exists()
