@@ -66,7 +66,7 @@ class FLAuditConfig:
     participations: tuple[int, ...] = (1,)
     delta: float = 1e-5
     confidence: float = 0.95
-    interval: str = "jeffreys"
+    interval: str = "clopper-pearson"  # exact; "jeffreys" is the paper's (approximate)
     equal_variance: bool = False
     measure_canary_effect: bool = True
     memory_budget_mb: float = 256.0
