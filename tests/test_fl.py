@@ -137,7 +137,8 @@ def test_no_canary_participating_is_an_error(seed):
         ({"num_canaries": 5000, "num_unobserved": 5000}, "must be < the model dimension d = 9610"),
         ({"training": {"noise_multiplier": -0.5}}, "`noise_multiplier` must be >= 0"),
         ({"participations": [1, 2]}, "`participations` must hold one value unless sampling is 'fixed'"),
-        ({"colour": 1}, "unknown configuration key(s): colour"),
+        ({"colour": 1}, "`config`: unknown keys colour"),
+        ({"training": {"colour": 1}}, "`config: training`: unknown keys colour"),
     ],
 )
 def test_bad_configuration(values, message):

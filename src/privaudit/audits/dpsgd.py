@@ -131,13 +131,6 @@ class DPSGDAuditConfig:
         check_probability(self.confidence, "confidence")
 
     @classmethod
-    def from_dict(cls, values: dict) -> DPSGDAuditConfig:
-        unknown = set(values) - {field.name for field in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown configuration key(s): {', '.join(sorted(unknown))}")
-        return cls(**values)
-
-    @classmethod
     def from_json(cls, path) -> DPSGDAuditConfig:
         from .._config import load_config
 

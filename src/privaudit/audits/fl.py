@@ -95,28 +95,19 @@ class FLAuditConfig:
             raise ValueError(f"`num_canaries` + `num_unobserved` must be < the model dimension d = {dimension}, got {total}")
 
     @classmethod
-    def from_dict(cls, values: dict) -> FLAuditConfig:
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown configuration key(s): {', '.join(sorted(unknown))}")
-        values = dict(values)
-        training = values.pop("training", {})
-        if not isinstance(training, dict):
-            raise ValueError("`training` must be a JSON object of FedAvgConfig fields")
-        unknown = set(training) - {field.name for field in dataclasses.fields(FedAvgConfig)}
-        if unknown:
-            raise ValueError(f"unknown training key(s): {', '.join(sorted(unknown))}")
+    def from_dict(cls, values: dict, name: str = "config") -> FLAuditConfig:
+        """The config from plain values (``training``: a dict of FedAvgConfig fields); keys and JSON types are checked."""
+        from .._config import check_config_values
+
+        values = check_config_values(cls, values, name)
+        training = check_config_values(FedAvgConfig, values.pop("training", {}), f"{name}: training")
         return cls(training=FedAvgConfig(**training), **values)
 
     @classmethod
     def from_json(cls, path) -> FLAuditConfig:
         from .._config import read_json
 
-        values = read_json(path)
-        if not isinstance(values, dict):
-            raise ValueError(f"`--config` must hold a JSON object, got {type(values).__name__}")
-        return cls.from_dict(values)
+        return cls.from_dict(read_json(path), "--config")
 
 
 def analytical_epsilon(training: FedAvgConfig, population: int, delta: float) -> float:
