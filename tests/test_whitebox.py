@@ -13,6 +13,7 @@ from scipy import stats
 
 from privaudit.audits.whitebox import collect_gradient_observations, find_twins
 from privaudit.canaries.gradient import GradientCanary
+from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
 from privaudit.stats.conversions import gdp_epsilon, gdp_mu
 from privaudit.testing import assert_dp
@@ -93,18 +94,24 @@ def test_null_mechanism_gives_zero():
 
 @pytest.mark.parametrize("epsilon, smallest", [(1.0, 0.70), (4.0, 0.85), (8.0, 0.85)])
 def test_tightness_with_ten_thousand_canary_observations(epsilon, smallest):
-    """10⁴ canary and ~10⁶ other observations: the bound reaches 0.85 ε.
+    """10⁴ canary and ~10⁶ other observations: the bounds reach 0.85 ε.
 
     At ε = 1 the canary side's sampling error alone is ±0.05 ε (one standard
-    deviation), so single seeds can dip below 0.85 (20 seeds: mean 0.88, smallest
-    0.76, benchmarks/dpsgd_validity.py): the mean of 12 must not.
+    deviation) for a threshold bound, so single seeds can dip below 0.85 (20
+    seeds: mean 0.88, smallest 0.76, benchmarks/dpsgd_validity.py): the mean
+    of 12 must not. The rank-based bound uses every observation and has a
+    third less spread: at ε = 1 it falls below 0.85 ε on about 1% of seeds
+    (benchmarks/dpsgd_validity.py), so 11 of 12 must reach it.
     """
     sigma = 1.0 / gdp_mu(epsilon, DELTA)
-    ratios = []
+    ratios, rank_ratios = [], []
     for seed in range(12):
         obs = observe(gaussian_release(sigma, 100 + seed), steps=100, slots=10_000, clip_norm=1.0, seed=seed)
         ratios.append(gdp_bound(obs) / epsilon)
+        rank_ratios.append(gdp_auc_lower_bound(obs.in_scores, obs.out_scores, delta=DELTA).epsilon / epsilon)
     assert np.mean(ratios) >= 0.85 and min(ratios) >= smallest and max(ratios) <= 1.1
+    assert np.mean(rank_ratios) >= 0.9 and min(rank_ratios) >= 0.8 and max(rank_ratios) <= 1.1
+    assert sum(ratio >= 0.85 for ratio in rank_ratios) >= 11
 
 
 def test_find_twins_matches_brute_force():

@@ -12,7 +12,10 @@ What the numbers are:
   canary rate q_c): GDP and (ε, δ) with Clopper–Pearson, valid at the stated
   confidence; GDP with the Bayesian interval, a credible bound. The threshold
   is fixed in advance (default 0.5, halfway between the normalised means 0
-  and 1), so no observation is spent on choosing it.
+  and 1), so no observation is spent on choosing it. For q_c = 1 also the
+  rank-based GDP bound (:mod:`privaudit.stats.auc`): it uses every
+  observation rather than one ROC point, so it is tighter for weak leakage
+  (small ε), but its interval is asymptotic (an approximate lower bound).
 * ``flagged``: the Clopper–Pearson GDP bound exceeds the claimed per-step ε,
   i.e. the claim is rejected at the stated confidence.
 * ``end_to_end``: §5.5's composition of the per-step bound over the training
@@ -34,6 +37,7 @@ import numpy as np
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
 from ..stats._result import Result
 from ..stats._validation import check_choice, check_count, check_positive, check_probability
+from ..stats.auc import gdp_auc_lower_bound
 from ..stats.bounds import epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon, gdp_epsilon
 from ..stats.pld import SubsampledGaussian, step_to_end_epsilon
@@ -74,6 +78,7 @@ def bound_step_observations(
     }
     if rate == 1.0:
         bounds["gdp_bayes"] = epsilon_lower_bound(observations.in_scores, observations.out_scores, method="gdp", interval="bayes", **common)
+        bounds["gdp_rank"] = gdp_auc_lower_bound(observations.in_scores, observations.out_scores, delta=delta, confidence=confidence)
     claimed = claimed_step_epsilon(noise_multiplier, delta, rate)
     return {"claimed_epsilon": claimed, "bounds": bounds, "flagged": bounds["gdp_clopper_pearson"].epsilon > claimed}
 
