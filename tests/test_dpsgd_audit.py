@@ -161,6 +161,48 @@ def test_opacus_reserved_buffers_give_the_same_step_as_appending_rows(noise_mult
         np.testing.assert_allclose(released[0], np.array([1.0, 0.0, -0.5, 0.0]) / 8, rtol=1e-6)
 
 
+def test_opacus_reserved_buffers_are_reused_without_leaking_rows_between_steps():
+    """Persistent buffers: batch sizes and canary counts that grow and shrink give the steps of the copy path, bit for bit."""
+    generator = torch.Generator().manual_seed(6)
+    plan = [(8, 2), (5, 2), (8, 0), (3, 1), (30, 2), (4, 2), (6, 1)]  # (batch, canaries); 30 rows outgrow the first buffers
+    steps = []
+    for batch, count in plan:
+        rows = np.zeros((count, 4))
+        rows[np.arange(count), torch.randint(0, 4, (count,), generator=generator).numpy()] = 3.0
+        steps.append((torch.randn(batch, 6, generator=generator), torch.randint(0, 3, (batch,), generator=generator), rows))
+    results = []
+    for reserve in (False, True):
+        model, optimizer, auditor = _opacus_setup(0.7)
+        released = []
+        for number, (x, y, rows) in enumerate(steps):
+            optimizer.zero_grad()
+            if reserve:
+                auditor.reserve(len(x), len(rows))
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            if reserve:
+                assert {p.grad_sample.shape[0] for p in model.parameters()} == {len(x) + len(rows)}
+            torch.manual_seed(100 + number)
+            released.append(auditor.step(rows))
+        results.append((np.array(released), torch.cat([p.detach().flatten() for p in model.parameters()])))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    torch.testing.assert_close(results[0][1], results[1][1], rtol=0, atol=0)
+    model, optimizer, auditor = _opacus_setup(0.0)  # without noise, each step releases exactly its own canaries
+    for x, y, rows in steps:
+        optimizer.zero_grad()
+        auditor.reserve(len(x), len(rows))
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        np.testing.assert_allclose(auditor.step(rows), (rows / 3.0).sum(axis=0) / 8, rtol=1e-6)  # clipped to C = 1, over qN = 8
+
+
+def test_opacus_step_needs_the_canaries_it_reserved_for():
+    model, optimizer, auditor = _opacus_setup(1.0)
+    optimizer.zero_grad()
+    auditor.reserve(8, 2)
+    torch.nn.functional.cross_entropy(model(torch.zeros(8, 6)), torch.zeros(8, dtype=torch.long)).backward()
+    with pytest.raises(ValueError, match="`canary_rows` must hold the 2 rows given to reserve"):
+        auditor.step(np.zeros((3, 4)))
+
+
 def test_opacus_needs_its_own_optimizer():
     from privaudit.integrations.opacus import OpacusCanaryAuditor
 

@@ -172,3 +172,70 @@ def test_an_unknown_canary_type_is_named():
 def test_a_release_of_the_wrong_size_is_refused():
     with pytest.raises(ValueError, match="`release` must return 20 audit coordinates"):
         collect_gradient_observations(lambda rows: np.zeros(3), num_steps=1, canaries_per_step=2, num_slots=20, clip_norm=1.0, canary=GradientCanary(slot_size=1))
+
+
+def test_find_twins_pairs_shared_values_wherever_they_sit():
+    """The hash prefilter drops no repeated value: a brute-force count of shared values per row pair agrees."""
+    rng = np.random.default_rng(6)
+    for trial in range(50):
+        rows, width = rng.integers(2, 30), rng.integers(1, 20)
+        blocks = rng.integers(0, rng.integers(2, 400), (rows, width)).astype(float)  # few distinct values: many repeats
+        blocks[blocks == 1.0] = -0.0  # -0.0 == 0.0
+        blocks.flat[rng.integers(blocks.size)] = np.nan  # equal to nothing
+        shared = np.zeros((rows, rows), dtype=int)
+        for i in range(rows):
+            for j in range(rows):
+                if i != j:
+                    shared[i, j] = len(set(blocks[i][blocks[i] == blocks[i]].tolist()) & set(blocks[j].tolist()))
+        twins = find_twins(blocks)
+        for i in range(rows):
+            partners = np.flatnonzero(2 * shared[i] >= width)
+            if partners.size == 0:
+                assert twins[i] == -1
+            else:
+                assert shared[i, twins[i]] == shared[i, partners].max()
+
+
+def test_canary_rows_and_slot_draws():
+    """Every step gets canaries_per_step distinct "in" slots, uniformly; rows carry the kept canaries only."""
+    canary = GradientCanary(kind="random", slot_size=3, norm=7.0)
+    seen, counts = [], np.zeros(40)
+
+    def release(rows):
+        seen.append(rows.copy())
+        return np.zeros(rows.shape[1])
+
+    obs = collect_gradient_observations(release, num_steps=2000, canaries_per_step=5, num_slots=40, clip_norm=2.0, canary=canary, canary_rate=0.5, seed=3)
+    assert obs.in_scores.size == 2000 * 5 and obs.out_scores.size == 2000 * 35
+    for rows in seen:
+        assert rows.shape[0] <= 5
+        per_slot = rows.reshape(rows.shape[0], 40, 3)
+        used = np.flatnonzero(np.abs(per_slot).sum(axis=2).sum(axis=0))
+        assert used.size == rows.shape[0]  # one slot per row, no slot twice
+        np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 14.0)  # norm × C
+        counts[used] += 1
+    assert abs(sum(len(rows) for rows in seen) / 10_000 - 0.5) < 5 * np.sqrt(0.25 / 10_000)  # q_c = 0.5
+    assert stats.chisquare(counts).pvalue > 1e-4  # every slot alike
+    again = []
+    collect_gradient_observations(lambda rows: again.append(rows) or np.zeros(120), num_steps=2000, canaries_per_step=5, num_slots=40, clip_norm=2.0, canary=canary, canary_rate=0.5, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(seen, again, strict=True))  # deterministic in the seed
+
+
+@pytest.mark.parametrize("count", [1, 7, 19])
+def test_slot_choice_is_uniform_over_subsets(count):
+    from privaudit.audits.whitebox import _choose_slots
+
+    mask = _choose_slots(np.random.default_rng(count), 60_000, 20, count)
+    assert (mask.sum(axis=1) == count).all()
+    assert stats.chisquare(mask.sum(axis=0)).pvalue > 1e-4
+    pairs = (mask[:, :, None] & mask[:, None, :]).sum(axis=0)[np.triu_indices(20, 1)]  # each pair of slots as often as any other
+    assert count == 1 or stats.chisquare(pairs).pvalue > 1e-4
+
+
+def test_canary_directions_of_any_step_are_those_the_audit_draws():
+    for canary in (GradientCanary(kind="dirac", slot_size=5), GradientCanary(kind="random", slot_size=2), GradientCanary(moving=False, kind="random")):
+        every = canary.draw(1500, 6, seed=2)  # crosses a block of 1,024 steps
+        for step in (0, 1, 1023, 1024, 1499):
+            np.testing.assert_array_equal(every[step], canary.directions(6, seed=2, step=step))
+        np.testing.assert_array_equal(canary.draw(10, 6, seed=2, first_step=1020), every[1020:1030])
+        np.testing.assert_allclose(np.linalg.norm(every, axis=2), 1.0)

@@ -62,20 +62,54 @@ def _check_canary_rate(value) -> float:
     return rate
 
 
+_HASH_MULTIPLIERS = tuple(
+    np.uint64(m) for m in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)
+)  # odd 64-bit constants (golden ratio, xxHash, MurmurHash3)
+
+
+def _maybe_repeated(values: np.ndarray) -> np.ndarray:
+    """Indices of the values that may equal another: a superset of those that do.
+
+    Equal values have equal bit patterns once -0.0 is folded into 0.0, so
+    they land in the same bucket of any hash of the bits; a value alone in its
+    bucket is set aside. A few rounds of multiplicative hashing, with about
+    four buckets per remaining value (at most 2²¹), leave mostly the repeated
+    values. (NaN, equal to nothing, may be kept: the caller compares the
+    values themselves.)
+    """
+    keys = (values + 0.0).view(np.uint64)
+    kept = np.arange(values.size)
+    for multiplier in _HASH_MULTIPLIERS:
+        if kept.size < 64:
+            break
+        bits = min(kept.size.bit_length() + 2, 21)
+        buckets = ((keys[kept] * multiplier) >> np.uint64(64 - bits)).astype(np.intp)  # the top bits of the product mix all bits of the key
+        survivors = kept[np.bincount(buckets, minlength=1 << bits)[buckets] > 1]
+        done = 2 * survivors.size > kept.size and kept.size << 2 <= 1 << bits  # few set aside at a low load: mostly repeated values left
+        kept = survivors
+        if done:
+            break
+    return kept
+
+
 def find_twins(blocks: np.ndarray) -> np.ndarray:
     """For each row, the index of another row equal to it on >= half the coordinates, else -1.
 
     Only values that occur in more than one row are paired (a sort, then the
-    runs of equal values), so the cost is that of sorting all the values.
+    runs of equal values). A hash of every value first sets aside those that
+    cannot be repeated (their hash bucket holds no other value), so only the
+    few others are sorted: the cost is a pass over the values.
 
     >>> blocks = np.array([[1.0, 2.0, 3.0, 4.0], [9.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
     >>> find_twins(blocks).tolist()
     [1, 0, -1]
     """
     num_rows, width = blocks.shape
-    rows = np.repeat(np.arange(num_rows), width)
-    order = np.lexsort((rows, blocks.ravel()))
-    values, owners = blocks.ravel()[order], rows[order]
+    flat = np.ascontiguousarray(blocks, dtype=np.float64).ravel()
+    candidates = _maybe_repeated(flat)
+    rows = candidates // width
+    order = np.lexsort((rows, flat[candidates]))
+    values, owners = flat[candidates[order]], rows[order]
     edges = np.flatnonzero(np.r_[True, values[1:] != values[:-1], True])
     starts, lengths = edges[:-1], np.diff(edges)
     # runs of two (the common case) vectorised; longer runs one by one
@@ -94,6 +128,23 @@ def find_twins(blocks: np.ndarray) -> np.ndarray:
         for code in pair_codes[2 * counts >= width][np.argsort(-counts[2 * counts >= width], kind="stable")][::-1]:
             twins[code // num_rows] = code % num_rows  # ascending counts: the most shared partner is written last
     return twins
+
+
+def _choose_slots(rng: np.random.Generator, num_steps: int, num_slots: int, count: int) -> np.ndarray:
+    """A (steps × slots) mask with ``count`` slots drawn uniformly without replacement in each step.
+
+    Floyd's algorithm, run for all steps at once: ``count`` (or ``num_slots - count``,
+    whichever is smaller, then complemented) vectorised draws instead of one
+    generator call per step.
+    """
+    picks = min(count, num_slots - count)
+    mask = np.zeros((num_steps, num_slots), dtype=bool)
+    steps = np.arange(num_steps)
+    for top in range(num_slots - picks, num_slots):
+        draw = rng.integers(0, top + 1, num_steps)
+        draw[mask[steps, draw]] = top  # already chosen: take the new top slot instead
+        mask[steps, draw] = True
+    return mask if picks == count else ~mask
 
 
 def collect_gradient_observations(
@@ -134,19 +185,28 @@ def collect_gradient_observations(
     size = canary.slot_size
     width = num_slots * size
 
+    # every random choice is drawn up front, vectorised over the steps
     rng = np.random.default_rng([seed, 2])
-    directions = np.empty((num_steps, num_slots, size))
-    in_world = np.zeros((num_steps, num_slots), dtype=bool)
+    directions = canary.draw(num_steps, num_slots, seed=seed)
+    in_world = _choose_slots(rng, num_steps, num_slots, canaries_per_step)
+    chosen = np.nonzero(in_world)[1].reshape(num_steps, canaries_per_step)  # the "in" slots of each step, ascending
+    coins = rng.random((num_steps, canaries_per_step)) < canary_rate if canary_rate < 1.0 else np.ones((num_steps, canaries_per_step), dtype=bool)
     inserted = np.zeros((num_steps, num_slots), dtype=bool)
+    np.put_along_axis(inserted, chosen, coins, axis=1)
+    columns = (chosen[:, :, None] * size + np.arange(size)).reshape(num_steps, -1)  # audit coordinates of each chosen slot
+    values = (canary.norm * clip_norm * directions[np.arange(num_steps)[:, None], chosen]).reshape(num_steps, -1)
+    row_of = np.repeat(np.arange(canaries_per_step), size)  # the canary row each of those coordinates belongs to
+    if canary_rate < 1.0:  # only the slots whose coin came up carry their canary
+        kept, counts = np.repeat(coins, size, axis=1), coins.sum(axis=1)
+
     released = np.empty((num_steps, width))
     for step in range(num_steps):
-        directions[step] = canary.directions(num_slots, seed=seed, step=step)
-        in_world[step, rng.choice(num_slots, canaries_per_step, replace=False)] = True
-        inserted[step] = in_world[step] & (rng.random(num_slots) < canary_rate)
-        slots = np.flatnonzero(inserted[step])
-        rows = np.zeros((slots.size, width))
-        for row, slot in enumerate(slots):
-            rows[row, slot * size : (slot + 1) * size] = canary.norm * clip_norm * directions[step, slot]
+        if canary_rate < 1.0:
+            rows = np.zeros((counts[step], width))
+            rows[row_of[: counts[step] * size], columns[step, kept[step]]] = values[step, kept[step]]
+        else:
+            rows = np.zeros((canaries_per_step, width))
+            rows[row_of, columns[step]] = values[step]
         out = np.asarray(release(rows), dtype=np.float64).ravel()
         if out.shape != (width,):
             raise ValueError(f"`release` must return {width} audit coordinates, got shape {out.shape}")

@@ -13,11 +13,19 @@ training are unchanged, and the cost is one vector of ``audit_size`` floats.
 
 Appending rows to every per-sample gradient copies all of them, which costs
 more than the rest of the audit on large models. :meth:`OpacusCanaryAuditor.reserve`,
-called before ``backward()``, avoids the copy: it gives each parameter the
-zero buffer of ``batch + canaries`` rows that Opacus' backward hook then adds the
+called before ``backward()``, avoids the copy: it gives each parameter a
+zeroed buffer of ``batch + canaries`` rows that Opacus' backward hook then adds the
 batch's per-sample gradients into (Opacus accumulates into an existing
-``_current_grad_sample``). This reads an internal of Opacus, so :meth:`step`
-checks the row count and falls back to the copy when the buffer was not used.
+``_current_grad_sample``) in place of the buffer it would allocate. This reads an
+internal of Opacus, so :meth:`step` checks that each parameter's per-sample
+gradient is the buffer it was given and falls back to the copy otherwise.
+
+The buffers, and the audit parameter's per-sample gradient (zero rows for the
+batch, then the canary rows), persist from step to step: each step hands Opacus
+zeroed views of their first rows, so the audit allocates nothing per step (in
+place of Opacus' own allocation, whose fresh pages can cost more than zeroing).
+A per-sample gradient therefore holds its values until the next :meth:`reserve`
+only (Opacus' ``zero_grad()`` drops it anyway).
 """
 
 from __future__ import annotations
@@ -47,6 +55,10 @@ class OpacusCanaryAuditor:
         self.audit = torch.nn.Parameter(torch.zeros(self.audit_size))
         optimizer.add_param_group({"params": [self.audit], "lr": 0.0})
         self.audit.summed_grad = None  # the attribute DPOptimizer gives each parameter it manages
+        self._buffers, self._buffer_params, self._capacity = [], [], 0  # reserve()'s per-sample gradient buffers, one per model parameter
+        self._reserved = None  # (batch size, canaries, parameters, the views handed to Opacus) between reserve() and step()
+        self._audit_rows = torch.zeros((0, self.audit_size), dtype=self.audit.dtype)  # zero but for its last _canary_rows rows
+        self._canary_rows = 0
 
     @property
     def denominator(self) -> float:
@@ -59,26 +71,55 @@ class OpacusCanaryAuditor:
 
     def reserve(self, batch_size: int, num_canaries: int) -> None:
         """Optional, before ``backward()``: size the per-sample gradient buffers for the canaries."""
-        self._reserved_rows = batch_size + num_canaries
-        for p in self._model_params():
-            p._current_grad_sample = p.new_zeros((self._reserved_rows, *p.shape))
+        rows = batch_size + num_canaries
+        params = self._model_params()
+        fresh = rows > self._capacity or len(params) != len(self._buffer_params) or any(p is not q for p, q in zip(params, self._buffer_params))
+        if fresh:  # first call, a larger batch or other parameters
+            self._capacity = rows + rows // 4 + 8  # room for the batch sizes of Poisson sampling to vary
+            self._buffers, self._buffer_params = [p.new_zeros((self._capacity, *p.shape)) for p in params], params
+        views = [buffer[:rows] for buffer in self._buffers]
+        if not fresh:
+            self.torch._foreach_zero_(views)  # one call for all parameters
+        for p, view in zip(params, views, strict=True):
+            p._current_grad_sample = view
+        self._reserved = (batch_size, num_canaries, params, views)
+
+    def _audit_grad_sample(self, batch: int, canaries):
+        """The audit parameter's per-sample gradient: ``batch`` zero rows, then the canary rows.
+
+        The canary rows sit at the end of a persistent zero buffer and the
+        per-sample gradient is its last ``batch + canaries`` rows, so only the
+        canary rows are ever written: each step zeroes the ones the last step
+        wrote and this step does not overwrite.
+        """
+        rows, count, written = batch + len(canaries), len(canaries), self._canary_rows
+        if rows > len(self._audit_rows):
+            self._audit_rows, written = self.torch.zeros((rows + rows // 4 + 8, self.audit_size), dtype=self.audit.dtype), 0
+        end = len(self._audit_rows)
+        if written > count:
+            self._audit_rows[end - written : end - count].zero_()
+        self._audit_rows[end - count :].copy_(canaries)
+        self._canary_rows = count
+        return self._audit_rows[end - rows :]
 
     def step(self, canary_rows) -> np.ndarray:
         torch = self.torch
-        rows = torch.as_tensor(np.asarray(canary_rows, dtype=np.float32).reshape(-1, self.audit_size))
-        model_params = self._model_params()
-        reserved, self._reserved_rows = getattr(self, "_reserved_rows", None), None
-        if reserved is not None and all(p.grad_sample.shape[0] == reserved for p in model_params):
-            batch = reserved - len(rows)
+        canaries = torch.from_numpy(np.ascontiguousarray(canary_rows, dtype=np.float64).reshape(-1, self.audit_size))  # cast as it is copied in
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None and reserved[1] != len(canaries):
+            raise ValueError(f"`canary_rows` must hold the {reserved[1]} rows given to reserve(), got {len(canaries)}")
+        if reserved is not None and all(p.grad_sample is view for p, view in zip(reserved[2], reserved[3], strict=True)):
+            batch = reserved[0]
         else:  # no reserve(), or Opacus did not use the buffers: append zero rows
+            model_params = self._model_params()
             batch = model_params[0].grad_sample.shape[0]
             for p in model_params:
                 if hasattr(p, "_current_grad_sample"):
                     del p._current_grad_sample
-                p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(rows), *p.grad_sample.shape[1:]))])
-        self.audit.grad_sample = torch.cat([torch.zeros((batch, self.audit_size)), rows])
+                p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(canaries), *p.grad_sample.shape[1:]))])
+        self.audit.grad_sample = self._audit_grad_sample(batch, canaries)
         self.optimizer.step()
-        return self.audit.grad.detach().double().numpy().copy()
+        return self.audit.grad.detach().numpy().astype(np.float64)
 
 
 def _forever(data_loader):
