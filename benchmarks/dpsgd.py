@@ -56,7 +56,7 @@ SLOTS = 1000
 CANARY = GradientCanary(slot_size=1, norm=100.0)
 
 # name: (architecture, hidden units, steps per run); "cnn-wide" is built here
-ARCHITECTURES = {"mlp-64": ("mlp", 64, 300), "cnn": ("cnn", 64, 300), "mlp-1024": ("mlp", 1024, 100), "cnn-wide": ("cnn-wide", 128, 40)}
+ARCHITECTURES = {"mlp-64": ("mlp", 64, 250), "cnn": ("cnn", 64, 250), "mlp-1024": ("mlp", 1024, 80), "cnn-wide": ("cnn-wide", 128, 30)}
 PAIRS = {  # overhead name: (audited case, plain case)
     "reference": ("reference, audited", "reference, no audit"),
     "paper_design": ("reference, paper's two batches per step", "reference, no audit"),
@@ -158,8 +158,8 @@ def _overheads(samples) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=None, help="steps per run for every model (default: 300 for the small models, 100 for mlp-1024, 40 for cnn-wide)")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=None, help="steps per run for every model (default: 250 for the small models, 80 for mlp-1024, 30 for cnn-wide)")
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--canaries", type=int, default=10, help="canaries per step (Opacus pads every per-sample gradient by this many rows)")
     parser.add_argument("--architectures", default=",".join(ARCHITECTURES), help="comma-separated subset of " + ", ".join(ARCHITECTURES))
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "dpsgd.json")
