@@ -9,9 +9,12 @@ Times, per DP-SGD step on the embedded digits data (batch ≈ 67, q = 0.05):
 * Opacus' DPOptimizer as shipped, with and without the canary wrapper;
 
 for a small MLP (64 hidden units), the small CNN, an MLP with 1,024 hidden
-units and a wider CNN (two convolutions of 32 and 64 channels and a hidden
-layer of 128 units, 151,306 parameters). The audit's cost per step is nearly
-fixed, so its share falls as the model grows.
+units, a wider CNN (two convolutions of 32 and 64 channels and a hidden
+layer of 128 units, 151,306 parameters) and a deep MLP (eight hidden layers of
+64 units, 18 parameter tensors). The audit's cost per step is nearly fixed, so
+its share falls as the model grows; in Opacus it is about one more parameter
+tensor (the audit coordinates) plus ``--canaries`` more rows in each per-sample
+gradient.
 
 Method: each repeat runs every case of a model once, for the same number of
 steps (per model, ``--steps`` overrides), in an order that alternates from
@@ -55,8 +58,14 @@ from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sy
 SLOTS = 1000
 CANARY = GradientCanary(slot_size=1, norm=100.0)
 
-# name: (architecture, hidden units, steps per run); "cnn-wide" is built here
-ARCHITECTURES = {"mlp-64": ("mlp", 64, 250), "cnn": ("cnn", 64, 250), "mlp-1024": ("mlp", 1024, 80), "cnn-wide": ("cnn-wide", 128, 30)}
+# name: (architecture, hidden units, steps per run); "cnn-wide" and "mlp-deep" are built here
+ARCHITECTURES = {
+    "mlp-64": ("mlp", 64, 250),
+    "cnn": ("cnn", 64, 250),
+    "mlp-1024": ("mlp", 1024, 80),
+    "cnn-wide": ("cnn-wide", 128, 30),
+    "mlp-deep": ("mlp-deep", 64, 150),
+}
 PAIRS = {  # overhead name: (audited case, plain case)
     "reference": ("reference, audited", "reference, no audit"),
     "paper_design": ("reference, paper's two batches per step", "reference, no audit"),
@@ -66,7 +75,7 @@ PAIRS = {  # overhead name: (audited case, plain case)
 
 def _model(data, name):
     architecture, hidden, _ = ARCHITECTURES[name]
-    if architecture != "cnn-wide":
+    if architecture not in ("cnn-wide", "mlp-deep"):
         return build_classifier(
             architecture, input_dim=data.x_train.shape[1], num_classes=data.num_classes, hidden=hidden, image_shape=data.image_shape, seed=0
         )
@@ -74,6 +83,10 @@ def _model(data, name):
     nn = torch.nn
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
+        if architecture == "mlp-deep":  # many small parameter tensors: Opacus' per-tensor cost dominates
+            widths = [data.x_train.shape[1]] + [hidden] * 8
+            layers = [module for a, b in zip(widths, widths[1:]) for module in (nn.Linear(a, b), nn.Tanh())]
+            return nn.Sequential(*layers, nn.Linear(hidden, data.num_classes))
         return nn.Sequential(
             nn.Unflatten(1, (channels, height, width)),
             nn.Conv2d(channels, 32, 3, padding=1),
@@ -158,7 +171,7 @@ def _overheads(samples) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=None, help="steps per run for every model (default: 250 for the small models, 80 for mlp-1024, 30 for cnn-wide)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per run for every model (default: 250 for the small models, 150 for mlp-deep, 80 for mlp-1024, 30 for cnn-wide)")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--canaries", type=int, default=10, help="canaries per step (Opacus pads every per-sample gradient by this many rows)")
     parser.add_argument("--architectures", default=",".join(ARCHITECTURES), help="comma-separated subset of " + ", ".join(ARCHITECTURES))

@@ -29,6 +29,7 @@ _EXPORTS = {
     "precision_at_recall": "privaudit.stats.metrics",
     # epsilon lower bounds from observations (Tight Auditing)
     "epsilon_lower_bound": "privaudit.stats.bounds",
+    "gdp_auc_lower_bound": "privaudit.stats.auc",
     "Split": "privaudit.stats.thresholds",
     "Bonferroni": "privaudit.stats.thresholds",
     "Best": "privaudit.stats.thresholds",
