@@ -177,6 +177,11 @@ def main() -> None:
     parser.add_argument("--architectures", default=",".join(ARCHITECTURES), help="comma-separated subset of " + ", ".join(ARCHITECTURES))
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "dpsgd.json")
     args = parser.parse_args()
+    for option in ("repeats", "canaries"):
+        if getattr(args, option) < 1:
+            parser.error(f"--{option} must be at least 1, got {getattr(args, option)}")
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
     names = args.architectures.split(",")
     for name in names:
         if name not in ARCHITECTURES:

@@ -89,6 +89,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--opacus-seeds", type=int, default=20)
     args = parser.parse_args()
+    for option in ("seeds", "opacus_seeds"):
+        if getattr(args, option) < 0:
+            parser.error(f"--{option.replace('_', '-')} must be at least 0, got {getattr(args, option)}")
     out = {"seeds": args.seeds, "opacus_seeds": args.opacus_seeds, "trials": 500, "delta": DELTA, "versions": library_versions(), "epsilons": {}}
     for epsilon in (1.0, 4.0, 8.0) if args.seeds else ():
         sigma = 1.0 / gdp_mu(epsilon, DELTA)

@@ -120,3 +120,21 @@ def test_shipped_configs_load(name):
         assert (config.bug, config.noise_factor) == ("small-noise", 0.8255)
     else:
         assert (config.bug, config.noise_factor) == ("none", 1.0)
+
+
+def test_table_shows_the_rank_bound_of_results_json_beside_clopper_pearson(audited, tmp_path):
+    _, output, stdout = audited
+    bounds = json.loads((output / "results.json").read_text())["step_bounds"]
+    assert bounds["gdp_rank"]["kind"] == "approximate lower bound"
+    lines = stdout.splitlines()
+    exact = next(i for i, line in enumerate(lines) if "Clopper–Pearson" in line)
+    rank = next(i for i, line in enumerate(lines) if "rank-based" in line)
+    flagged = next(i for i, line in enumerate(lines) if "flagged" in line)
+    assert exact < rank < flagged
+    assert f"{bounds['gdp_rank']['epsilon']:.6g}" in lines[rank]
+    # with q_c < 1 the observations are not two Gaussians: no rank bound, no row
+    config = write_config(tmp_path, noise_multiplier=2.0, canary_rate=0.5)
+    code, stdout, stderr = run(["audit", "dpsgd", "--config", config, "--output", tmp_path / "out"])
+    assert code == 0, stderr
+    assert "rank-based" not in stdout
+    assert "gdp_rank" not in json.loads((tmp_path / "out" / "results.json").read_text())["step_bounds"]
