@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 

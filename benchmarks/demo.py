@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 

@@ -51,7 +51,7 @@ from privaudit.audits.whitebox import collect_gradient_observations
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.data.tabular import load_dataset
 from privaudit.models.classifiers import build_classifier, count_parameters
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 

@@ -24,7 +24,7 @@ from privaudit.audits.whitebox import collect_gradient_observations
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 from privaudit.stats.conversions import gdp_epsilon, gdp_mu
 
 DELTA = 1e-5

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit.audits.gaussian_mechanism import audit_gaussian_mechanism
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 # One-shot Table 2: σ, analytical ε, reported mean ± std of ε_est over 50 runs.

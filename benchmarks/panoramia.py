@@ -22,7 +22,7 @@ from pathlib import Path
 
 from privaudit.audits.panoramia_demo import PanoramiaDemoConfig, run_panoramia_demo
 from privaudit.audits.panoramia_report import summary_rows
-from privaudit.stats._result import _plain, library_versions
+from privaudit._core.results import to_plain, library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def main() -> None:
             "seed": seed,
             "wall_time_s": round(total, 2),
             "phases_s": {phase: round(seconds, 3) for phase, seconds in phases.items()},
-            "summary": _plain(summary_rows(results)),
+            "summary": to_plain(summary_rows(results)),
             "accuracy": {name: {"train": e["train_accuracy"], "test": e["test_accuracy"]} for name, e in results.items()},
         })
         print(json.dumps(runs[-1]), flush=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import privaudit
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 
 DELTA = 1e-5
 

@@ -25,7 +25,7 @@ from privaudit.data import load_default_corpus
 from privaudit.extraction import brute_force_search, shortest_path_search
 from privaudit.models.char_lstm import CharVocabulary, TrainingConfig, build_char_lstm, train_char_lstm
 from privaudit.models.lm_scoring import CharLSTMScorer
-from privaudit.stats._result import library_versions
+from privaudit._core.results import library_versions
 
 
 def _timed(call):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .stats._validation import as_scores
+from ._core.validation import as_scores
 
 __all__ = ["read_numbers"]
 

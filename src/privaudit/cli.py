@@ -19,6 +19,8 @@ from typer.core import TyperGroup
 
 import privaudit
 
+from ._core.extras import MissingExtraError, missing_extra_message
+
 
 def _usage_error_line(error: Exception) -> str | None:
     """The one-line message of a click/typer usage error, or None for other exceptions."""
@@ -28,16 +30,11 @@ def _usage_error_line(error: Exception) -> str | None:
     return " ".join(error.format_message().split())
 
 
-# optional dependencies and the extra that installs each
-_EXTRAS = {"torch": "dpsgd", "opacus": "dpsgd", "sklearn": "dpsgd", "matplotlib": "dpsgd", "ray": "ray", "transformers": "hf", "flwr": "flower"}
-
-
 def _missing_extra_line(error: ImportError) -> str | None:
     """"missing optional dependency ..." for an optional library that failed to import; None for anything else (a bug)."""
-    name = (error.name or "").split(".")[0]
-    if name not in _EXTRAS:
-        return None
-    return f"missing optional dependency `{name}`: install it with pip install 'privaudit[{_EXTRAS[name]}]'"
+    if isinstance(error, MissingExtraError):
+        return str(error)
+    return missing_extra_message(error.name or "")
 
 
 class _OneLineErrors(TyperGroup):

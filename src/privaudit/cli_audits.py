@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._staging import staged_output
+from ._core.files import staged_output
 from .cli import (
     HistoryOption,
     JsonOption,

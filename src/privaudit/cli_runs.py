@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._core.files import write_json_atomic
 from .cli import (
     HistoryOption,
     JsonOption,
@@ -28,12 +29,6 @@ from .cli import (
     app,
     audit_app,
 )
-
-
-def _write_json_atomically(path: Path, data: dict) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _check_output_dir(output: Path, name: str = "--output") -> Path:
@@ -96,7 +91,7 @@ def audit_blackbox(
     from .audits.blackbox import BlackBoxConfig, run_blackbox_audit
     from .runner import BACKENDS
     from .schemas import stamp_results
-    from .stats._validation import check_choice, check_count
+    from ._core.validation import check_choice, check_count
 
     settings = load_config(BlackBoxConfig, config)
     check_choice(backend, "--backend", BACKENDS)
@@ -117,7 +112,7 @@ def audit_blackbox(
         report("training models", detail=f"{2 * settings.num_models_per_side} models, backend {backend}; finished runs are kept in {output / 'runs'}")
         result = run_blackbox_audit(settings, output / "runs", backend=backend, max_workers=workers, address=address)
     data = stamp_results(result.to_dict(), audit="blackbox")
-    _write_json_atomically(output / "results.json", data)
+    write_json_atomic(output / "results.json", data)
     record(data)
     if as_json:
         _emit(json.dumps(data, indent=2))
@@ -163,7 +158,7 @@ def history_command(
 ) -> None:
     """Compare audits of the same model over time: the headline's change between consecutive audits, regressions flagged."""
     from .history import HistoryStore, compare, history_path
-    from .stats._validation import check_positive
+    from ._core.validation import check_positive
 
     tolerance = check_positive(tolerance, "--tolerance", allow_zero=True)
     path = history_path(history)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .stats._result import Result
+from ._core.results import Result
 
 __all__ = ["DemoReport", "run_demo"]
 

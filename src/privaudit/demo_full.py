@@ -19,7 +19,7 @@ Further families join through :func:`register_demo_audit`.
 
 The root seed gives each audit a child seed (``numpy.random.SeedSequence``),
 recorded in that audit's configuration. The whole output directory appears
-at once, when everything was written (:func:`privaudit._staging.staged_output`).
+at once, when everything was written (:func:`privaudit._core.files.staged_output`).
 
 >>> list(DEMO_AUDITS)[:2]
 ['secret-sharer', 'dpsgd']
@@ -35,11 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ._staging import staged_output
+from ._core.files import staged_output
 from .report.html import ReportSection, write_report
 from .report.sections import section_for
 from .schemas import stamp_results
-from .stats._result import library_versions
+from ._core.results import library_versions
+from ._core.seeding import child_seeds
 
 __all__ = ["DEMO_AUDITS", "DemoAudit", "DemoOutcome", "register_demo_audit", "run_full_demo"]
 
@@ -182,14 +183,9 @@ def _check_requirements(names: list[str]) -> None:
         raise ValueError(f"`privaudit demo` needs {', '.join(missing)}: install them with pip install 'privaudit[demo]'")
 
 
-def _child_seeds(seed: int, names: list[str]) -> dict[str, int]:
-    states = np.random.SeedSequence(seed).spawn(len(names))
-    return {name: int(state.generate_state(1)[0] % 2**31) for name, state in zip(names, states, strict=True)}
-
-
 def run_full_demo(output, *, seed: int = 0, audits=None, progress: Progress | None = None) -> DemoOutcome:
     """Run the demo audits (all registered by default) and write ``report.html`` and ``results.json`` into ``output``."""
-    from .stats._validation import check_count
+    from ._core.validation import check_count
 
     seed = check_count(seed, "seed")
     names = list(DEMO_AUDITS) if audits is None else list(audits)
@@ -198,7 +194,7 @@ def run_full_demo(output, *, seed: int = 0, audits=None, progress: Progress | No
         raise ValueError(f"`audits` must be among {', '.join(map(repr, DEMO_AUDITS))}, got {unknown[0] if unknown else 'none'!r}")
     _check_requirements(names)
     say = progress or (lambda *args, **kwargs: None)
-    seeds = _child_seeds(seed, list(DEMO_AUDITS))  # fixed per family, whichever subset runs
+    seeds = child_seeds(seed, DEMO_AUDITS)  # fixed per family, whichever subset runs
     started = time.perf_counter()
     output = Path(output)
     with staged_output(output) as scratch:

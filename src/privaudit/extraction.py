@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .stats._result import Result
+from ._core.results import Result
 
 __all__ = ["ExtractionResult", "beam_search", "brute_force_search", "greedy_search", "shortest_path_search"]
 

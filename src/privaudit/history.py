@@ -35,7 +35,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .stats._validation import check_positive
+from ._core.validation import check_positive
 
 __all__ = ["DEFAULT_PATH", "ENVIRONMENT_VARIABLE", "AuditRecord", "Change", "HistoryStore", "compare", "default_model_id", "history_path", "record_audit"]
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .audits.whitebox import collect_gradient_observations
 from .canaries.gradient import GradientCanary
-from .stats._validation import check_choice, check_count, check_positive, check_probability
+from ._core.validation import check_choice, check_count, check_positive, check_probability
 from .stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 
 __all__ = ["assert_dp"]

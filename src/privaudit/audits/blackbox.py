@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..runner import RunStore, run_all
-from ..stats._result import Result
-from ..stats._validation import check_choice, check_count, check_positive, check_probability
+from .._core.results import Result
+from .._core.validation import check_choice, check_count, check_positive, check_probability
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 

@@ -35,8 +35,8 @@ import dataclasses
 import numpy as np
 
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
-from ..stats._result import Result
-from ..stats._validation import check_choice, check_count, check_positive, check_probability
+from .._core.results import Result
+from .._core.validation import check_choice, check_count, check_positive, check_probability
 from ..stats.auc import gdp_auc_lower_bound
 from ..stats.bounds import epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon, gdp_epsilon

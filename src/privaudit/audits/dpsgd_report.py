@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..schemas import stamp_results
-from ..stats._result import _plain
+from .._core.results import to_plain
 from .dpsgd import DPSGDAuditResult
 from .whitebox import GradientObservations
 
@@ -47,6 +47,6 @@ def write_dpsgd_outputs(result: DPSGDAuditResult, observations: GradientObservat
         confidence=config.confidence,
     )
     data = stamp_results(result.to_dict(), audit="dpsgd")
-    data["bound_vs_observations"] = _plain([{"num_in": n_in, "num_out": n_out, "epsilon": epsilon} for n_in, n_out, epsilon in points])
+    data["bound_vs_observations"] = to_plain([{"num_in": n_in, "num_out": n_out, "epsilon": epsilon} for n_in, n_out, epsilon in points])
     (directory / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     return data

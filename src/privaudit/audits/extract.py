@@ -55,7 +55,7 @@ def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_que
         "seconds": time.perf_counter() - started,
     }
     output = Path(output_dir) if output_dir is not None else run / "extraction"
-    from .._staging import staged_output
+    from .._core.files import staged_output
 
     with staged_output(output) as scratch:  # all files appear together, or none
         (scratch / "results.json").write_text(json.dumps(result, indent=2))

@@ -31,8 +31,8 @@ import dataclasses
 import numpy as np
 
 from ..canaries.update import UpdateCanaries
-from ..stats._result import Result
-from ..stats._validation import check_choice, check_count, check_positive, check_probability
+from .._core.results import Result
+from .._core.validation import check_choice, check_count, check_positive, check_probability
 from ..stats.bounds import epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_shot import anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot

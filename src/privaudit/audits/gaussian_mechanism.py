@@ -30,8 +30,8 @@ import dataclasses
 import numpy as np
 
 from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
-from ..stats._result import Result
-from ..stats._validation import check_positive, check_probability
+from .._core.results import Result
+from .._core.validation import check_positive, check_probability
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_shot import (
     CosineLowerBound,

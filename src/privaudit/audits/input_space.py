@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models._torch import require_torch
-from ..stats._validation import check_choice, check_count, check_positive
+from .._core.validation import check_choice, check_count, check_positive
 from ..canaries.inputs import as_examples
 from .whitebox import GradientObservations, _check_canary_rate
 

@@ -60,8 +60,8 @@ from typing import Callable
 import numpy as np
 
 from ..generators import check_generated
-from ..stats._result import Result
-from ..stats._validation import check_choice, check_count, check_fraction, check_probability
+from .._core.results import Result
+from .._core.validation import check_choice, check_count, check_fraction, check_probability
 from ..stats.one_run import epsilon_one_run_sweep
 from ..stats.panoramia import PanoramiaResult, panoramia_bounds, real_non_member_bound
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..stats._validation import check_choice, check_count, check_probability
+from .._core.validation import check_choice, check_count, check_probability
 from .panoramia import PanoramiaSettings, run_panoramia
 from .panoramia_targets import TrainingRecipe, load_members, load_model, train_classifier
 

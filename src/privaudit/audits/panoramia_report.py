@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ..schemas import stamp_results
-from ..stats._result import _plain, library_versions
+from .._core.results import to_plain, library_versions
 
 __all__ = ["summary_rows", "write_panoramia_outputs"]
 
@@ -58,13 +58,13 @@ def write_panoramia_outputs(results: dict, scores: dict, directory, *, config) -
         plot_panoramia(scores[name], audit, directory / _figure_name(name), title=f"PANORAMIA: {name}")
         data = audit.to_dict()
         data.pop("versions")
-        data.update({key: _plain(value) for key, value in entry.items() if key not in ("audit", "timings_s")})
+        data.update({key: to_plain(value) for key, value in entry.items() if key not in ("audit", "timings_s")})
         data["figure"] = _figure_name(name)
         targets[name] = data
-        timings[name] = _plain(entry.get("timings_s", {}))
+        timings[name] = to_plain(entry.get("timings_s", {}))
     out = stamp_results({
-        "config": _plain(config),
-        "summary": _plain(summary_rows(results)),
+        "config": to_plain(config),
+        "summary": to_plain(summary_rows(results)),
         "targets": targets,
         "versions": dict(library_versions()),
     }, audit="panoramia")

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..models._torch import require_torch
-from ..stats._validation import check_count, check_positive
+from .._core.extras import require
+from .._core.validation import check_count, check_positive
 
 __all__ = ["TorchTarget", "load_members", "load_model", "train_classifier"]
 
@@ -101,10 +102,7 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=recipe.batch_size, shuffle=True, generator=generator)
     epsilon = None
     if recipe.dp_epsilon is not None:
-        try:
-            from opacus import PrivacyEngine
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("DP-SGD targets need Opacus: pip install 'privaudit[dpsgd]'") from error
+        PrivacyEngine = require("opacus", purpose="DP-SGD targets").PrivacyEngine
         engine = PrivacyEngine(accountant="prv", secure_mode=False)
         model, optimizer, loader = engine.make_private_with_epsilon(
             module=model, optimizer=optimizer, data_loader=loader, target_epsilon=recipe.dp_epsilon,

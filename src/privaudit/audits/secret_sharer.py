@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._staging import staged_output
+from .._core.files import staged_output
 from ..canaries import CanaryFormat, insert_canaries
 from ..canaries.text import MAX_ENUMERATION
-from ..stats._result import Result
+from .._core.results import Result
 from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 
 __all__ = ["SecretSharerConfig", "SecretSharerResult", "run_secret_sharer"]

@@ -39,7 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..canaries.gradient import GradientCanary
-from ..stats._validation import check_count, check_positive
+from .._core.validation import check_count, check_positive
 
 __all__ = ["GradientObservations", "collect_gradient_observations", "find_twins"]
 

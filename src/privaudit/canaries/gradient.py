@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from ..stats._validation import check_choice, check_count, check_positive
+from .._core.validation import check_choice, check_count, check_positive
 
 __all__ = ["CANARY_KINDS", "GradientCanary"]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models._torch import require_torch
-from ..stats._validation import check_choice, check_count, check_positive
+from .._core.validation import check_choice, check_count, check_positive
 
 __all__ = [
     "INPUT_CANARY_KINDS",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..stats._result import Result
+from .._core.results import Result
 from .text import CanaryFormat
 
 __all__ = ["InsertedCorpus", "Provenance", "insert_canaries", "remove_canaries"]

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..stats._validation import as_scores, check_count
+from .._core.validation import as_scores, check_count
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "UpdateCanaries"]
 

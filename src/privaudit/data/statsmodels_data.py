@@ -19,7 +19,8 @@ import dataclasses
 
 import numpy as np
 
-from ..stats._validation import check_choice
+from .._core.extras import require
+from .._core.validation import check_choice
 
 __all__ = ["STATSMODELS_DATASETS", "TabularData", "load_statsmodels_dataset"]
 
@@ -54,10 +55,7 @@ def load_statsmodels_dataset(name: str = "fair") -> TabularData:
     ValueError: `name` must be one of 'fair', 'randhie', got 'adult'
     """
     check_choice(name, "name", STATSMODELS_DATASETS)
-    try:
-        from statsmodels import datasets
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("the statsmodels datasets need statsmodels: pip install 'privaudit[panoramia]'") from error
+    datasets = require("statsmodels.datasets", purpose="the statsmodels datasets")
     frame = getattr(datasets, name).load_pandas().data
     label = _LABELS[name]
     features = frame.drop(columns=label)

@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from ..stats._validation import check_choice, check_count, check_probability
+from .._core.extras import require
+from .._core.validation import check_choice, check_count, check_probability
 
 __all__ = ["DATASET_NAMES", "Dataset", "load_dataset"]
 
@@ -55,11 +56,7 @@ class Dataset:
 
 
 def _require_sklearn_datasets():
-    try:
-        from sklearn import datasets
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("the embedded datasets need scikit-learn: pip install 'privaudit[dpsgd]'") from error
-    return datasets
+    return require("sklearn.datasets", purpose="the embedded datasets")
 
 
 def _test_counts(class_sizes: np.ndarray, test_fraction: float) -> np.ndarray:

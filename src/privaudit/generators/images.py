@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models._torch import require_torch
-from ..stats._validation import check_count, check_positive
+from .._core.validation import check_count, check_positive
 
 __all__ = ["VAEGenerator"]
 

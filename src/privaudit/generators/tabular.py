@@ -26,19 +26,16 @@ import warnings
 
 import numpy as np
 
-from ..stats._validation import check_count, check_positive
+from .._core.extras import require
+from .._core.validation import check_count, check_positive
 
 __all__ = ["MSTGenerator"]
 
 
 def _require_mbi():
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # mbi warns about JAX's float32 default at import
-            import mbi
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("the tabular generator needs mbi (Private-PGM): pip install 'privaudit[panoramia]'") from error
-    return mbi
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mbi warns about JAX's float32 default at import
+        return require("mbi", purpose="the tabular generator")
 
 
 def _mutual_information(a: np.ndarray, b: np.ndarray, size_a: int, size_b: int) -> float:

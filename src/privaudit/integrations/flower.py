@@ -52,8 +52,9 @@ from importlib import metadata
 import numpy as np
 
 from ..canaries.update import UpdateCanaries
-from ..stats._result import Result
-from ..stats._validation import check_choice, check_count, check_probability
+from .._core.extras import require
+from .._core.results import Result
+from .._core.validation import check_choice, check_count, check_probability
 from ..stats.conversions import gdp_epsilon
 from ..stats.intervals import BINOMIAL_METHODS
 from ..stats.one_shot import CosineLowerBound, OneShotEstimate, epsilon_lower_bound_cosines, epsilon_one_shot
@@ -67,12 +68,8 @@ _FIXED_CLIPPING = ("DifferentialPrivacyServerSideFixedClipping", "DifferentialPr
 
 def require_flwr():
     """Flower's ``flwr`` package, or an ImportError that names the extra to install."""
-    try:
-        import flwr
-        import flwr.serverapp.strategy  # noqa: F401  (the message API, Flower >= 1.21)
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("the Flower integration needs Flower: pip install 'privaudit[flower]'") from error
-    return flwr
+    require("flwr.serverapp.strategy", purpose="the Flower integration")  # the message API, Flower >= 1.21
+    return require("flwr")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

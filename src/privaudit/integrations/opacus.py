@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models._torch import require_torch
-from ..stats._validation import check_count
+from .._core.validation import check_count
 
 __all__ = ["OpacusCanaryAuditor", "opacus_release"]
 

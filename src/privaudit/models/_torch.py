@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from .._core.extras import require
+
 
 def require_torch():
-    try:
-        import torch
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("this feature needs PyTorch: pip install 'privaudit[lm]'") from error
-    return torch
+    """PyTorch, or an ImportError that names the extra to install."""
+    return require("torch", purpose="this feature")
 
 
 def default_device(device=None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..stats._validation import check_choice, check_count
+from .._core.validation import check_choice, check_count
 from ._torch import require_torch
 
 __all__ = ["ARCHITECTURES", "build_classifier", "count_parameters"]

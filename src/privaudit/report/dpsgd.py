@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privaudit.stats._validation import as_scores, check_count, check_positive, check_probability
+from privaudit._core.validation import as_scores, check_count, check_positive, check_probability
 from privaudit.stats.bounds import epsilon_lower_bound
 from privaudit.stats.conversions import gdp_mu
 from privaudit.stats.metrics import roc_curve

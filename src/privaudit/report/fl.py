@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privaudit.stats._validation import as_scores, check_count
+from privaudit._core.validation import as_scores, check_count
 
 from .dpsgd import _pyplot, _save
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..stats._validation import check_choice, check_count
+from .._core.validation import check_choice, check_count
 from .local import call_task, run_local
 from .store import RunStore
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._core.extras import require
 from .local import call_task
 
 __all__ = ["require_ray", "run_ray"]
@@ -11,11 +12,7 @@ __all__ = ["require_ray", "run_ray"]
 
 def require_ray():
     """Import Ray lazily, with an actionable error when it is missing."""
-    try:
-        import ray
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("the 'ray' backend needs Ray: pip install 'privaudit[ray]'") from error
-    return ray
+    return require("ray", purpose="the 'ray' backend")
 
 
 def run_ray(

@@ -52,8 +52,8 @@ import dataclasses
 import numpy as np
 from scipy import optimize, special, stats
 
-from ._result import Result
-from ._validation import as_scores, check_probability
+from .._core.results import Result
+from .._core.validation import as_scores, check_probability
 from .conversions import gdp_epsilon
 
 __all__ = ["GDPAUCLowerBound", "gdp_auc_lower_bound"]

@@ -31,8 +31,8 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ._result import Result
-from ._validation import as_scores, check_choice, check_probability
+from .._core.results import Result
+from .._core.validation import as_scores, check_choice, check_probability
 from .bayes import posterior_quantiles
 from .families import EpsilonDelta, GaussianDP
 from .intervals import _upper

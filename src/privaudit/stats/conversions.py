@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from ._validation import check_count, check_positive, check_probability
+from .._core.validation import check_count, check_positive, check_probability
 
 __all__ = ["gaussian_epsilon", "gaussian_noise_multiplier", "gdp_delta", "gdp_epsilon", "gdp_mu"]
 

@@ -21,8 +21,8 @@ import dataclasses
 import numpy as np
 from scipy import integrate, special, stats
 
-from ._result import Result
-from ._validation import as_scores, check_count, check_fraction, check_probability
+from .._core.results import Result
+from .._core.validation import as_scores, check_count, check_fraction, check_probability
 from .intervals import _lower, _upper
 
 __all__ = [

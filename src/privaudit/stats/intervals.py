@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._validation import check_choice, check_probability
+from .._core.validation import check_choice, check_probability
 
 __all__ = [
     "BINOMIAL_METHODS",

@@ -21,8 +21,8 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ._result import Result
-from ._validation import as_scores
+from .._core.results import Result
+from .._core.validation import as_scores
 
 __all__ = ["RocCurve", "precision_at_recall", "roc_auc", "roc_curve", "tpr_at_fpr"]
 

@@ -33,8 +33,8 @@ import dataclasses
 import numpy as np
 from scipy import optimize, stats
 
-from ._result import Result
-from ._validation import as_scores, check_count, check_fraction, check_probability, check_real
+from .._core.results import Result
+from .._core.validation import as_scores, check_count, check_fraction, check_probability, check_real
 
 __all__ = ["OneRunBound", "OneRunSweep", "epsilon_one_run", "epsilon_one_run_sweep", "tie_safe_counts"]
 

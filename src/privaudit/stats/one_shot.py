@@ -41,8 +41,8 @@ import dataclasses
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-from ._result import Result
-from ._validation import as_scores, check_choice, check_count, check_positive, check_probability, check_real
+from .._core.results import Result
+from .._core.validation import as_scores, check_choice, check_count, check_positive, check_probability, check_real
 from .intervals import BINOMIAL_METHODS, _upper
 
 __all__ = [

@@ -32,8 +32,8 @@ import dataclasses
 import numpy as np
 from scipy import special, stats
 
-from ._result import Result
-from ._validation import as_scores, check_choice, check_count, check_probability
+from .._core.results import Result
+from .._core.validation import as_scores, check_choice, check_count, check_probability
 
 __all__ = ["PanoramiaResult", "RealNonMemberBound", "panoramia_bounds", "privacy_recall_curve", "real_non_member_bound"]
 

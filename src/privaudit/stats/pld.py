@@ -29,8 +29,8 @@ import functools
 
 import numpy as np
 
-from ._result import Result
-from ._validation import check_count, check_positive, check_probability
+from .._core.results import Result
+from .._core.validation import check_count, check_positive, check_probability
 from .conversions import _gaussian_pld, gaussian_epsilon, gdp_epsilon, gdp_mu
 from .families import GaussianDP
 

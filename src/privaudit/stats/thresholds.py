@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from ._validation import check_count, check_real
+from .._core.validation import check_count, check_real
 
 __all__ = ["Best", "Bonferroni", "Split", "candidate_thresholds", "error_counts", "resolve_threshold"]
 

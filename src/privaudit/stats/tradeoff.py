@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._validation import check_positive
+from .._core.validation import check_positive
 
 __all__ = ["tradeoff_eps_delta", "tradeoff_gdp"]
 

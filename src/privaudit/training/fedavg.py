@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
-from ..stats._validation import check_choice, check_count, check_fraction, check_positive
+from .._core.validation import check_choice, check_count, check_fraction, check_positive
 
 __all__ = ["SAMPLINGS", "SERVER_OPTIMIZERS", "FedAvgConfig", "FedAvgRun", "expected_cohort", "model_dimension", "participation_schedule", "simulate_fedavg"]
 

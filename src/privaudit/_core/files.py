@@ -1,13 +1,18 @@
-"""Write a command's output directory all at once: nothing partial is left by a failure."""
+"""File output, all or nothing: staged output directories and atomic JSON writes.
+
+A failure never leaves a partial file or directory behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["staged_output"]
+__all__ = ["staged_output", "write_json_atomic"]
 
 
 @contextlib.contextmanager
@@ -38,3 +43,23 @@ def staged_output(output):
     for item in scratch.iterdir():
         item.replace(final / item.name)
     scratch.rmdir()
+
+
+def write_json_atomic(path, data) -> None:
+    """Write ``data`` as indented JSON to ``path`` through a temporary file and a rename.
+
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_json_atomic(Path(folder) / "a.json", {"x": 1})
+    ...     print(sorted(os.listdir(folder)), (Path(folder) / "a.json").read_text().strip())
+    ['a.json'] {
+      "x": 1
+    }
+    """
+    path = Path(path)
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Result", "library_versions"]
+__all__ = ["Result", "library_versions", "to_plain"]
 
 
 @cache
@@ -37,18 +37,18 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def _plain(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
     """Convert numpy scalars/arrays and nested containers to JSON-ready values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        return {field.name: to_plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
+        return {str(key): to_plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
+        return [to_plain(item) for item in value]
     if isinstance(value, np.ndarray):
-        return [_plain(item) for item in value.tolist()]
+        return [to_plain(item) for item in value.tolist()]
     if isinstance(value, np.generic):
-        return _plain(value.item())
+        return to_plain(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # JSON has no inf/nan; keep the meaning readable
     return value
@@ -69,6 +69,6 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as plain Python values, plus type and versions."""
         out = {"result_type": type(self).__name__}
-        out.update(_plain(self))
+        out.update(to_plain(self))
         out["versions"] = dict(library_versions())
         return out

@@ -1,0 +1,62 @@
+"""The one map from optional package to the extra that installs it, and the lazy import that uses it.
+
+Every "missing optional dependency" message in privaudit, from the Python API
+and from the CLI, comes from here, so a package always names the same extra.
+
+>>> EXTRAS["opacus"]
+'dpsgd'
+>>> require("surely_not_a_package_name", purpose="this example")
+Traceback (most recent call last):
+...
+privaudit._core.extras.MissingExtraError: this example needs `surely_not_a_package_name`, which is not installed
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["EXTRAS", "MissingExtraError", "missing_extra_message", "require"]
+
+# import name -> extra of pyproject.toml that installs it
+EXTRAS: dict[str, str] = {
+    "torch": "dpsgd",
+    "opacus": "dpsgd",
+    "sklearn": "dpsgd",
+    "matplotlib": "plots",
+    "ray": "ray",
+    "transformers": "hf",
+    "tokenizers": "hf",
+    "safetensors": "dpsgd",
+    "skops": "sklearn",
+    "onnxruntime": "onnx",
+    "flwr": "flower",
+    "mbi": "panoramia",
+    "statsmodels": "panoramia",
+    "jsonschema": "report",
+    "yaml": "yaml",
+}
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is missing; the message names the extra that installs it."""
+
+
+def missing_extra_message(package: str, purpose: str | None = None) -> str | None:
+    """One line that says which extra installs ``package``; None when it is not an optional dependency."""
+    root = package.split(".")[0]
+    if root not in EXTRAS:
+        return None
+    subject = f"{purpose} needs" if purpose else "missing optional dependency"
+    return f"{subject} `{root}`: install it with pip install 'privaudit[{EXTRAS[root]}]'"
+
+
+def require(package: str, *, purpose: str | None = None) -> ModuleType:
+    """Import ``package``, or raise an ImportError whose message names the extra that installs it."""
+    try:
+        return importlib.import_module(package)
+    except ImportError as error:
+        message = missing_extra_message(package, purpose)
+        if message is None:
+            message = f"{purpose or 'privaudit'} needs `{package}`, which is not installed"
+        raise MissingExtraError(message, name=package.split(".")[0]) from error
