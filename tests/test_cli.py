@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import privaudit
 from privaudit.cli import app, main
-from privaudit.demo import run_demo
+from privaudit.demo_quick import run_quick_demo as run_demo
 
 
 def _runner():

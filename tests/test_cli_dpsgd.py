@@ -14,6 +14,7 @@ from privaudit.cli import app
 SMALL = {"num_steps": 10, "canaries_per_step": 50, "num_slots": 200}
 PLOTS = ("observations.png", "tradeoff.png", "bound_vs_observations.png")
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+DEFAULTS = Path(__file__).resolve().parents[1] / "src" / "privaudit" / "configs"
 
 
 def _runner():
@@ -106,14 +107,17 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, values, named):
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if values is None else ["config.json"])
 
 
-def test_missing_required_option_exits_2(tmp_path):
-    code, stdout, stderr = run(["audit", "dpsgd", "--output", tmp_path / "out"])
-    assert code == 2 and "--config" in stderr and not (tmp_path / "out").exists()
+def test_without_config_the_embedded_default_runs_and_prints(tmp_path):
+    code, stdout, stderr = run(["audit", "dpsgd", "--print-config", "--output", tmp_path / "out"])
+    assert code == 0, stderr
+    shipped = json.loads((DEFAULTS / "dpsgd.json").read_text())
+    printed = json.loads(stdout)
+    assert {key: printed[key] for key in shipped} == shipped and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name", ["dpsgd.json", "dpsgd_bug.json"])
 def test_shipped_configs_load(name):
-    config = DPSGDAuditConfig.from_json(CONFIGS / name)
+    config = DPSGDAuditConfig.from_json((DEFAULTS if name == "dpsgd.json" else CONFIGS) / name)
     assert (config.noise_multiplier, config.num_steps, config.canaries_per_step, config.num_slots) == (3.0023, 100, 100, 1000)
     assert (config.dataset, config.architecture, config.canary_norm, config.seed) == ("digits", "mlp", 100.0, 0)
     if name == "dpsgd_bug.json":

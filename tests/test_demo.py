@@ -16,10 +16,13 @@ from privaudit.history import HistoryStore
 def small_fl_demo(monkeypatch):
     """The demo with only its FL audit, at a small size (the full demo is timed in benchmarks/demo.py)."""
     pytest.importorskip("privaudit.audits.fl")
-    small = {**demo_full.FL_DEFAULT, "participations": [1, 2], "num_canaries": 50, "num_unobserved": 50,
-             "training": {**demo_full.FL_DEFAULT["training"], "num_rounds": 6}}
-    monkeypatch.setattr(demo_full, "FL_DEFAULT", small)
-    monkeypatch.setattr(demo_full, "DEMO_AUDITS", {"fl": demo_full.DEMO_AUDITS["fl"]})
+    import dataclasses
+
+    def small(config, seed):
+        return dataclasses.replace(config, participations=(1, 2), num_canaries=50, num_unobserved=50, seed=seed,
+                                   training=dataclasses.replace(config.training, num_rounds=6))
+
+    monkeypatch.setattr(demo_full, "DEMO_AUDITS", {"fl": demo_full.DemoAudit("fl", (demo_full.DemoRun("fl", small),))})
 
 
 def test_demo_writes_report_results_and_history(cli, tmp_path, small_fl_demo):

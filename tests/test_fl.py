@@ -87,14 +87,14 @@ def repetitions():
 
 
 def test_more_participations_raise_the_final_model_estimate(repetitions):
-    finals = [run.final["estimate"].epsilon for run in repetitions.runs]
+    finals = [run.final.estimate.epsilon for run in repetitions.runs]
     assert finals == sorted(finals) and finals[0] < finals[-1]
 
 
 def test_final_model_estimate_is_below_all_iterates(repetitions):
     for run in repetitions.runs:
-        assert run.final["estimate"].epsilon <= run.all["estimate"].epsilon
-        assert run.all["lower_bound"].valid and run.all["estimate"].kind == "estimate"
+        assert run.final.estimate.epsilon <= run.all.estimate.epsilon
+        assert run.all.lower_bound.valid and run.all.estimate.kind == "estimate"
         assert run.analytical_epsilon == pytest.approx(gaussian_epsilon(0.5, 1e-5, num_steps=run.participations))
 
 
@@ -106,8 +106,8 @@ def test_canaries_change_accuracy_by_less_than_a_point(repetitions):
 def test_all_iterates_estimate_reaches_the_analytical_epsilon_at_low_noise():
     config = FLAuditConfig.from_dict({**SMALL, "measure_canary_effect": False, "training": {**SMALL["training"], "noise_multiplier": 0.3}})
     run = run_fl_audit(config)[0].runs[0]
-    assert run.all["estimate"].epsilon >= 0.5 * run.analytical_epsilon  # ε_est-all / analytical: 2.0 at seed 0
-    assert run.all["estimate"].null == "fitted to null_cosines"
+    assert run.all.estimate.epsilon >= 0.5 * run.analytical_epsilon  # ε_est-all / analytical: 2.0 at seed 0
+    assert run.all.estimate.null == "fitted to null_cosines"
 
 
 @pytest.mark.parametrize("training", [{"sampling": "uniform", "adaptive_clipping": True}, {"sampling": "shuffled", "server_optimizer": "adam", "server_learning_rate": 0.05}])
@@ -115,7 +115,7 @@ def test_other_patterns_clipping_and_optimizers_run(training):
     config = FLAuditConfig.from_dict({**SMALL, "measure_canary_effect": False, "training": {"num_rounds": 40, "clients_per_round": 30, **training}})
     run = run_fl_audit(config)[0].runs[0]
     assert run.canary_participations["max"] >= 1
-    assert run.final["lower_bound"].epsilon >= 0 and np.isfinite(run.analytical_epsilon)
+    assert run.final.lower_bound.epsilon >= 0 and np.isfinite(run.analytical_epsilon)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -9,6 +9,7 @@ pytest.importorskip("matplotlib")
 
 import matplotlib.image  # noqa: E402
 
+from privaudit.audits.dpsgd import bounds_on_prefixes  # noqa: E402
 from privaudit.report.dpsgd import plot_bound_vs_observations, plot_observation_histograms, plot_tradeoff  # noqa: E402
 from privaudit.stats.bounds import epsilon_lower_bound  # noqa: E402
 
@@ -53,8 +54,9 @@ def test_bound_points_match_independent_calls(tmp_path):
     in_scores, out_scores = scores(3000, seed=1)
     out_scores = out_scores[:1500]  # unequal sizes: out prefixes are the same fraction as in prefixes
     path = tmp_path / "bound.png"
-    returned, points = plot_bound_vs_observations(in_scores, out_scores, path, delta=DELTA, claimed_epsilon=8.0,
-                                                  sizes=[3000, 300, 1000, 300], threshold=1.0)
+    points = [(p.num_in, p.num_out, p.epsilon) for p in bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[3000, 300, 1000, 300], threshold=1.0)]
+    returned = plot_bound_vs_observations(bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[3000, 300, 1000, 300], threshold=1.0),
+                                          path, delta=DELTA, confidence=0.95, claimed_epsilon=8.0)
     assert returned == path
     assert_png(path)
     assert [(n_in, n_out) for n_in, n_out, _ in points] == [(300, 150), (1000, 500), (3000, 1500)]
@@ -66,7 +68,7 @@ def test_bound_points_match_independent_calls(tmp_path):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bound_grows_with_observations_and_ends_at_full_data(tmp_path, seed):
     in_scores, out_scores = scores(20_000, seed=seed)
-    _, points = plot_bound_vs_observations(in_scores, out_scores, tmp_path / "bound.png", delta=DELTA)
+    points = [(p.num_in, p.num_out, p.epsilon) for p in bounds_on_prefixes(in_scores, out_scores, delta=DELTA)]
     assert len(points) == 12
     assert points[0][:2] == (100, 100) and points[-1][:2] == (20_000, 20_000)
     assert [p[0] for p in points] == sorted(p[0] for p in points)
@@ -77,7 +79,7 @@ def test_bound_grows_with_observations_and_ends_at_full_data(tmp_path, seed):
 
 def test_bound_default_start_caps_at_array_size(tmp_path):
     in_scores, out_scores = scores(50)
-    _, points = plot_bound_vs_observations(in_scores, out_scores, tmp_path / "bound.png", delta=DELTA)
+    points = [(p.num_in, p.num_out, p.epsilon) for p in bounds_on_prefixes(in_scores, out_scores, delta=DELTA)]
     assert points == [(50, 50, points[0][2])]
 
 
@@ -85,7 +87,7 @@ def test_bound_default_start_caps_at_array_size(tmp_path):
 @pytest.mark.parametrize("call", [
     lambda i, o, p: plot_observation_histograms(i, o, p),
     lambda i, o, p: plot_tradeoff(i, o, p, claimed_epsilon=1.0, delta=DELTA),
-    lambda i, o, p: plot_bound_vs_observations(i, o, p, delta=DELTA),
+    lambda i, o, p: bounds_on_prefixes(i, o, delta=DELTA),
 ], ids=["histograms", "tradeoff", "bound"])
 def test_nan_scores_raise_naming_the_argument(tmp_path, call, name):
     good, bad = np.zeros(200), np.r_[np.zeros(199), np.nan]
@@ -98,6 +100,6 @@ def test_nan_scores_raise_naming_the_argument(tmp_path, call, name):
 def test_bad_sizes_raise(tmp_path):
     in_scores, out_scores = scores(100)
     with pytest.raises(ValueError, match="`sizes`"):
-        plot_bound_vs_observations(in_scores, out_scores, tmp_path / "bound.png", delta=DELTA, sizes=[0, 50])
+        bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[0, 50])
     with pytest.raises(ValueError, match="`sizes`"):
-        plot_bound_vs_observations(in_scores, out_scores, tmp_path / "bound.png", delta=DELTA, sizes=[101])
+        bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[101])

@@ -40,7 +40,11 @@ def test_dpsgd_results_validate_and_a_broken_copy_does_not(cli, tmp_path):
 
 
 def test_secret_sharer_results_validate_and_record_secure_canaries(tmp_path):
-    from privaudit.audits.secret_sharer import SecretSharerConfig, run_secret_sharer
+    from privaudit.audits.secret_sharer import AUDIT, SecretSharerConfig
+    from privaudit.report.runs import write_run
+
+    def run_secret_sharer(config, directory):
+        return write_run(directory, AUDIT.run(config))
 
     config = SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16,
                                 extract=False, secure_canaries=True)

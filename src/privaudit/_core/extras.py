@@ -8,7 +8,7 @@ and from the CLI, comes from here, so a package always names the same extra.
 >>> require("surely_not_a_package_name", purpose="this example")
 Traceback (most recent call last):
 ...
-privaudit._core.extras.MissingExtraError: this example needs `surely_not_a_package_name`, which is not installed
+privaudit._core.extras.MissingExtraError: missing dependency `surely_not_a_package_name` (needed by this example)
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def missing_extra_message(package: str, purpose: str | None = None) -> str | Non
     root = package.split(".")[0]
     if root not in EXTRAS:
         return None
-    subject = f"{purpose} needs" if purpose else "missing optional dependency"
-    return f"{subject} `{root}`: install it with pip install 'privaudit[{EXTRAS[root]}]'"
+    needed = f" (needed by {purpose})" if purpose else ""
+    return f"missing optional dependency `{root}`{needed}: install it with pip install 'privaudit[{EXTRAS[root]}]'"
 
 
 def require(package: str, *, purpose: str | None = None) -> ModuleType:
@@ -58,5 +58,5 @@ def require(package: str, *, purpose: str | None = None) -> ModuleType:
     except ImportError as error:
         message = missing_extra_message(package, purpose)
         if message is None:
-            message = f"{purpose or 'privaudit'} needs `{package}`, which is not installed"
+            message = f"missing dependency `{package}`" + (f" (needed by {purpose})" if purpose else "")
         raise MissingExtraError(message, name=package.split(".")[0]) from error

@@ -12,7 +12,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["staged_output", "write_json_atomic"]
+__all__ = ["MAX_INPUT_BYTES", "read_text_limited", "staged_output", "write_json_atomic"]
+
+MAX_INPUT_BYTES = 64 * 2**20  # configs and results files are small; refuse anything larger before reading it
 
 
 @contextlib.contextmanager
@@ -63,3 +65,18 @@ def write_json_atomic(path, data) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def read_text_limited(path, name: str, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of the file ``path``, refused with a ValueError naming ``name`` if missing, too large or unreadable."""
+    path = Path(path)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "file not found"
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"`{name}`: {str(path)!r} is {size} bytes; at most {max_bytes} are read")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from ..runner import RunStore, run_all
-from .._core.results import Result
 from .._core.validation import check_choice, check_count, check_positive, check_probability
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["BlackBoxConfig", "BlackBoxResult", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = ["AUDIT", "BlackBoxAudit", "BlackBoxConfig", "BlackBoxResult", "run_blackbox_audit", "run_configs", "train_one"]
 
 THREAT_MODEL = "black-box: final model only, canary loss/confidence"
 DATASETS = ("breast-cancer", "digits")
@@ -85,7 +85,7 @@ class BlackBoxConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class BlackBoxResult(Result):
+class BlackBoxResult(AuditResult):
     """The outcome of a black-box audit.
 
     ``epsilon_lower_bound`` is the GDP-based bound (split threshold),
@@ -112,6 +112,16 @@ class BlackBoxResult(Result):
     bound: EpsilonLowerBound
     bound_eps_delta: EpsilonLowerBound
     config: BlackBoxConfig
+
+    def headline(self) -> Headline:
+        return Headline(
+            value=self.epsilon_lower_bound,
+            label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
+            kind=self.bound.kind,
+            confidence=self.confidence,
+            valid=self.bound.valid,
+            flag=self.epsilon_lower_bound > self.claimed_epsilon,
+        )
 
 
 def _run_seeds(root: int, index: int) -> tuple[int, int]:
@@ -263,3 +273,46 @@ def run_blackbox_audit(
         bound_eps_delta=eps_delta,
         config=config,
     )
+
+
+class BlackBoxAudit(Audit):
+    """Black-box DP-SGD audit (Tight Auditing Algorithm 1): train many models with and without a canary, resumably."""
+
+    name = "blackbox"
+    title = "DP-SGD (black-box, many models)"
+    description = "Black-box DP-SGD audit (Tight Auditing Algorithm 1): train many models with and without a canary, resumably."
+    config_type = BlackBoxConfig
+    result_type = BlackBoxResult
+    default_resource = "blackbox.json"
+    requires = ("torch", "sklearn")
+    checkpointed = True
+
+    def tiny_config(self) -> BlackBoxConfig:
+        return BlackBoxConfig(num_steps=2, num_models_per_side=MIN_MODELS_PER_SIDE)
+
+    def run(self, config: BlackBoxConfig, *, progress: Progress | None = None, checkpoints=None, backend: str = "local",
+            max_workers: int | None = None, address: str | None = None) -> AuditRun:
+        """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
+        import tempfile
+
+        from ..runner import BACKENDS
+
+        check_choice(backend, "--backend", BACKENDS)
+        if max_workers is not None:
+            check_count(max_workers, "--workers", minimum=1)
+        if address is not None and backend != "ray":
+            raise ValueError(f"`--address` needs `--backend ray`, got --backend {backend}")
+        if backend == "ray":
+            from .._core.extras import require
+
+            require("ray", purpose="`--backend` ray")
+        from .._core.extras import require
+
+        require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
+        (progress or no_progress)("training models", detail=f"{2 * config.num_models_per_side} models, backend {backend}")
+        with tempfile.TemporaryDirectory() as scratch:
+            result = run_blackbox_audit(config, scratch if checkpoints is None else checkpoints, backend=backend, max_workers=max_workers, address=address)
+        return AuditRun(self.name, config, result)
+
+
+AUDIT = BlackBoxAudit()

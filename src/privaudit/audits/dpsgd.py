@@ -35,18 +35,18 @@ import dataclasses
 import numpy as np
 
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
-from .._core.results import Result
-from .._core.validation import check_choice, check_count, check_positive, check_probability
-from ..stats.auc import gdp_auc_lower_bound
-from ..stats.bounds import epsilon_lower_bound
+from .._core.validation import as_scores, check_choice, check_count, check_positive, check_probability
+from ..stats.auc import GDPAUCLowerBound, gdp_auc_lower_bound
+from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon, gdp_epsilon
-from ..stats.pld import SubsampledGaussian, step_to_end_epsilon
+from ..stats.pld import StepToEndEstimate, SubsampledGaussian, step_to_end_epsilon
 from ..training.dpsgd import BUGS, DPSGDConfig
 from ..canaries.inputs import INPUT_CANARY_KINDS
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .input_space import INPUT_SCORES
 from .whitebox import GradientObservations, _check_canary_rate, collect_gradient_observations
 
-__all__ = ["DPSGDAuditConfig", "DPSGDAuditResult", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
+__all__ = ["AUDIT", "DPSGDAudit", "DPSGDAuditConfig", "DPSGDAuditResult", "PrefixBound", "bounds_on_prefixes", "prefix_sizes", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
 
 THREAT_MODELS = {
     "white-box-gradient": "white-box, gradient canaries, all intermediate updates observed",
@@ -137,26 +137,78 @@ class DPSGDAuditConfig:
 
     @classmethod
     def from_json(cls, path) -> DPSGDAuditConfig:
-        from .._config import load_config
-
-        return load_config(cls, path)
+        return AUDIT.load_config(path)
 
 
 @dataclasses.dataclass(frozen=True)
-class DPSGDAuditResult(Result):
+class PrefixBound:
+    """The GDP / Clopper–Pearson bound on the first ``num_in`` and ``num_out`` observations."""
+
+    num_in: int
+    num_out: int
+    epsilon: float
+
+
+@dataclasses.dataclass(frozen=True)
+class DPSGDAuditResult(AuditResult):
     """A DP-SGD audit: per-step bounds, the flag, the end-to-end estimate and the configuration."""
 
     config: DPSGDAuditConfig
     threat_model: str
     claimed_step_epsilon: float
-    step_bounds: dict
+    step_bounds: dict[str, EpsilonLowerBound | GDPAUCLowerBound]
     flagged: bool
-    end_to_end: object
+    end_to_end: StepToEndEstimate
     claimed_end_to_end_epsilon: float
     num_in: int
     num_out: int
     num_twinned_blocks: int
     test_accuracy: float
+    bound_vs_observations: tuple[PrefixBound, ...] = ()
+
+    def headline(self) -> Headline:
+        bound = self.step_bounds["gdp_clopper_pearson"]
+        return Headline(
+            value=bound.epsilon,
+            label="per-step ε lower bound (GDP, Clopper–Pearson)",
+            kind=bound.kind,
+            confidence=bound.confidence,
+            valid=bound.valid,
+            flag=self.flagged,
+        )
+
+
+_PREFIX_START, _PREFIX_STEPS = 100, 12
+
+
+def prefix_sizes(num_in: int, num_out: int, sizes=None) -> list[tuple[int, int]]:
+    """(n_in, n_out) pairs, increasing, with n_out the same fraction of ``num_out`` as n_in is of ``num_in``.
+
+    >>> prefix_sizes(1000, 500)[:3], prefix_sizes(1000, 500)[-1]
+    ([(100, 50), (123, 62), (152, 76)], (1000, 500))
+    >>> prefix_sizes(30, 30, [10, 30, 10])
+    [(10, 10), (30, 30)]
+    """
+    if sizes is None:
+        in_sizes = np.rint(np.geomspace(min(_PREFIX_START, num_in), num_in, _PREFIX_STEPS)).astype(int)
+    else:
+        in_sizes = [check_count(size, "sizes", minimum=1, maximum=num_in) for size in np.atleast_1d(sizes)]
+        if not in_sizes:
+            raise ValueError("`sizes` must hold at least one value, got none")
+    # rounding can repeat sizes for short arrays; each prefix is computed once, in increasing order
+    return [(n, max(1, int(np.rint(n * num_out / num_in)))) for n in sorted({int(n) for n in in_sizes})]
+
+
+def bounds_on_prefixes(in_scores, out_scores, *, delta: float, threshold: float = 0.5, confidence: float = 0.95, sizes=None) -> tuple[PrefixBound, ...]:
+    """GDP / Clopper–Pearson lower bound on growing prefixes of the observations (Tight Auditing Figure 3).
+
+    Prefixes, not resamples: each point reuses the previous observations, as more runs come in.
+    """
+    in_scores, out_scores = as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
+    return tuple(
+        PrefixBound(n_in, n_out, float(epsilon_lower_bound(in_scores[:n_in], out_scores[:n_out], delta=delta, method="gdp", threshold=threshold, confidence=confidence).epsilon))
+        for n_in, n_out in prefix_sizes(len(in_scores), len(out_scores), sizes)
+    )
 
 
 def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, GradientObservations]:
@@ -204,6 +256,9 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         num_out=int(observations.out_scores.size),
         num_twinned_blocks=observations.num_twinned_blocks,
         test_accuracy=float(np.mean(predictions == data.y_test)),
+        bound_vs_observations=bounds_on_prefixes(
+            observations.in_scores, observations.out_scores, delta=config.delta, threshold=config.threshold, confidence=config.confidence
+        ),
     )
     return result, observations
 
@@ -268,3 +323,26 @@ def detect_bugs(base: DPSGDAuditConfig | None = None, *, true_epsilon: float = 1
         config = dataclasses.replace(base, bug=bug, noise_factor=factor if bug == "small-noise" else 1.0)
         results[bug] = run_dpsgd_audit(config)[0]
     return results
+
+
+class DPSGDAudit(Audit):
+    """White-box DP-SGD audit with gradient (or input-space) canaries: per-step bounds, flag, end-to-end estimate."""
+
+    name = "dpsgd"
+    title = "DP-SGD (white-box, Tight Auditing)"
+    description = "White-box DP-SGD audit with gradient canaries (Tight Auditing §5.5, §6.3): per-step ε bound, flag, end-to-end estimate."
+    config_type = DPSGDAuditConfig
+    result_type = DPSGDAuditResult
+    default_resource = "dpsgd.json"
+    requires = ("torch", "sklearn")
+
+    def tiny_config(self) -> DPSGDAuditConfig:
+        return dataclasses.replace(self.default_config(), num_steps=3, canaries_per_step=10, num_slots=100)
+
+    def run(self, config: DPSGDAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        (progress or no_progress)("training with DP-SGD and observing canaries", detail=f"{config.num_steps} steps, bug: {config.bug}")
+        result, observations = run_dpsgd_audit(config)
+        return AuditRun(self.name, config, result, observations={"in_scores": observations.in_scores, "out_scores": observations.out_scores})
+
+
+AUDIT = DPSGDAudit()

@@ -65,16 +65,11 @@ def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_que
 
 def _plot_queries(result: dict, path) -> None:
     """Model queries of shortest-path search against brute force (|R|), on a log scale."""
-    import matplotlib
+    from ..report.plotting import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(5, 3.5))
+    figure, axis = new_figure(figsize=(5, 3.5))
     axis.bar(["shortest path", "brute force"], [result["queries"], result["space_size"]], color=["tab:blue", "tab:grey"])
     axis.set_yscale("log")
     axis.set_ylabel("model queries")
     axis.set_title(f"extracted: {result['extracted_text']!r}" + (" (inserted canary)" if result["is_inserted_canary"] else ""))
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)

@@ -31,14 +31,14 @@ import dataclasses
 import numpy as np
 
 from ..canaries.update import UpdateCanaries
-from .._core.results import Result
 from .._core.validation import check_choice, check_count, check_positive, check_probability
-from ..stats.bounds import epsilon_lower_bound
+from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
-from ..stats.one_shot import anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot
+from ..stats.one_shot import CosineLowerBound, GaussianityCheck, OneShotEstimate, anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot
 from ..training.fedavg import FedAvgConfig, FedAvgRun, model_dimension, simulate_fedavg
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["FLAuditConfig", "FLAuditResult", "FLRunResult", "analytical_epsilon", "run_fl_audit"]
+__all__ = ["AUDIT", "FLAudit", "ThreatModelEstimate", "FLAuditConfig", "FLAuditResult", "FLRunResult", "analytical_epsilon", "run_fl_audit"]
 
 THREAT_MODELS = {
     "final": "final model only (Algorithm 2), null N(0, 1/d)",
@@ -97,17 +97,13 @@ class FLAuditConfig:
     @classmethod
     def from_dict(cls, values: dict, name: str = "config") -> FLAuditConfig:
         """The config from plain values (``training``: a dict of FedAvgConfig fields); keys and JSON types are checked."""
-        from .._config import check_config_values
+        from .config import config_from_dict
 
-        values = check_config_values(cls, values, name)
-        training = check_config_values(FedAvgConfig, values.pop("training", {}), f"{name}: training")
-        return cls(training=FedAvgConfig(**training), **values)
+        return config_from_dict(cls, values, name)
 
     @classmethod
     def from_json(cls, path) -> FLAuditConfig:
-        from .._config import read_json
-
-        return cls.from_dict(read_json(path), "--config")
+        return AUDIT.load_config(path)
 
 
 def analytical_epsilon(training: FedAvgConfig, population: int, delta: float) -> float:
@@ -131,7 +127,18 @@ def analytical_epsilon(training: FedAvgConfig, population: int, delta: float) ->
 
 
 @dataclasses.dataclass(frozen=True)
-class FLRunResult(Result):
+class ThreatModelEstimate:
+    """ε_est (an estimate) and ε_lo (a lower bound) under one threat model, with the Gaussianity checks."""
+
+    threat_model: str
+    estimate: OneShotEstimate
+    lower_bound: CosineLowerBound | EpsilonLowerBound
+    gaussianity: GaussianityCheck
+    gaussianity_null: GaussianityCheck | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FLRunResult(AuditResult):
     """One training run: per threat model ε_est, ε_lo and the Gaussianity checks."""
 
     participations: int
@@ -139,9 +146,9 @@ class FLRunResult(Result):
     noise_multiplier: float
     dimension: int
     analytical_epsilon: float
-    final: dict
-    all: dict
-    canary_participations: dict
+    final: ThreatModelEstimate
+    all: ThreatModelEstimate
+    canary_participations: dict[str, float]
     test_accuracy: float
     test_accuracy_without_canaries: float | None
     seconds: float
@@ -149,34 +156,45 @@ class FLRunResult(Result):
 
 
 @dataclasses.dataclass(frozen=True)
-class FLAuditResult(Result):
+class FLAuditResult(AuditResult):
     """Every run of an FL audit, with the configuration, threat models and seed."""
 
     config: FLAuditConfig
-    threat_models: dict
+    threat_models: dict[str, str]
     runs: tuple[FLRunResult, ...]
     seed: int
+
+    def headline(self) -> Headline:
+        worst = max(self.runs, key=lambda run: run.participations)
+        return Headline(
+            value=worst.final.estimate.epsilon,
+            label=f"ε estimate, final model, client with {worst.participations} participation(s)",
+            kind="estimate",
+            confidence=None,
+            valid=True,
+            flag=None,
+        )
 
 
 def _estimate_run(run: FedAvgRun, config: FLAuditConfig, training: FedAvgConfig, population: int, accuracy_without) -> FLRunResult:
     k = run.num_observed
     observed_final, observed_max, null_max = run.final_cosines[:k], run.max_cosines[:k], run.max_cosines[k:]
     common = dict(delta=config.delta)
-    final = {
-        "threat_model": THREAT_MODELS["final"],
-        "estimate": epsilon_one_shot(observed_final, dimension=run.dimension, equal_variance=config.equal_variance, **common),
-        "lower_bound": epsilon_lower_bound_cosines(observed_final, dimension=run.dimension, confidence=config.confidence, interval=config.interval, **common),
-        "gaussianity": anderson_gaussianity(observed_final),
-    }
-    every = {
-        "threat_model": THREAT_MODELS["all"],
-        "estimate": epsilon_one_shot(observed_max, null_max, equal_variance=config.equal_variance, **common),
-        "lower_bound": epsilon_lower_bound(
+    final = ThreatModelEstimate(
+        threat_model=THREAT_MODELS["final"],
+        estimate=epsilon_one_shot(observed_final, dimension=run.dimension, equal_variance=config.equal_variance, **common),
+        lower_bound=epsilon_lower_bound_cosines(observed_final, dimension=run.dimension, confidence=config.confidence, interval=config.interval, **common),
+        gaussianity=anderson_gaussianity(observed_final),
+    )
+    every = ThreatModelEstimate(
+        threat_model=THREAT_MODELS["all"],
+        estimate=epsilon_one_shot(observed_max, null_max, equal_variance=config.equal_variance, **common),
+        lower_bound=epsilon_lower_bound(
             observed_max, null_max, method="eps-delta", interval=config.interval, confidence=config.confidence, seed=config.seed, **common
         ),
-        "gaussianity": anderson_gaussianity(observed_max),
-        "gaussianity_null": anderson_gaussianity(null_max),
-    }
+        gaussianity=anderson_gaussianity(observed_max),
+        gaussianity_null=anderson_gaussianity(null_max),
+    )
     counts = run.participations
     return FLRunResult(
         participations=training.participations,
@@ -221,3 +239,36 @@ def run_fl_audit(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedAvgRun]]
         runs.append(run)
     result = FLAuditResult(config=config, threat_models=dict(THREAT_MODELS), runs=tuple(results), seed=config.seed)
     return result, runs
+
+
+class FLAudit(Audit):
+    """One-shot FL estimation (Andrew et al.): DP-FedAvg with random canary clients, ε_est and ε_lo per threat model."""
+
+    name = "fl"
+    title = "One-shot FL estimation"
+    description = "One-shot FL estimation (Andrew et al.): DP-FedAvg with random canary clients, ε_est and ε_lo per threat model."
+    config_type = FLAuditConfig
+    result_type = FLAuditResult
+    default_resource = "fl.json"
+    requires = ("sklearn",)
+
+    def tiny_config(self) -> FLAuditConfig:
+        return FLAuditConfig.from_dict({
+            "num_canaries": 20, "num_unobserved": 20, "measure_canary_effect": False,
+            "training": {"num_rounds": 3, "clients_per_round": 10, "hidden": 16},
+        })
+
+    def run(self, config: FLAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        detail = f"{len(config.participations)} run(s), {config.training.num_rounds} rounds each"
+        (progress or no_progress)("training DP-FedAvg with canary clients", detail=detail)
+        result, runs = run_fl_audit(config)
+        observations = {
+            "dimension": runs[0].dimension,
+            "final": [run.final_cosines[: run.num_observed] for run in runs],
+            "all": [run.max_cosines[: run.num_observed] for run in runs],
+            "null_all": runs[0].max_cosines[runs[0].num_observed :],
+        }
+        return AuditRun(self.name, config, result, observations=observations)
+
+
+AUDIT = FLAudit()

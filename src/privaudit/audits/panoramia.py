@@ -62,8 +62,8 @@ import numpy as np
 from ..generators import check_generated
 from .._core.results import Result
 from .._core.validation import check_choice, check_count, check_fraction, check_probability
-from ..stats.one_run import epsilon_one_run_sweep
-from ..stats.panoramia import PanoramiaResult, panoramia_bounds, real_non_member_bound
+from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
+from ..stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, real_non_member_bound
 
 __all__ = ["GameScores", "PanoramiaAuditResult", "PanoramiaSettings", "fit_classifier", "run_panoramia", "score_losses"]
 
@@ -123,10 +123,10 @@ class PanoramiaAuditResult(Result):
     bounds: PanoramiaResult
     c_lb: float
     epsilon_tilde: float
-    real_non_members: object | None
-    one_run: object | None
+    real_non_members: RealNonMemberBound | None
+    one_run: OneRunSweep | None
     settings: PanoramiaSettings
-    split_sizes: dict
+    split_sizes: dict[str, int]
     threat_model: str = "black-box: per-example loss of the final model; no retraining, no canaries"
     epsilon_tilde_kind: str = "estimate conditional on the generator's c (c_lb a lower bound)"
 

@@ -20,14 +20,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._core.validation import check_choice, check_count, check_probability
-from .panoramia import PanoramiaSettings, run_panoramia
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .panoramia import PanoramiaAuditResult, PanoramiaSettings, run_panoramia
 from .panoramia_targets import TrainingRecipe, load_members, load_model, train_classifier
 
-__all__ = ["DEMO_DATASETS", "PanoramiaDemoConfig", "run_panoramia_demo", "run_panoramia_on_model"]
+__all__ = ["AUDIT", "PanoramiaAudit", "PanoramiaResults", "PanoramiaTarget", "DEMO_DATASETS", "PanoramiaDemoConfig", "run_panoramia_demo", "run_panoramia_on_model"]
 
 DEMO_DATASETS = ("fair", "randhie", "digits")
 GENERATORS = ("mst", "vae")
@@ -44,14 +46,14 @@ class PanoramiaDemoConfig:
     """
 
     dataset: str = "fair"
-    targets: dict = dataclasses.field(
+    targets: dict[str, dict] = dataclasses.field(
         default_factory=lambda: {
             "mlp_few_epochs": {"epochs": 5},
             "mlp_many_epochs": {"epochs": 300, "depth": 4, "learning_rate": 1e-3},
             "mlp_dp_eps2": {"epochs": 20, "dp_epsilon": 2.0},
         }
     )
-    helper: dict = dataclasses.field(default_factory=lambda: {"epochs": 20})
+    helper: dict[str, Any] = dataclasses.field(default_factory=lambda: {"epochs": 20})
     architecture: str = "mlp"
     hidden: int = 256
     batch_size: int = 256
@@ -101,10 +103,8 @@ class PanoramiaDemoConfig:
 
     @classmethod
     def from_json(cls, path) -> PanoramiaDemoConfig:
-        """Read the fields from a JSON object; unknown keys and wrong JSON types are errors."""
-        from .._config import load_config
-
-        return load_config(cls, path)
+        """Read the fields from a JSON or YAML file; unknown keys and wrong types are errors."""
+        return AUDIT.load_config(path)
 
 
 def make_generator(kind: str, *, epochs: int = 200):
@@ -215,3 +215,91 @@ def run_panoramia_on_model(
         target_name=str(model_path), generator_name=generator, timings=timings,
     )
     return {str(Path(model_path).stem): {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {str(Path(model_path).stem): game}
+
+
+@dataclasses.dataclass(frozen=True)
+class PanoramiaTarget:
+    """One audited target: PANORAMIA's result, how the target was trained, and its accuracies."""
+
+    audit: PanoramiaAuditResult
+    training: dict[str, Any]
+    helper_training: dict[str, Any] | None = None
+    claimed_dp_epsilon: float | None = None
+    train_accuracy: float | None = None
+    test_accuracy: float | None = None
+    timings_s: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class PanoramiaResults(AuditResult):
+    """Every target of a PANORAMIA audit, with the inputs it ran on (the embedded config or the user's files)."""
+
+    config: dict[str, Any]
+    targets: dict[str, PanoramiaTarget]
+    threat_model: str = "black-box: per-example loss of the final model; no retraining, no canaries"
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """One row per target: c_lb with its generator, {c+ε}_lb, ε̃, and RM;RN and O(1) beside them."""
+        return [
+            {
+                "target": name,
+                "generator": entry.audit.generator,
+                "c_lb": entry.audit.c_lb,
+                "c_plus_epsilon_lb": entry.audit.bounds.c_plus_epsilon_lb,
+                "epsilon_tilde": entry.audit.epsilon_tilde,
+                "rm_rn_epsilon": None if entry.audit.real_non_members is None else entry.audit.real_non_members.epsilon,
+                "one_run_epsilon": None if entry.audit.one_run is None else entry.audit.one_run.epsilon,
+                "claimed_dp_epsilon": entry.claimed_dp_epsilon,
+            }
+            for name, entry in self.targets.items()
+        ]
+
+    def headline(self) -> Headline:
+        name, top = max(self.targets.items(), key=lambda item: item[1].audit.epsilon_tilde)
+        return Headline(value=top.audit.epsilon_tilde, label=f"ε̃ estimate, target {name}", kind="estimate", confidence=None, valid=True, flag=None)
+
+
+def _targets(results: dict) -> dict[str, PanoramiaTarget]:
+    return {name: PanoramiaTarget(**{key: value for key, value in entry.items()}) for name, entry in results.items()}
+
+
+class PanoramiaAudit(Audit):
+    """PANORAMIA (Kazmi et al.): audit a trained model with generated non-members; no retraining, no canaries."""
+
+    name = "panoramia"
+    title = "PANORAMIA (generated non-members)"
+    description = "PANORAMIA (Kazmi et al.): audit a trained model with generated non-members; no retraining, no canaries."
+    config_type = PanoramiaDemoConfig
+    result_type = PanoramiaResults
+    default_resource = "panoramia.json"
+    requires = ("torch", "sklearn", "mbi", "statsmodels")
+
+    def tiny_config(self) -> PanoramiaDemoConfig:
+        return PanoramiaDemoConfig(
+            targets={"mlp": {"epochs": 2}}, helper={"epochs": 2}, hidden=16, num_candidates=200, generator_epochs=5,
+            audit_size=200, classifier_iterations=10, num_recall_levels=4,
+        )
+
+    def run(self, config: PanoramiaDemoConfig, *, progress: Progress | None = None, model=None, members=None, spec=None,
+            non_members=None, inclusion_randomised: bool = False, generator: str = "mst", helper_epochs: int = 10,
+            audit_size: int = 1000, confidence: float = 0.95) -> AuditRun:
+        """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
+        say = progress or no_progress
+        if (model is None) != (members is None):
+            raise ValueError("`--model` and `--members` must both be given (or neither, for the embedded default)")
+        if model is None:
+            results, scores = run_panoramia_demo(config, progress=say)
+            inputs = dataclasses.asdict(config)
+        else:
+            settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
+            say("auditing your model", detail=str(model))
+            results, scores = run_panoramia_on_model(
+                model, members, spec_path=spec, non_members_path=non_members, inclusion_randomised=inclusion_randomised,
+                generator=generator, helper_epochs=helper_epochs, settings=settings,
+            )
+            inputs = {"model": str(model), "members": str(members), "settings": dataclasses.asdict(settings)}
+        result = PanoramiaResults(config=inputs, targets=_targets(results))
+        return AuditRun(self.name, config, result, observations={"scores": scores})
+
+
+AUDIT = PanoramiaAudit()

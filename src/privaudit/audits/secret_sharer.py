@@ -16,20 +16,17 @@ Steps, each recorded in ``results.json``:
 from __future__ import annotations
 
 import dataclasses
-import json
+import io
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from .._core.files import staged_output
 from ..canaries import CanaryFormat, insert_canaries
 from ..canaries.text import MAX_ENUMERATION
-from .._core.results import Result
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 
-__all__ = ["SecretSharerConfig", "SecretSharerResult", "run_secret_sharer"]
+__all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +34,7 @@ class SecretSharerConfig:
     """Everything a Secret Sharer run depends on; serialised into results.json."""
 
     template: str = "my pin is {digits:6}"
-    schedule: tuple = (1, 2, 4, 8, 16, 32)
+    schedule: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     canaries_per_count: int = 1
     num_references: int = 20_000
     max_corpus_chars: int | None = None
@@ -65,15 +62,15 @@ class SecretSharerConfig:
 
     @classmethod
     def from_json(cls, path) -> SecretSharerConfig:
-        from .._config import load_config
-
-        return load_config(cls, path)
+        return AUDIT.load_config(path)
 
 
 @dataclasses.dataclass(frozen=True)
-class SecretSharerResult(Result):
-    config: dict
-    canaries: tuple  # one dict per canary
+class SecretSharerResult(AuditResult):
+    """Exposure of each canary (exact, sampled, extrapolated), the ε bound they imply, baselines and extraction."""
+
+    config: SecretSharerConfig
+    canaries: tuple[dict, ...]  # one dict per canary
     space_size: int
     num_references: int
     baselines: dict
@@ -83,6 +80,15 @@ class SecretSharerResult(Result):
     training: dict
     dp_comparison: dict | None
     seconds: float
+    threat_model: str = "black-box, final model: the auditor scores texts by the model's log-perplexity"
+
+    def headline(self) -> Headline:
+        exact = [float(canary["exposure_exact"]) for canary in self.canaries if canary["exposure_exact"] is not None]
+        column, values = ("exact", exact) if exact else ("sampled", [float(canary["exposure_sampled"]) for canary in self.canaries])
+        largest = max(values)
+        # memorisation: beyond what random guessing reaches with 95% probability over all canaries
+        flag = bool(exact) and largest > self.baselines["exact_upper_95_all_canaries"]
+        return Headline(value=largest, label=f"largest canary exposure ({column}, bits)", kind="statistic", confidence=None, valid=True, flag=flag)
 
 
 def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list[tuple]:
@@ -99,20 +105,6 @@ def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list
                 if len(chosen) == count:
                     break
     return list(chosen)
-
-
-def run_secret_sharer(config: SecretSharerConfig, output_dir, *, progress: Callable | None = None, device=None):
-    """Run the audit and write results.json, the model and the plots into ``output_dir``.
-
-    ``progress(stage, completed, total, detail)`` is called as the run advances
-    (``completed``/``total`` are None for stages without a count).
-    """
-    say = progress or (lambda stage, completed=None, total=None, detail="": None)
-    started = time.perf_counter()
-    # everything is written to a scratch directory first: a failed run leaves no partial output
-    with staged_output(output_dir) as output:
-        result = _run(config, output, say, started, device)
-    return result
 
 
 def _guessing_upper(space_size: int, num_canaries: int, alpha: float) -> float:
@@ -199,7 +191,7 @@ def _measure(model, fmt, records, references, config, say, device):
     return canaries, canary_bits, reference_bits, extrapolated, search
 
 
-def _run(config, output: Path, say, started: float, device):
+def _run(config, say, started: float, device) -> AuditRun:
     import torch
 
     from ..data import load_default_corpus
@@ -210,7 +202,6 @@ def _run(config, output: Path, say, started: float, device):
     inserted = insert_canaries(
         corpus, fmt, schedule=config.schedule, canaries_per_count=config.canaries_per_count, seed=config.seed, secure=config.secure_canaries
     )
-    (output / "provenance.json").write_text(inserted.provenance.to_json())
     records = inserted.provenance.canaries
     canary_secrets = {tuple(record["secret"]) for record in records}
     # small formats cannot supply the default number of references: use every other candidate
@@ -218,7 +209,8 @@ def _run(config, output: Path, say, started: float, device):
     references = _reference_secrets(fmt, num_references, canary_secrets, rng)
 
     model, report = _train(config, inserted.lines, config.target_epsilon, say, device)
-    torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, output / "model.pt")
+    weights = io.BytesIO()
+    torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, weights)
     canaries, canary_bits, reference_bits, extrapolated, search = _measure(model, fmt, records, references, config, say, device)
 
     dp = None
@@ -231,7 +223,7 @@ def _run(config, output: Path, say, started: float, device):
     bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(int(c) for c in config.schedule))
     baseline = random_guessing_exposure(len(references))
     result = SecretSharerResult(
-        config=dataclasses.asdict(config),
+        config=config,
         canaries=tuple(canaries),
         space_size=fmt.space_size,
         num_references=len(references),
@@ -249,15 +241,36 @@ def _run(config, output: Path, say, started: float, device):
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
-    from ..schemas import stamp_results
-
-    data = stamp_results(result.to_dict(), audit="secret-sharer")
-    data["reproducible"] = not config.secure_canaries  # OS-drawn canaries cannot be drawn again from the seed
-    (output / "results.json").write_text(json.dumps(data, indent=2))
-    from ..report.secret_sharer import plot_dp_comparison, plot_exposure_vs_insertions, plot_perplexity_histogram
-
-    plot_exposure_vs_insertions(result, output / "exposure_vs_insertions.png")
-    plot_perplexity_histogram(reference_bits, canary_bits, extrapolated, output / "perplexity_histogram.png")
+    observations = {"reference_bits": reference_bits, "canary_bits": canary_bits, "skewnorm_fit": extrapolated}
     if dp is not None:
-        plot_dp_comparison({"non-private": canaries, f"DP (eps = {dp['epsilon']:.2f})": dp_canaries}, output / "dp_comparison.png")
-    return result
+        observations["dp_canaries"] = dp_canaries
+    return AuditRun(
+        "secret-sharer",
+        config,
+        result,
+        observations=observations,
+        artifacts={"provenance.json": inserted.provenance.to_json().encode("utf-8"), "model.pt": weights.getvalue()},
+        reproducible=not config.secure_canaries,  # OS-drawn canaries cannot be drawn again from the seed
+    )
+
+
+class SecretSharerAudit(Audit):
+    """Secret Sharer: insert canaries, train a character LSTM, measure exposure, try extraction."""
+
+    name = "secret-sharer"
+    title = "Secret Sharer (canary exposure)"
+    description = "Secret Sharer: insert canaries, train a character LSTM, measure exposure, try extraction."
+    config_type = SecretSharerConfig
+    result_type = SecretSharerResult
+    default_resource = "secret-sharer.json"
+    requires = ("torch",)
+
+    def tiny_config(self) -> SecretSharerConfig:
+        return SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16, extract=False)
+
+    def run(self, config: SecretSharerConfig, *, progress: Progress | None = None, device=None) -> AuditRun:
+        """Insert, train, measure; the model and the provenance record come back as the run's artifacts."""
+        return _run(config, progress or no_progress, time.perf_counter(), device)
+
+
+AUDIT = SecretSharerAudit()

@@ -14,8 +14,8 @@ the canary) and the "out" runs (without it) as plain arrays, writes one PNG to
   that implies the claimed (ε, δ)) and as (ε, δ)-DP itself. An attack whose
   curve dips below the claimed curve refutes the claim (up to sampling error).
 * :func:`plot_bound_vs_observations` (their Figure 3): the GDP / Clopper–Pearson
-  lower bound on ε computed on growing prefixes of the observations; it
-  approaches the true ε as the confidence intervals shrink.
+  lower bound on ε on growing prefixes of the observations, as the audit
+  computed it; it approaches the true ε as the confidence intervals shrink.
 
 The statistics all come from :mod:`privaudit.stats`; this module only draws.
 """
@@ -25,44 +25,21 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privaudit._core.validation import as_scores, check_count, check_positive, check_probability
-from privaudit.stats.bounds import epsilon_lower_bound
+from privaudit._core.validation import as_scores, check_positive, check_probability
+from privaudit.report.plotting import new_figure, save_figure
 from privaudit.stats.conversions import gdp_mu
 from privaudit.stats.metrics import roc_curve
 from privaudit.stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 
 __all__ = ["plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff"]
 
-_DEFAULT_START = 100
-_DEFAULT_STEPS = 12
-
-
-def _pyplot():
-    # Imported lazily so the package works without matplotlib; Agg so it works without a display.
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt, figure, path):
-    figure.tight_layout()
-    try:
-        figure.savefig(path, dpi=120)
-    finally:
-        # Close even when saving fails (e.g. a missing directory) so long runs do not leak figures.
-        plt.close(figure)
-    return path
 
 
 def plot_observation_histograms(in_scores, out_scores, path, *, title=None):
     """Overlaid density histograms of the "in" and "out" observations, each with its fitted Gaussian."""
     in_scores = as_scores(in_scores, "in_scores")
     out_scores = as_scores(out_scores, "out_scores")
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure, axis = new_figure(figsize=(6, 4))
     # Shared bins so the two histograms are comparable bar for bar.
     bins = np.histogram_bin_edges(np.concatenate([in_scores, out_scores]), bins=60)
     low, high = bins[0], bins[-1]
@@ -82,7 +59,7 @@ def plot_observation_histograms(in_scores, out_scores, path, *, title=None):
     if title is not None:
         axis.set_title(title)
     axis.legend()
-    return _save(plt, figure, path)
+    return save_figure(figure, path)
 
 
 def plot_tradeoff(in_scores, out_scores, path, *, claimed_epsilon, delta):
@@ -95,8 +72,7 @@ def plot_tradeoff(in_scores, out_scores, path, *, claimed_epsilon, delta):
     mu = gdp_mu(claimed_epsilon, delta)
     alpha = np.linspace(0.0, 1.0, 1001)
 
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(5, 5))
+    figure, axis = new_figure(figsize=(5, 5))
     axis.plot(curve.fpr, 1.0 - curve.tpr, color="tab:red", label="attack (empirical)")
     axis.plot(alpha, tradeoff_gdp(alpha, mu), color="tab:blue", label=f"claimed {mu:.3g}-GDP")
     axis.plot(alpha, tradeoff_eps_delta(alpha, claimed_epsilon, delta), color="tab:green", linestyle="--",
@@ -108,60 +84,38 @@ def plot_tradeoff(in_scores, out_scores, path, *, claimed_epsilon, delta):
     axis.set_xlabel("false-positive rate")
     axis.set_ylabel("false-negative rate")
     axis.legend(loc="upper right")
-    return _save(plt, figure, path)
+    return save_figure(figure, path)
 
 
-def _prefix_sizes(num_in: int, num_out: int, sizes):
-    """(n_in, n_out) pairs, increasing, with n_out the same fraction of ``num_out`` as n_in is of ``num_in``.
+def plot_bound_vs_observations(points, path, *, delta, confidence, claimed_epsilon=None):
+    """Draw the lower bound on ε against the number of observations it used (Tight Auditing Figure 3).
 
-    >>> _prefix_sizes(1000, 500, None)[:3], _prefix_sizes(1000, 500, None)[-1]
-    ([(100, 50), (123, 62), (152, 76)], (1000, 500))
-    >>> _prefix_sizes(30, 30, [10, 30, 10])
-    [(10, 10), (30, 30)]
+    ``points`` are :class:`privaudit.audits.dpsgd.PrefixBound`-like objects
+    (``num_in``, ``epsilon``), computed by the audit, in increasing ``num_in``.
     """
-    if sizes is None:
-        start = min(_DEFAULT_START, num_in)
-        in_sizes = np.rint(np.geomspace(start, num_in, _DEFAULT_STEPS)).astype(int)
-    else:
-        in_sizes = [check_count(size, "sizes", minimum=1, maximum=num_in) for size in np.atleast_1d(sizes)]
-        if not in_sizes:
-            raise ValueError("`sizes` must hold at least one value, got none")
-    # Rounding can repeat sizes for short arrays; each prefix is computed once, in increasing order.
-    unique = sorted({int(n) for n in in_sizes})
-    return [(n, max(1, int(np.rint(n * num_out / num_in)))) for n in unique]
-
-
-def plot_bound_vs_observations(in_scores, out_scores, path, *, delta, claimed_epsilon=None, sizes=None,
-                               threshold=0.5, confidence=0.95):
-    """GDP / Clopper–Pearson lower bound on ε on growing prefixes of the observations.
-
-    ``sizes`` are numbers of "in" observations (default: 12 geometric steps
-    from 100 up to all of them); each prefix of ``out_scores`` is the same
-    fraction of it. Returns ``(path, [(n_in, n_out, epsilon), ...])`` in
-    increasing ``n_in``, so callers can store the numbers behind the figure.
-    """
-    in_scores = as_scores(in_scores, "in_scores")
-    out_scores = as_scores(out_scores, "out_scores")
-    delta = check_probability(delta, "delta")
-    if claimed_epsilon is not None:
-        claimed_epsilon = check_positive(claimed_epsilon, "claimed_epsilon", allow_zero=True)
-    points = []
-    for n_in, n_out in _prefix_sizes(in_scores.size, out_scores.size, sizes):
-        # Prefixes (not resamples) so each point reuses the previous observations, as more runs come in.
-        bound = epsilon_lower_bound(in_scores[:n_in], out_scores[:n_out], delta=delta, method="gdp",
-                                    threshold=threshold, confidence=confidence)
-        points.append((n_in, n_out, float(bound.epsilon)))
-
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4))
-    axis.plot([p[0] for p in points], [p[2] for p in points], marker="o", label=f"GDP lower bound ({confidence:.0%})")
+    figure, axis = new_figure(figsize=(6, 4))
+    axis.plot([p.num_in for p in points], [p.epsilon for p in points], marker="o", label=f"GDP lower bound ({confidence:.0%})")
     if claimed_epsilon is not None:
         axis.axhline(claimed_epsilon, color="grey", linestyle="--", label=f"claimed ε = {claimed_epsilon:.3g}")
     axis.set_xscale("log")
     axis.set_xlabel('"in" observations (with "out" in proportion)')
     axis.set_ylabel(f"ε lower bound at δ = {delta:.2g}")
-    # Headroom above the highest point or the claimed line, so neither sits on the frame.
-    top = max([p[2] for p in points] + ([claimed_epsilon] if claimed_epsilon is not None else []))
+    # headroom above the highest point or the claimed line, so neither sits on the frame
+    top = max([p.epsilon for p in points] + ([claimed_epsilon] if claimed_epsilon is not None else []))
     axis.set_ylim(0.0, 1.1 * top if top > 0 else 1.0)
     axis.legend()
-    return _save(plt, figure, path), points
+    return save_figure(figure, path)
+
+
+def figures(run) -> dict:
+    """The three figures of a DP-SGD audit run, drawn from its observations and result."""
+    result, config = run.result, run.result.config
+    in_scores, out_scores = run.observations["in_scores"], run.observations["out_scores"]
+    claimed = float(result.claimed_step_epsilon)
+    return {
+        "observations.png": lambda path: plot_observation_histograms(in_scores, out_scores, path, title=f"DP-SGD canary observations (bug: {config.bug})"),
+        "tradeoff.png": lambda path: plot_tradeoff(in_scores, out_scores, path, claimed_epsilon=claimed, delta=config.delta),
+        "bound_vs_observations.png": lambda path: plot_bound_vs_observations(
+            result.bound_vs_observations, path, delta=config.delta, confidence=config.confidence, claimed_epsilon=claimed
+        ),
+    }

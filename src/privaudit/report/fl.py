@@ -16,7 +16,7 @@ from scipy import stats
 
 from privaudit._core.validation import as_scores, check_count
 
-from .dpsgd import _pyplot, _save
+from .plotting import new_figure, save_figure
 
 __all__ = ["plot_cosine_densities", "plot_epsilon_vs_repetitions"]
 
@@ -48,8 +48,7 @@ def plot_cosine_densities(groups, path, *, dimension=None, null_cosines=None, ti
         spread = 1.0 / np.sqrt(dimension)
     everything = np.concatenate(list(samples.values()) + ([null_cosines] if null_cosines is not None else []))
     grid = np.linspace(min(everything.min(), -4 * spread), max(everything.max(), 4 * spread) + spread, 400)
-    plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = new_figure(figsize=(6, 4))
     for label, values in samples.items():
         axes.plot(grid, stats.gaussian_kde(values)(grid), label=label)
     if null_cosines is not None:
@@ -60,7 +59,7 @@ def plot_cosine_densities(groups, path, *, dimension=None, null_cosines=None, ti
     axes.set_ylabel("density")
     axes.set_title(title or "canary cosines")
     axes.legend(title="participations")
-    return _save(plt, figure, path)
+    return save_figure(figure, path)
 
 
 def plot_epsilon_vs_repetitions(repetitions, estimates, lower_bounds, path, *, analytical=None, title=None):
@@ -79,8 +78,7 @@ def plot_epsilon_vs_repetitions(repetitions, estimates, lower_bounds, path, *, a
     if not (len(labels) == estimates.size == lower_bounds.size):
         raise ValueError("`repetitions`, `estimates` and `lower_bounds` must have the same length")
     positions = np.arange(len(labels))
-    plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(5, 4))
+    figure, axes = new_figure(figsize=(5, 4))
     axes.bar(positions, estimates, color="tab:blue", label="ε_est")
     axes.scatter(positions, lower_bounds, marker="_", s=600, color="red", label="ε_lo (95%)", zorder=3)
     if analytical is not None:
@@ -92,4 +90,31 @@ def plot_epsilon_vs_repetitions(repetitions, estimates, lower_bounds, path, *, a
     axes.set_ylabel("ε")
     axes.set_title(title or "estimated ε and lower bound")
     axes.legend()
-    return _save(plt, figure, path)
+    return save_figure(figure, path)
+
+
+def figures(run) -> dict:
+    """The four figures of an FL audit run: cosine densities and ε against participations, per threat model."""
+    result, observations = run.result, run.observations
+    labels = [str(r.participations) if r.sampling == "fixed" else r.sampling for r in result.runs]
+    sigma = result.config.training.noise_multiplier
+    repetitions = [r.participations for r in result.runs]
+    analytical = [r.analytical_epsilon for r in result.runs]
+    drawings = {
+        "cosines_final.png": lambda path: plot_cosine_densities(
+            dict(zip(labels, observations["final"])), path, dimension=observations["dimension"], title=f"final model, noise multiplier {sigma:g}"
+        ),
+        "cosines_all.png": lambda path: plot_cosine_densities(
+            dict(zip(labels, observations["all"])), path, null_cosines=observations["null_all"], title=f"all iterates (max over rounds), noise multiplier {sigma:g}"
+        ),
+    }
+    for key, name in (("final", "final model"), ("all", "all iterates")):
+        drawings[f"epsilon_{key}.png"] = lambda path, key=key, name=name: plot_epsilon_vs_repetitions(
+            repetitions,
+            [getattr(r, key).estimate.epsilon for r in result.runs],
+            [getattr(r, key).lower_bound.epsilon for r in result.runs],
+            path,
+            analytical=analytical,
+            title=f"{name}, noise multiplier {sigma:g}",
+        )
+    return drawings

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats.panoramia import privacy_recall_curve
+from .plotting import new_figure, save_figure
 
 __all__ = ["plot_panoramia"]
 
@@ -36,11 +37,6 @@ def plot_panoramia(scores, result, path, *, title: str = "PANORAMIA") -> None:
     ...     os.path.getsize(os.path.join(folder, "pr.png")) > 0
     True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     bounds = result.bounds
     alpha = (1.0 - bounds.confidence) / 2.0 / (bounds.num_tests if bounds.correction == "bonferroni" else 1)
     curves = [
@@ -49,7 +45,7 @@ def plot_panoramia(scores, result, path, *, title: str = "PANORAMIA") -> None:
     ]
     if scores.real_non_member_mia is not None:
         curves.append(("RM;RN MIA", scores.real_non_member_mia, scores.real_non_member_is_member, "tab:green", None, None))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (left, right) = new_figure(1, 2, figsize=(11, 4.2))
     for label, values, member, colour, level, level_name in curves:
         curve = privacy_recall_curve(values, member, alpha=alpha)
         left.plot(curve["recall"], curve["precision"], color=colour, label=label)
@@ -62,6 +58,24 @@ def plot_panoramia(scores, result, path, *, title: str = "PANORAMIA") -> None:
     left.legend(fontsize=8)
     right.legend(fontsize=8)
     figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
+
+
+def figure_name(target: str) -> str:
+    """The file name of a target's precision-recall figure.
+
+    >>> figure_name("mlp many/epochs")
+    'pr_mlp_many_epochs.png'
+    """
+    import re
+
+    return "pr_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", target) + ".png"
+
+
+def figures(run) -> dict:
+    """One precision-recall figure per target of a PANORAMIA run."""
+    scores = run.observations["scores"]
+    return {
+        figure_name(name): (lambda path, name=name, entry=entry: plot_panoramia(scores[name], entry.audit, path, title=f"PANORAMIA: {name}"))
+        for name, entry in run.result.targets.items()
+    }

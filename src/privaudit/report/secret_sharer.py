@@ -5,20 +5,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from .plotting import new_figure, save_figure
 
 
 def plot_exposure_vs_insertions(result, path, *, label: str = "model", others=()):
     """Exposure of each canary against its number of insertions, one line per result."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure, axis = new_figure(figsize=(6, 4))
     for name, run in ((label, result), *others):
         repetitions = np.array([c["repetitions"] for c in run.canaries])
         key = "exposure_exact" if run.canaries[0]["exposure_exact"] is not None else "exposure_sampled"
@@ -31,15 +23,12 @@ def plot_exposure_vs_insertions(result, path, *, label: str = "model", others=()
     axis.set_xlabel("insertions of the canary")
     axis.set_ylabel("exposure (bits)")
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def plot_perplexity_histogram(reference_bits, canary_bits, fit, path):
     """Histogram of reference log-perplexities, the fitted skew-normal density, and the canaries."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure, axis = new_figure(figsize=(6, 4))
     axis.hist(reference_bits, bins=100, density=True, alpha=0.6, label="reference candidates")
     grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), 400)
     axis.plot(grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale), label="skew-normal fit")
@@ -49,14 +38,11 @@ def plot_perplexity_histogram(reference_bits, canary_bits, fit, path):
     axis.set_ylabel("density")
     axis.set_title("canaries in red")
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def plot_dp_comparison(runs: dict, path):
     """A Table 3-style figure: exposure per canary (rows) for each named run's canary list (columns)."""
-    plt = _pyplot()
     names = list(runs)
     rows = []
     first = runs[names[0]]
@@ -67,10 +53,21 @@ def plot_dp_comparison(runs: dict, path):
             value = c["exposure_exact"] if c["exposure_exact"] is not None else c["exposure_sampled"]
             row.append(f"{value:.2f}")
         rows.append(row)
-    figure, axis = plt.subplots(figsize=(1.8 * (len(names) + 1), 0.4 * (len(rows) + 2)))
+    figure, axis = new_figure(figsize=(1.8 * (len(names) + 1), 0.4 * (len(rows) + 2)))
     axis.axis("off")
     table = axis.table(cellText=rows, colLabels=["insertions", *names], loc="center")
     table.scale(1, 1.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
+
+
+def figures(run) -> dict:
+    """The figures of a Secret Sharer run: exposure vs. insertions, the perplexity histogram, and the DP comparison."""
+    result, observations = run.result, run.observations
+    drawings = {
+        "exposure_vs_insertions.png": lambda path: plot_exposure_vs_insertions(result, path),
+        "perplexity_histogram.png": lambda path: plot_perplexity_histogram(observations["reference_bits"], observations["canary_bits"], observations["skewnorm_fit"], path),
+    }
+    if result.dp_comparison is not None:
+        label = f"DP (eps = {result.dp_comparison['epsilon']:.2f})"
+        drawings["dp_comparison.png"] = lambda path: plot_dp_comparison({"non-private": result.canaries, label: result.dp_comparison["canaries"]}, path)
+    return drawings

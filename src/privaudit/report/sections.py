@@ -232,26 +232,27 @@ def _fl(data: dict, directory: Path | None) -> ReportSection:
 
 
 def _panoramia(data: dict, directory: Path | None) -> ReportSection:
-    rows = data.get("summary") or []
-    top = max(rows, key=lambda row: _number(row.get("epsilon_tilde (estimate)")) or 0.0, default={})
+    from ..audits.registry import get_audit
+    from .panoramia import figure_name
+
+    result = get_audit("panoramia").result_from_dict(data, "run")
     details = []
-    for row in rows:
-        target = row.get("target")
-        details += [(f"{target}: {key}", value) for key, value in row.items() if key != "target" and value is not None]
-    figures = {entry["figure"]: f"PANORAMIA on {name}: precision against recall of the baseline and the MIA"
-               for name, entry in (data.get("targets") or {}).items() if isinstance(entry, dict) and "figure" in entry}
-    config = data.get("config") or {}
+    for row in result.summary_rows():
+        target = row["target"]
+        details += [(f"{target}: {_SUMMARY_LABELS[key]}", value) for key, value in row.items() if key != "target" and value is not None]
+    figures = {figure_name(name): f"PANORAMIA on {name}: precision against recall of the baseline and the MIA" for name in result.targets}
+    confidence = next(iter(result.targets.values())).audit.settings.confidence
     return ReportSection(
         title="PANORAMIA: membership inference against generated non-members",
         audit="panoramia",
-        value=_number(top.get("epsilon_tilde (estimate)")),
-        label=f"ε̃ estimate, target {top.get('target')}",
+        value=None,
+        label="",
         kind="estimate",
         confidence=None,
         meaning=(
             "A membership-inference attack on the target model is compared with a baseline that does not see the model, "
             "both telling real members from synthetic non-members. c_lb and {c+ε}_lb are lower bounds at "
-            f"{config.get('confidence', 0.95):.0%} confidence; their difference ε̃ estimates the privacy loss the model adds."
+            f"{confidence:.0%} confidence; their difference ε̃ estimates the privacy loss the model adds."
         ),
         not_meaning=(
             "ε̃ is an estimate and is not a lower bound on ε: it is conditional on the generator's closeness c, which is "
@@ -262,6 +263,17 @@ def _panoramia(data: dict, directory: Path | None) -> ReportSection:
         plots=_plots(directory, figures),
         **_provenance(data),
     )
+
+
+_SUMMARY_LABELS = {
+    "generator": "generator",
+    "c_lb": "c_lb (lower bound)",
+    "c_plus_epsilon_lb": "{c+eps}_lb (lower bound)",
+    "epsilon_tilde": "epsilon_tilde (estimate)",
+    "rm_rn_epsilon": "RM;RN epsilon (lower bound)",
+    "one_run_epsilon": "O(1) epsilon (lower bound)",
+    "claimed_dp_epsilon": "claimed DP epsilon",
+}
 
 
 def _text_number(entry: dict, key: str) -> str:
@@ -312,12 +324,39 @@ def family_of(data: dict) -> str:
     return str(data.get("audit") or FAMILY_OF_RESULT_TYPE.get(str(data.get("result_type")), "unknown"))
 
 
+def headline_of(data: dict):
+    """The headline of a registered family's results dict, read through its typed result; None for other results."""
+    from ..audits.registry import AUDITS, get_audit
+
+    family = family_of(data)
+    if family not in AUDITS:
+        return None
+    try:
+        result = get_audit(family).result_from_dict(data, "run")
+    except ValueError:  # a partial or older results file: the family's section reads what it can
+        return None
+    return result.headline()
+
+
 def section_for(data: dict, directory=None) -> ReportSection:
-    """The report section of one results dict; ``directory`` holds its plots (None: no plots)."""
+    """The report section of one results dict; ``directory`` holds its plots (None: no plots).
+
+    The headline (value, label, kind, confidence, valid) is the typed result's
+    :meth:`~privaudit.audits.base.AuditResult.headline`, so the report, the
+    demo and the history read the same number.
+    """
+    import dataclasses
+
     if not isinstance(data, dict):
         raise ValueError(f"`data` must be a results dict, got {type(data).__name__}")
     adapter = ADAPTERS.get(family_of(data), _generic)
-    return adapter(data, None if directory is None else Path(directory))
+    section = adapter(data, None if directory is None else Path(directory))
+    headline = headline_of(data)
+    if headline is None:
+        return section
+    return dataclasses.replace(
+        section, value=headline.value, label=headline.label, kind=headline.kind, confidence=headline.confidence, valid=headline.valid
+    )
 
 
 def load_results(directory) -> dict:

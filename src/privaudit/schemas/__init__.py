@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "check_results", "load_schema", "machine_info", "stamp_results"]
+__all__ = ["SCHEMA_VERSION", "check_results", "load_schema", "machine_info", "stamp_results", "validate_results"]
 
 SCHEMA_VERSION = 1
 _REQUIRED = ("schema_version", "audit", "result_type", "versions")
@@ -93,4 +93,31 @@ def check_results(data: Any, source: str = "results") -> dict[str, Any]:
         raise ValueError(f"`{source}` lacks the field(s) {', '.join(missing)} of results schema v{SCHEMA_VERSION}")
     if data["schema_version"] != SCHEMA_VERSION:
         raise ValueError(f"`{source}` has schema_version {data['schema_version']!r}; this privaudit reads version {SCHEMA_VERSION}")
+    return data
+
+
+@cache
+def _validator():
+    from .._core.extras import require
+
+    jsonschema = require("jsonschema", purpose="checking results against the JSON Schema")
+    schema = load_schema()
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate_results(data: Any, source: str = "results") -> dict[str, Any]:
+    """Check ``data`` against the full JSON Schema of ``results.json``; return it unchanged.
+
+    >>> validate_results(stamp_results({"result_type": "R", "versions": {"privaudit": "0"}}, audit="x"))["audit"]
+    'x'
+    >>> validate_results({"schema_version": 1, "audit": 3, "result_type": "R", "versions": {"privaudit": "0"}})
+    Traceback (most recent call last):
+    ...
+    ValueError: `results` does not match results schema v1 at `audit`: 3 is not of type 'string'
+    """
+    check_results(data, source)
+    error = next(iter(sorted(_validator().iter_errors(data), key=lambda e: list(e.path))), None)
+    if error is not None:
+        where = ".".join(str(part) for part in error.path) or "(top level)"
+        raise ValueError(f"`{source}` does not match results schema v{SCHEMA_VERSION} at `{where}`: {error.message[:200]}")
     return data

@@ -148,7 +148,7 @@ class OneRunSweep(OneRunBound):
     """
 
     num_tests: int = 1
-    candidates: tuple = ()
+    candidates: tuple[tuple[int, int, int, float], ...] = ()
     positive_fraction: float = 0.5
     valid: bool = True
 

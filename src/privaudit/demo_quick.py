@@ -4,7 +4,7 @@ Every section simulates observations whose true privacy is known, runs the
 audit, and reports the audit's number next to the truth. No download: the
 data are generated from ``seed``.
 
->>> report = run_demo(seed=0, sections=("gaussian",))
+>>> report = run_quick_demo(seed=0, sections=("gaussian",))
 >>> sorted(report.sections)
 ['gaussian']
 >>> report.sections["gaussian"]["epsilon lower bound (GDP, Clopper-Pearson)"] <= report.sections["gaussian"]["true epsilon"]
@@ -20,7 +20,7 @@ import numpy as np
 
 from ._core.results import Result
 
-__all__ = ["DemoReport", "run_demo"]
+__all__ = ["DemoReport", "run_quick_demo"]
 
 DELTA = 1e-5
 
@@ -170,7 +170,7 @@ SECTIONS: dict[str, Callable[[np.random.Generator], dict]] = {
 }
 
 
-def run_demo(*, seed: int = 0, sections=None) -> DemoReport:
+def run_quick_demo(*, seed: int = 0, sections=None) -> DemoReport:
     """Run the demo sections (all by default) with one seed; each section gets a child seed."""
     names = list(SECTIONS) if sections is None else list(sections)
     unknown = [name for name in names if name not in SECTIONS]

@@ -1,0 +1,165 @@
+"""The audit interface every family implements: a config, ``run()`` and a typed result.
+
+* an :class:`Audit` names its frozen config type, its result type and its
+  embedded default config (package data under ``privaudit/configs``);
+* ``Audit.run(config, *, progress=None)`` returns an :class:`AuditRun` and
+  writes no files; :func:`privaudit.report.runs.write_run` is the one writer;
+* every result is an :class:`AuditResult`: ``to_dict()`` and ``from_dict()``
+  round-trip, ``headline()`` gives the one number to read first, and
+  ``threat_model`` says what the auditor observed;
+* ``progress(stage, completed=None, total=None, detail="")`` is the one
+  progress protocol (:class:`Progress`).
+
+>>> import dataclasses
+>>> @dataclasses.dataclass(frozen=True)
+... class Example(AuditResult):
+...     epsilon: float
+...     def headline(self):
+...         return Headline(self.epsilon, "epsilon lower bound", "lower bound", 0.95, True, None)
+>>> result = Example(epsilon=1.5)
+>>> Example.from_dict(result.to_dict()) == result
+True
+>>> result.headline().kind
+'lower bound'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, ClassVar, Protocol
+
+from .._core.results import Result
+
+__all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress"]
+
+# fields that the writer and Result.to_dict add around a result's own fields
+PROVENANCE_KEYS = frozenset({"result_type", "versions", "schema_version", "audit", "machine", "created_at", "reproducible"})
+
+
+class Progress(Protocol):
+    """``progress(stage, completed=None, total=None, detail="")``: called as an audit advances."""
+
+    def __call__(self, stage: str, completed: int | None = None, total: int | None = None, detail: str = "") -> None: ...
+
+
+def no_progress(stage: str, completed: int | None = None, total: int | None = None, detail: str = "") -> None:
+    """The progress callback that reports nothing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Headline:
+    """The number to read first: its value, what it is, and whether it can be trusted.
+
+    ``kind`` is "lower bound", "estimate", "statistic", ...; ``valid`` is False
+    for optimistic numbers; ``flag`` is True when the number contradicts a
+    claim (None when there is no claim to check).
+    """
+
+    value: float | None
+    label: str
+    kind: str
+    confidence: float | None
+    valid: bool
+    flag: bool | None = None
+
+
+@cache
+def _result_adapter(cls: type):
+    from pydantic import ConfigDict, TypeAdapter
+
+    if "__pydantic_config__" not in vars(cls):
+        cls.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    return TypeAdapter(cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult(Result):
+    """Base class of the families' results: typed fields, JSON round trip, headline, threat model."""
+
+    def headline(self) -> Headline:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "results"):
+        """The result from ``to_dict()``'s output (or a stamped results.json); a ValueError names the bad field."""
+        from pydantic import ValidationError
+
+        if not isinstance(data, Mapping):
+            raise ValueError(f"`{source}` must be a JSON object, got {type(data).__name__}")
+        fields = {key: value for key, value in data.items() if key not in PROVENANCE_KEYS}
+        try:
+            return _result_adapter(cls).validate_python(fields)
+        except ValidationError as error:
+            problem = error.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+            got = repr(problem.get("input"))
+            got = got if len(got) <= 80 else got[:77] + "..."
+            raise ValueError(f"`{source}`: field `{where}`: {problem['msg']}, got {got}") from None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AuditRun:
+    """One finished audit: its config, its result, and what the figures and extra files need.
+
+    ``observations`` holds the arrays the figures are drawn from (not written
+    to results.json); ``artifacts`` maps file names to bytes the audit
+    produced besides its results (a trained model, a provenance record).
+    """
+
+    audit: str
+    config: Any
+    result: AuditResult
+    observations: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    artifacts: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+    reproducible: bool = True
+
+
+class Audit:
+    """One audit family. Subclasses set the class attributes and implement :meth:`run`."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    config_type: ClassVar[type]
+    result_type: ClassVar[type[AuditResult]]
+    default_resource: ClassVar[str]  # file name under privaudit/configs
+    requires: ClassVar[tuple[str, ...]] = ()  # optional packages the run imports
+    checkpointed: ClassVar[bool] = False  # run() takes ``checkpoints``, a directory of finished pieces to resume from
+
+    def default_config(self) -> Any:
+        """The embedded default config."""
+        from .config import default_config
+
+        return default_config(self.config_type, self.default_resource)
+
+    def load_config(self, path: Any, name: str = "--config") -> Any:
+        """A config from a JSON or YAML file."""
+        from .config import load_config
+
+        return load_config(self.config_type, path, name)
+
+    def config_from_dict(self, values: Any, name: str = "config") -> Any:
+        from .config import config_from_dict
+
+        return config_from_dict(self.config_type, values, name)
+
+    def with_seed(self, config: Any, seed: int | None) -> Any:
+        """``config`` with its seed replaced (None: unchanged)."""
+        from .._core.seeding import check_seed
+
+        return config if seed is None else dataclasses.replace(config, seed=check_seed(seed, "--seed"))
+
+    def tiny_config(self) -> Any:
+        """A config that runs in seconds, for the contract tests and ``--quick`` smoke runs."""
+        raise NotImplementedError
+
+    def run(self, config: Any, *, progress: Progress | None = None) -> AuditRun:
+        raise NotImplementedError
+
+    def result_from_dict(self, data: Mapping[str, Any], source: str = "results") -> AuditResult:
+        return self.result_type.from_dict(data, source)
+
+    def __repr__(self) -> str:
+        return f"<Audit {self.name!r}>"

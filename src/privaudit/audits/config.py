@@ -1,0 +1,186 @@
+"""Audit configs: frozen dataclasses read from JSON or YAML and checked by pydantic.
+
+One loader for every ``--config`` and every embedded default. Each key is
+checked against the dataclass's annotations in pydantic's strict mode (an
+integer where an ``int`` is declared, a list where a tuple is, never a
+string for a number, never ``true`` for a number), nested configs are checked
+recursively, unknown keys are refused, and every message names the key's
+path. The dataclass's own ``__post_init__`` then checks ranges.
+
+>>> from privaudit.audits.fl import FLAuditConfig
+>>> config_from_dict(FLAuditConfig, {"training": {"num_rounds": 20}}).training.num_rounds
+20
+>>> config_from_dict(FLAuditConfig, {"training": {"num_rounds": "ten"}})
+Traceback (most recent call last):
+...
+ValueError: `--config`: `training.num_rounds` must be an integer, got 'ten'
+>>> config_from_dict(FLAuditConfig, {"training": {"rounds": 5}})
+Traceback (most recent call last):
+...
+ValueError: `--config: training`: unknown keys rounds; allowed: num_rounds, ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import cache
+from importlib import resources
+from typing import Any, TypeVar
+
+from .._core.files import read_text_limited
+from .._core.results import to_plain
+
+__all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text"]
+
+T = TypeVar("T")
+
+_EXPECTED = {
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "dataclass_type": "an object",
+    "dataclass_exact_type": "an object",
+    "finite_number": "a finite number",
+}
+_MAX_ECHO = 80
+
+
+def _echo(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_ECHO else text[: _MAX_ECHO - 3] + "..."
+
+
+def _field_types(cls: type) -> list[Any]:
+    """The annotated types of a dataclass's fields; where they cannot be resolved, the types of the defaults."""
+    import typing
+
+    try:
+        return list(typing.get_type_hints(cls).values())
+    except NameError:  # a class defined where its annotations' names are not global (a doctest, a function)
+        return [type(field.default) for field in dataclasses.fields(cls) if field.default is not dataclasses.MISSING]
+
+
+def _dataclasses_in(cls: type) -> list[type]:
+    """``cls`` and every dataclass reachable through its field annotations."""
+    import typing
+
+    seen: list[type] = []
+
+    def visit(candidate: Any) -> None:
+        if dataclasses.is_dataclass(candidate) and isinstance(candidate, type) and candidate not in seen:
+            seen.append(candidate)
+            for hint in _field_types(candidate):
+                visit(hint)
+        for argument in typing.get_args(candidate):
+            visit(argument)
+
+    visit(cls)
+    return seen
+
+
+@cache
+def _adapter(cls: type):
+    from pydantic import ConfigDict, TypeAdapter
+
+    for nested in _dataclasses_in(cls):
+        if "__pydantic_config__" not in vars(nested):
+            nested.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    return TypeAdapter(cls)
+
+
+def _allowed_keys(cls: type, path: tuple) -> list[str]:
+    import typing
+
+    current: Any = cls
+    for key in path:
+        fields = {field.name: field for field in dataclasses.fields(current)} if dataclasses.is_dataclass(current) else {}
+        field = fields.get(key)
+        current = None if field is None else (type(field.default) if dataclasses.is_dataclass(field.default) else field.type)
+        for argument in typing.get_args(current):
+            if dataclasses.is_dataclass(argument):
+                current = argument
+    return [field.name for field in dataclasses.fields(current)] if dataclasses.is_dataclass(current) else []
+
+
+def _message(cls: type, error: Any, name: str) -> str:
+    problems = error.errors(include_url=False)
+    unknown = [problem for problem in problems if problem["type"] == "unexpected_keyword_argument"]
+    if unknown:
+        parent = tuple(unknown[0]["loc"][:-1])
+        keys = sorted(str(problem["loc"][-1]) for problem in unknown if tuple(problem["loc"][:-1]) == parent)
+        where = f"`{name}`" if not parent else f"`{name}: {'.'.join(map(str, parent))}`"
+        return f"{where}: unknown keys {', '.join(keys)}; allowed: {', '.join(_allowed_keys(cls, parent))}"
+    problem = problems[0]
+    key = ".".join(str(part) for part in problem["loc"])
+    if problem["type"] == "value_error":  # raised by a config's own range checks: already names its argument
+        return str(problem["ctx"]["error"]) if "ctx" in problem else problem["msg"]
+    if problem["type"] == "missing":
+        return f"`{name}`: `{key}` is required"
+    expected = _EXPECTED.get(problem["type"])
+    if expected is None:
+        return f"`{name}`: `{key}`: {problem['msg']}, got {_echo(problem.get('input'))}"
+    return f"`{name}`: `{key}` must be {expected}, got {_echo(problem.get('input'))}"
+
+
+def config_from_dict(cls: type[T], values: Any, name: str = "--config") -> T:
+    """An instance of the config dataclass ``cls`` from plain JSON values (see the module docstring)."""
+    from pydantic import ValidationError
+
+    if not isinstance(values, dict):
+        raise ValueError(f"`{name}` must hold a JSON object, got {type(values).__name__}")
+    try:
+        text = json.dumps(values, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"`{name}` must hold plain JSON values: {error}") from None
+    try:
+        return _adapter(cls).validate_json(text, strict=True)
+    except ValidationError as error:
+        raise ValueError(_message(cls, error, name)) from None
+
+
+def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
+    """The JSON or YAML document in ``text`` (YAML when ``source`` ends in .yaml or .yml)."""
+    if source.lower().endswith((".yaml", ".yml")):
+        from .._core.extras import require
+
+        yaml = require("yaml", purpose="YAML configs")
+        try:
+            return yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError) as error:
+            raise ValueError(f"`{name}`: {source!r} is not valid YAML: {' '.join(str(error).split())[:200]}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"`{name}`: {source!r} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"`{name}`: {source!r} is nested too deeply to read") from None
+
+
+def load_config(cls: type[T], path: Any, name: str = "--config") -> T:
+    """The config dataclass ``cls`` from a JSON or YAML file."""
+    text = read_text_limited(path, name)
+    return config_from_dict(cls, parse_config_text(text, str(path), name), name)
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A config as plain JSON values; :func:`config_from_dict` reads it back to an equal config."""
+    return to_plain(config)
+
+
+def default_config(cls: type[T], resource: str) -> T:
+    """The embedded default config ``privaudit/configs/<resource>`` (package data)."""
+    text = resources.files("privaudit.configs").joinpath(resource).read_text(encoding="utf-8")
+    return config_from_dict(cls, parse_config_text(text, resource), f"default config {resource}")
+
+
+def config_text(config: Any) -> str:
+    """The config as indented JSON text (what ``--print-config`` prints)."""
+    return json.dumps(config_to_dict(config), indent=2) + "\n"

@@ -1,0 +1,43 @@
+"""The registry of audit families: a name maps to its :class:`~privaudit.audits.base.Audit`.
+
+The CLI's ``audit`` commands, the demo, ``report`` and ``history`` are all
+driven from this one table, so a new family is one module plus one line
+here. Entries are import paths, imported on first use: listing the families
+imports no optional dependency.
+
+>>> names()
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia']
+>>> get_audit("nope")
+Traceback (most recent call last):
+...
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', got 'nope'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Audit
+
+__all__ = ["AUDITS", "get_audit", "names"]
+
+AUDITS: dict[str, str] = {
+    "secret-sharer": "privaudit.audits.secret_sharer:AUDIT",
+    "dpsgd": "privaudit.audits.dpsgd:AUDIT",
+    "blackbox": "privaudit.audits.blackbox:AUDIT",
+    "fl": "privaudit.audits.fl:AUDIT",
+    "panoramia": "privaudit.audits.panoramia_demo:AUDIT",
+}
+
+
+def names() -> list[str]:
+    """The registered family names, in registry order."""
+    return list(AUDITS)
+
+
+def get_audit(name: str) -> Audit:
+    """The audit registered as ``name``."""
+    if name not in AUDITS:
+        raise ValueError(f"`audit` must be one of {', '.join(map(repr, AUDITS))}, got {name!r}")
+    module, attribute = AUDITS[name].split(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -1,0 +1,176 @@
+"""``privaudit audit FAMILY``: one command per registered audit, all built by one function.
+
+Every command takes the same options (``--output``, ``--config``,
+``--print-config``, ``--seed``, the history options, ``--json``) plus the
+family's own flags from :data:`FLAGS`, each of which either overrides a key
+of the config or is handed to ``Audit.run``. The command loads the config
+(the embedded default when ``--config`` is absent), checks the output path
+and opens the history before any work, runs the audit, writes it with
+:func:`privaudit.report.runs.write_run`, records it, and prints the
+family's table (:mod:`.tables`) or ``--json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..audits.registry import get_audit, names
+from .app import audit_app
+from .options import HistoryOption, JsonOption, ModelIdOption, NoHistoryOption, ReleaseOption, emit, history_recorder, progress_bars
+
+__all__ = ["FLAGS", "Flag", "make_audit_command"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A family's own option: it overrides config key ``config`` (a dotted path) or is passed to ``run`` as ``run``."""
+
+    option: str
+    type: Any
+    help: str
+    config: str | None = None
+    run: str | None = None
+    parse: Callable[[Any], Any] | None = None
+
+    @property
+    def parameter(self) -> str:
+        return self.option.lstrip("-").replace("-", "_")
+
+
+def _schedule(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
+
+
+FLAGS: dict[str, tuple[Flag, ...]] = {
+    "secret-sharer": (
+        Flag("--template", Optional[str], "Canary format, e.g. 'my pin is {digits:6}'.", config="template"),
+        Flag("--schedule", Optional[str], "Insertion counts, comma-separated, e.g. 1,2,4,8,16,32.", config="schedule", parse=_schedule),
+        Flag("--epochs", Optional[int], "Maximum training epochs (early stopping on validation loss).", config="epochs"),
+        Flag("--dp-epsilon", Optional[float], "Train the audited model with DP-SGD (Opacus) at this epsilon.", config="target_epsilon"),
+        Flag("--compare-dp", Optional[float], "Also train a DP-SGD model at this epsilon and compare exposures.", config="compare_dp_epsilon"),
+        Flag("--max-corpus-chars", Optional[int], "Use only the first N characters of the corpus.", config="max_corpus_chars"),
+        Flag("--hidden", Optional[int], "LSTM hidden units.", config="hidden"),
+        Flag("--secure-canaries", bool, "Draw canaries from the OS's secure randomness (not reproducible from --seed).", config="secure_canaries"),
+    ),
+    "blackbox": (
+        Flag("--backend", str, "local (process pool) or ray.", run="backend"),
+        Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
+        Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    ),
+    "panoramia": (
+        Flag("--model", Optional[Path], "Your model: a torch.save'd state_dict of a privaudit classifier (loaded weights-only).", run="model"),
+        Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
+        Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv whose last column is the label.", run="members"),
+        Flag("--non-members", Optional[Path], "Real non-members (same formats), for the RM;RN comparison.", run="non_members"),
+        Flag("--inclusion-randomised", bool, "Members and non-members were split by independent fair coins before training: add the O(1) audit.", run="inclusion_randomised"),
+        Flag("--generator", str, "Generator of non-members for --model: mst (tabular) or vae (images in [0, 1]).", run="generator"),
+        Flag("--helper-epochs", int, "Training epochs of the helper model (same architecture as --model).", run="helper_epochs"),
+        Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
+        Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
+    ),
+}
+
+# defaults of the flags that are not optional (the rest default to None: "not given")
+_FLAG_DEFAULTS = {"--backend": "local", "--generator": "mst", "--helper-epochs": 10, "--audit-size": 1000, "--confidence": 0.95, "--inclusion-randomised": False, "--secure-canaries": False}
+
+
+def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
+    """``config`` with dotted keys replaced, nested configs included, checked again by the config's own rules."""
+    from ..audits.config import config_from_dict, config_to_dict
+
+    if not overrides:
+        return config
+    values = config_to_dict(config)
+    for key, value in overrides.items():
+        target = values
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target[parent]
+        target[leaf] = list(value) if isinstance(value, tuple) else value
+    return config_from_dict(type(config), values, "--config")
+
+
+def _check_output(output: Path) -> None:
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"`--output` must be a directory, got the file {str(output)!r}")
+
+
+def make_audit_command(name: str) -> Callable[..., None]:
+    """The ``privaudit audit NAME`` command function, with the common options and the family's flags."""
+    from ..audits.registry import AUDITS
+
+    flags = FLAGS.get(name, ())
+
+    def command(**options: Any) -> None:
+        from ..report.runs import write_run
+        from .tables import table_for
+
+        audit = get_audit(name)
+        if options["print_config"]:
+            from ..audits.config import config_text
+
+            config = audit.load_config(options["config"]) if options["config"] is not None else audit.default_config()
+            emit(config_text(config).rstrip("\n"))
+            return
+        output: Path = options["output"]
+        config = audit.load_config(options["config"]) if options["config"] is not None else audit.default_config()
+        overrides = {flag.config: (flag.parse or (lambda v: v))(options[flag.parameter]) for flag in flags if flag.config and options[flag.parameter] not in (None, False)}
+        config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
+        run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
+        _check_output(output)
+        record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
+        with progress_bars() as progress:
+            if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
+                run_options["checkpoints"] = output / "runs"
+            run = audit.run(config, progress=progress, **run_options)
+            progress("writing results.json and figures")
+            data = write_run(output, run)
+        record(data)
+        emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
+
+    common = [
+        ("output", Annotated[Path, typer.Option("--output", help="Directory for results.json, figures and the audit's files.")], Path(f"privaudit-{name}")),
+        ("config", Annotated[Optional[Path], typer.Option("--config", help="JSON or YAML config (default: the embedded default; see --print-config).")], None),
+        ("print_config", Annotated[bool, typer.Option("--print-config", help="Print the config that would run (the default, or --config's) as JSON and exit.")], False),
+        ("seed", Annotated[Optional[int], typer.Option("--seed", help="Override the config's seed.")], None),
+        ("history", HistoryOption, None),
+        ("no_history", NoHistoryOption, False),
+        ("model_id", ModelIdOption, None),
+        ("release", ReleaseOption, None),
+        ("as_json", JsonOption, False),
+    ]
+    family = [(flag.parameter, Annotated[flag.type, typer.Option(flag.option, help=flag.help)], _FLAG_DEFAULTS.get(flag.option)) for flag in flags]
+    parameters = [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default) for key, annotation, default in common + family]
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+    command.__name__ = f"audit_{name.replace('-', '_')}"
+    module, _ = AUDITS[name].split(":")
+    command.__doc__ = _description(module)
+    return command
+
+
+def _description(module: str) -> str:
+    """The first line of the family module's docstring, without importing optional dependencies."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    import ast
+
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    return (ast.get_docstring(tree) or "").split("\n")[0]
+
+
+for _name in names():
+    audit_app.command(_name)(make_audit_command(_name))

@@ -1,0 +1,87 @@
+"""What the commands share: common options, tables, output, progress bars and the history recorder."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+__all__ = [
+    "HistoryOption", "JsonOption", "ModelIdOption", "NoHistoryOption", "ReleaseOption",
+    "emit", "format_value", "history_recorder", "progress_bars", "render_table",
+]
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+HistoryOption = Annotated[Optional[Path], typer.Option("--history", help="SQLite results store to append to (default: $PRIVAUDIT_HISTORY, else ~/.privaudit/history.sqlite).")]
+NoHistoryOption = Annotated[bool, typer.Option("--no-history", help="Do not append this audit to the results store.")]
+ModelIdOption = Annotated[Optional[str], typer.Option("--model-id", help="Name of the audited model in the history (default: dataset/architecture).")]
+ReleaseOption = Annotated[Optional[str], typer.Option("--release", help="Release label stored with the audit in the history, e.g. v1.2.")]
+
+
+def render_table(title: str, columns: list[str], rows: list[list[str]]) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console = Console(record=True, width=120, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def format_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(format_value(item) for item in value) + ")"
+    return str(value)
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@contextlib.contextmanager
+def progress_bars():
+    """Transient rich progress bars on stderr; yields ``report(stage, completed, total, detail)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
+    console = Console(stderr=True)
+    # off when stderr is not a terminal: a finished bar would leave a blank line before an "error: ..." line
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
+        tasks: dict = {}
+
+        def report(stage, completed=None, total=None, detail=""):
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total, detail=detail)
+            bars.update(tasks[stage], completed=completed or 0, total=total, detail=detail)
+
+        yield report
+
+
+def history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str]):
+    """Open the results store before the audit runs (a bad path fails first); return ``record(results_dict)``."""
+    from ..history import HistoryStore, default_model_id, history_path
+
+    path = history_path(history, enabled=not no_history)
+    store = None if path is None else HistoryStore(path)
+
+    def record(data: dict) -> None:
+        if store is None:
+            return
+        store.append(data, model_id=model_id or default_model_id(data), release=release)
+
+    return record
+
+

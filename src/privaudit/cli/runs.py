@@ -1,0 +1,144 @@
+"""Commands around the audits: ``demo``, ``report``, ``history`` and ``extract``.
+
+Every input is checked before any output is created, so bad input exits 2
+with one "error: ..." line and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import app
+from .options import HistoryOption, JsonOption, NoHistoryOption, emit, format_value, history_recorder, progress_bars, render_table
+
+
+def _check_output_dir(output: Path, name: str = "--output") -> Path:
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"`{name}` must be a directory, got the file {str(output)!r}")
+    return output
+
+
+@app.command()
+def demo(
+    output: Annotated[Path, typer.Option("--output", help="Directory for report.html, results.json and one folder per audit.")] = Path("privaudit-demo"),
+    seed: Annotated[int, typer.Option("--seed", help="Root seed; every audit gets its own child seed.")] = 0,
+    quick: Annotated[bool, typer.Option("--quick", help="Only the statistical core on generated numbers (seconds, no training, no files).")] = False,
+    history: HistoryOption = None,
+    no_history: NoHistoryOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the audits on the embedded defaults and write report.html and results.json (--quick: the statistical core only)."""
+    if quick:
+        from ..demo_quick import run_quick_demo
+
+        report = run_quick_demo(seed=seed)
+        if as_json:
+            emit(json.dumps(report.to_dict(), indent=2))
+            return
+        rows = [list(row) for row in report.rows()]
+        emit(render_table(f"privaudit demo (seed {seed}, delta = 1e-5)", ["section", "quantity", "value"], rows))
+        return
+    from ..demo_full import run_full_demo
+
+    _check_output_dir(output)
+    record = history_recorder(history, no_history, None, None)
+    with progress_bars() as report:
+        outcome = run_full_demo(output, seed=seed, progress=report)
+    for data in outcome.results:
+        record(data)
+    if as_json:
+        emit(json.dumps(outcome.summary, indent=2))
+        return
+    rows = [[s.title, s.label, "not computed" if s.value is None else format_value(float(s.value)), s.kind + ("" if s.valid else ", optimistic")] for s in outcome.sections]
+    text = render_table(f"privaudit demo: {outcome.seconds:.0f} s, seed {seed}", ["audit", "headline", "value", "kind"], rows)
+    emit(text + f"report: {outcome.report_path}\n")
+
+
+@app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Output directories of audits (each with results.json and its plots).")],
+    output: Annotated[Path, typer.Option("--output", help="The HTML file to write.")] = Path("report.html"),
+    title: Annotated[str, typer.Option("--title", help="Title of the page.")] = "privaudit report",
+) -> None:
+    """Build one self-contained report.html from audit output directories."""
+    from ..report.html import write_report
+    from ..report.sections import load_results, section_for
+
+    sections = [section_for(load_results(run), run) for run in runs]
+    if output.is_dir():
+        raise ValueError(f"`--output` must be a file path, got the directory {str(output)!r}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = output.with_name(f".{output.name}.tmp")
+    write_report(sections, temporary, title=title)
+    os.replace(temporary, output)
+    emit(f"report: {output}")
+
+
+@app.command("history")
+def history_command(
+    model_id: Annotated[Optional[str], typer.Option("--model-id", help="Only this model (default: every model in the store).")] = None,
+    audit: Annotated[Optional[str], typer.Option("--audit", help="Only this audit family, e.g. dpsgd.")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Flag a rise of the headline (ε bound, exposure) larger than this between consecutive audits.")] = 0.1,
+    history: HistoryOption = None,
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit with code 1 when a regression is flagged (for CI).")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Compare audits of the same model over time: the headline's change between consecutive audits, regressions flagged."""
+    from ..history import HistoryStore, compare, history_path
+    from .._core.validation import check_positive
+
+    tolerance = check_positive(tolerance, "--tolerance", allow_zero=True)
+    path = history_path(history)
+    if path is None:
+        raise ValueError("`--history` is off (PRIVAUDIT_HISTORY=off); give a store with --history PATH")
+    if path.is_dir():
+        raise ValueError(f"`--history` must be a file path, got the directory {str(path)!r}")
+    if not path.is_file():
+        raise ValueError(f"`--history`: no results store at {str(path)!r}; run an audit first")
+    records = HistoryStore(path).records(model_id=model_id, audit=audit)
+    changes = {change.after.id: change for change in compare(records, tolerance=tolerance)}
+    regressions = [change for change in changes.values() if change.regression]
+    if as_json:
+        rows = [
+            {"id": r.id, "model_id": r.model_id, "audit": r.audit, "release": r.release, "created_at": r.created_at, "label": r.label,
+             "value": r.value, "kind": r.kind, "confidence": r.confidence, "valid": r.valid,
+             "change": changes[r.id].change if r.id in changes else None, "regression": changes[r.id].regression if r.id in changes else False}
+            for r in records
+        ]
+        emit(json.dumps({"store": str(path), "tolerance": tolerance, "audits": rows}, indent=2))
+    else:
+        rows = []
+        for r in records:
+            change = changes.get(r.id)
+            delta = "" if change is None or change.change is None else f"{change.change:+.4g}"
+            flag = "REGRESSION" if change is not None and change.regression else ""
+            value = "—" if r.value is None else format_value(r.value)
+            rows.append([str(r.id), r.created_at, r.model_id, r.release or "", r.audit, r.label, f"{value} ({r.kind})", delta, flag])
+        columns = ["id", "time", "model", "release", "audit", "headline", "value", "change", "flag"]
+        text = render_table(f"Audit history in {path} (tolerance {tolerance:g})", columns, rows)
+        emit(text + (f"{len(regressions)} regression(s) flagged\n" if regressions else "no regressions\n"))
+    if fail_on_regression and regressions:
+        raise typer.Exit(1)
+
+
+@app.command()
+def extract(
+    run: Annotated[Path, typer.Option("--run", help="Output directory of `privaudit audit secret-sharer`.")],
+    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json and queries.png (default: RUN/extraction).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Nodes expanded per model call.")] = 256,
+    max_queries: Annotated[int, typer.Option("--max-queries", help="Stop the search after this many model queries.")] = 1_000_000,
+    as_json: JsonOption = False,
+) -> None:
+    """Shortest-path extraction of the most likely completion of an audited run's format (Secret Sharer §8)."""
+    from ..audits.extract import extract_from_run
+
+    result = extract_from_run(run, output_dir=output, batch_size=batch_size, max_queries=max_queries)
+    if as_json:
+        emit(json.dumps(result, indent=2))
+        return
+    emit(render_table(f"Extraction from {run}", ["quantity", "value"], [[key, format_value(value)] for key, value in result.items()]))

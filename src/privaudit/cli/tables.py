@@ -1,0 +1,85 @@
+"""The table each audit command prints, drawn from the typed result of its run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .options import format_value, render_table
+
+__all__ = ["table_for"]
+
+
+def _secret_sharer(result: Any, output: Path) -> str:
+    rows = [
+        [str(c["repetitions"]), c["text"], format_value(c["log_perplexity_bits"]), format_value(c["exposure_exact"]), format_value(c["exposure_sampled"]), format_value(c["exposure_extrapolated"]), str(c["extracted"])]
+        for c in result.canaries
+    ]
+    columns = ["insertions", "canary", "log-perplexity", "exposure (exact)", "exposure (sampled)", "exposure (extrapolated)", "extracted"]
+    text = render_table(f"Secret Sharer: |R| = {result.space_size}, results in {output}", columns, rows)
+    return text + f"epsilon lower bound from exposures: {result.epsilon_bound['epsilon']:.4g}\n"
+
+
+def _dpsgd(result: Any, output: Path) -> str:
+    settings = result.config
+    bound = result.step_bounds["gdp_clopper_pearson"]
+    rows = [
+        [f"claimed per-step ε (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g})", format_value(float(result.claimed_step_epsilon))],
+        [f"per-step ε lower bound (GDP, Clopper–Pearson, {settings.confidence:.0%})", format_value(float(bound.epsilon))],
+        ["flagged (bound exceeds the claim)", "yes" if result.flagged else "no"],
+        [f"end-to-end ε estimate ({settings.num_steps} steps, q = {settings.sampling_rate:g})", format_value(float(result.end_to_end.epsilon))],
+        ["claimed end-to-end ε", format_value(float(result.claimed_end_to_end_epsilon))],
+        ["observations in / out", f"{result.num_in} / {result.num_out}"],
+        ["test accuracy", format_value(float(result.test_accuracy))],
+    ]
+    if "gdp_rank" in result.step_bounds:  # q_c = 1 only
+        rank = result.step_bounds["gdp_rank"]
+        rows.insert(2, [f"per-step ε approximate lower bound (GDP, rank-based, {settings.confidence:.0%})", format_value(float(rank.epsilon))])
+    return render_table(f"DP-SGD audit (bug: {settings.bug}), results in {output}", ["quantity", "value"], rows)
+
+
+def _blackbox(result: Any, output: Path) -> str:
+    settings = result.config
+    rows = [
+        [f"ε lower bound (GDP, Clopper–Pearson, {settings.confidence:.0%})", format_value(float(result.epsilon_lower_bound))],
+        ["ε lower bound ((ε, δ), Clopper–Pearson)", format_value(float(result.epsilon_lower_bound_eps_delta))],
+        [f"claimed ε (δ = {settings.delta:g})", format_value(float(result.claimed_epsilon))],
+        ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
+        ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],
+    ]
+    return render_table(f"Black-box audit, results in {output}", ["quantity", "value"], rows)
+
+
+def _fl(result: Any, output: Path) -> str:
+    settings = result.config
+    rows = [
+        [
+            str(run.participations) if run.sampling == "fixed" else run.sampling,
+            format_value(float(run.analytical_epsilon)),
+            format_value(float(run.final.estimate.epsilon)),
+            format_value(float(run.final.lower_bound.epsilon)),
+            format_value(float(run.all.estimate.epsilon)),
+            format_value(float(run.all.lower_bound.epsilon)),
+            format_value(float(run.test_accuracy)),
+        ]
+        for run in result.runs
+    ]
+    columns = ["participations", "analytical ε", "ε_est final", "ε_lo final", "ε_est all", "ε_lo all", "test accuracy"]
+    return render_table(f"One-shot FL audit (δ = {settings.delta:g}, σ = {settings.training.noise_multiplier:g}), results in {output}", columns, rows)
+
+
+def _panoramia(result: Any, output: Path) -> str:
+    rows = [[format_value(value) for value in row.values()] for row in result.summary_rows()]
+    columns = ["target", "generator", "c_lb", "{c+ε}_lb", "ε̃ (estimate)", "RM;RN ε", "O(1) ε", "claimed DP ε"]
+    return render_table(f"PANORAMIA, results in {output}", columns, rows)
+
+
+_TABLES = {"secret-sharer": _secret_sharer, "dpsgd": _dpsgd, "blackbox": _blackbox, "fl": _fl, "panoramia": _panoramia}
+
+
+def table_for(run: Any, output: Path) -> str:
+    """The printed table of an audit run; the headline alone for a family without its own table."""
+    if run.audit in _TABLES:
+        return _TABLES[run.audit](run.result, output)
+    headline = run.result.headline()
+    return render_table(f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]])

@@ -1,0 +1,69 @@
+"""The one writer of an audit's output directory: :func:`write_run`.
+
+It stamps the result (schema version, audit, machine, time), validates it
+against the JSON Schema, writes ``results.json`` and the audit's artifacts
+into a staging directory, draws the figures from the run, and only then moves
+everything into place: a failure at any step leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._core.files import staged_output, write_json_atomic
+from ..audits.base import AuditRun
+from ..schemas import stamp_results, validate_results
+
+__all__ = ["FIGURES", "figures_for", "run_to_dict", "write_run"]
+
+# audit name -> "module:function" returning {file name: draw(path)} for a run
+FIGURES: dict[str, str] = {
+    "secret-sharer": "privaudit.report.secret_sharer:figures",
+    "dpsgd": "privaudit.report.dpsgd:figures",
+    "fl": "privaudit.report.fl:figures",
+    "panoramia": "privaudit.report.panoramia:figures",
+}
+
+
+def figures_for(run: AuditRun) -> dict[str, Callable[[Path], Any]]:
+    """The figures of ``run``: file name -> a function that draws it to a path."""
+    if run.audit not in FIGURES:
+        return {}
+    module, attribute = FIGURES[run.audit].split(":")
+    return getattr(importlib.import_module(module), attribute)(run)
+
+
+def run_to_dict(run: AuditRun) -> dict[str, Any]:
+    """The stamped, schema-valid results dict of ``run`` (what results.json holds)."""
+    data = stamp_results(run.result.to_dict(), audit=run.audit)
+    data["reproducible"] = run.reproducible
+    return validate_results(data, f"results of {run.audit}")
+
+
+def write_run(directory: Any, run: AuditRun, *, figures: bool = True) -> dict[str, Any]:
+    """Write ``results.json``, the artifacts and the figures of ``run`` into ``directory``; return the results dict.
+
+    >>> import dataclasses, tempfile, os
+    >>> from privaudit.audits.base import AuditResult, Headline
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Example(AuditResult):
+    ...     epsilon: float
+    ...     def headline(self):
+    ...         return Headline(self.epsilon, "epsilon", "lower bound", 0.95, True)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     data = write_run(os.path.join(folder, "run"), AuditRun("example", None, Example(1.5), artifacts={"notes.txt": b"hi"}))
+    ...     sorted(os.listdir(os.path.join(folder, "run"))), data["schema_version"], data["epsilon"]
+    (['notes.txt', 'results.json'], 1, 1.5)
+    """
+    data = run_to_dict(run)
+    drawings = figures_for(run) if figures else {}
+    with staged_output(directory) as scratch:
+        write_json_atomic(scratch / "results.json", data)
+        for name, payload in run.artifacts.items():
+            (scratch / name).write_bytes(payload)
+        for name, draw in drawings.items():
+            draw(scratch / name)
+    return data

@@ -1,0 +1,77 @@
+"""The audit interface, checked for every family of the registry: tiny run, write_run, schema, round trip, report, history."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from privaudit.audits.config import config_from_dict, config_to_dict
+from privaudit.audits.registry import get_audit, names
+from privaudit.cli import main
+from privaudit.history import HistoryStore
+from privaudit.report.runs import write_run
+from privaudit.schemas import load_schema
+
+jsonschema = pytest.importorskip("jsonschema")
+
+
+def _needs(audit) -> None:
+    missing = [package for package in (*audit.requires, "matplotlib") if importlib.util.find_spec(package) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+
+
+@pytest.mark.parametrize("name", names())
+def test_default_config_round_trips(name):
+    audit = get_audit(name)
+    config = audit.default_config()
+    assert config_from_dict(type(config), json.loads(json.dumps(config_to_dict(config)))) == config
+    assert audit.with_seed(config, 7).seed == 7
+
+
+@pytest.mark.parametrize("name", names())
+def test_family_runs_writes_validates_round_trips_renders_and_records(name, tmp_path, capsys):
+    audit = get_audit(name)
+    _needs(audit)
+    run = audit.run(audit.tiny_config())
+    assert run.audit == name and isinstance(run.result, audit.result_type)
+    data = write_run(tmp_path / "run", run)
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert on_disk == data and on_disk["audit"] == name and on_disk["schema_version"] == 1
+    jsonschema.Draft202012Validator(load_schema()).validate(on_disk)
+    assert audit.result_from_dict(on_disk) == run.result  # from_dict gives back an equal result
+    headline = run.result.headline()
+    assert headline.kind in ("lower bound", "estimate", "statistic", "approximate lower bound", "credible bound") and isinstance(headline.valid, bool)
+    assert isinstance(getattr(run.result, "threat_model", None) or getattr(run.result, "threat_models", None), (str, dict))
+    with pytest.raises(SystemExit) as code:
+        main(["report", str(tmp_path / "run"), "--output", str(tmp_path / "report.html")])
+    assert code.value.code == 0, capsys.readouterr().err
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert headline.label.split(" ")[0] in page
+    store = HistoryStore(tmp_path / "history.sqlite")
+    store.append(on_disk, model_id="tiny")
+    (record,) = store.records()
+    assert record.audit == name and record.value == pytest.approx(headline.value) and record.kind == headline.kind
+
+
+@pytest.mark.parametrize("name", names())
+def test_cli_prints_the_embedded_default_config(name, capsys):
+    with pytest.raises(SystemExit) as code:
+        main(["audit", name, "--print-config"])
+    assert code.value.code == 0
+    printed = json.loads(capsys.readouterr().out)
+    audit = get_audit(name)
+    assert config_from_dict(audit.config_type, printed) == audit.default_config()
+
+
+@pytest.mark.parametrize("name", names())
+def test_bad_config_key_names_its_path(name, tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("no_such_key: 3\n")
+    with pytest.raises(SystemExit) as code:
+        main(["audit", name, "--config", str(config), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code.value.code == 2 and "unknown keys no_such_key" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
