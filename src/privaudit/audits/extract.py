@@ -1,19 +1,45 @@
-"""Extraction from a finished Secret Sharer run: load its model and format, search, write extraction.json."""
+"""Extraction from a finished Secret Sharer run: load its model and format, search, compare with the canaries."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from pathlib import Path
 
-__all__ = ["extract_from_run"]
+from .base import AuditResult, AuditRun, Headline
+
+__all__ = ["ExtractionResult", "extract_from_run"]
 
 
-def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_queries: int = 1_000_000) -> dict:
-    """Run shortest-path search on the run's model, compare with its canaries, write results.json and a plot.
+@dataclasses.dataclass(frozen=True)
+class ExtractionResult(AuditResult):
+    """The most likely completion of the run's format found by shortest-path search (Secret Sharer §8)."""
 
-    ``output_dir`` defaults to ``<run_dir>/extraction``.
-    """
+    run: str
+    extracted_text: str
+    is_inserted_canary: bool
+    repetitions: int
+    log_perplexity_bits: float
+    queries: int
+    calls: int
+    nodes_expanded: int
+    space_size: int
+    seconds: float
+    threat_model: str = "black-box: the model's likelihood of candidate completions, queried adaptively"
+
+    def headline(self) -> Headline:
+        return Headline(
+            value=float(self.queries),
+            label="model queries to extract the most likely completion" + (" (an inserted canary)" if self.is_inserted_canary else ""),
+            kind="statistic",
+            confidence=None,
+            valid=True,
+            flag=self.is_inserted_canary,
+        )
+
+
+def extract_from_run(run_dir, *, batch_size: int = 256, max_queries: int = 1_000_000) -> AuditRun:
+    """Run shortest-path search on the run's model and compare its result with the run's canaries (writes nothing)."""
     import torch
 
     from ..canaries import CanaryFormat, Provenance
@@ -43,33 +69,16 @@ def extract_from_run(run_dir, *, output_dir=None, batch_size: int = 256, max_que
     found = shortest_path_search(scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=batch_size, max_queries=max_queries)
     text = fmt.fill(found.secret)
     inserted = {record["text"]: record["repetitions"] for record in provenance.canaries}
-    result = {
-        "extracted_text": text,
-        "is_inserted_canary": text in inserted,
-        "repetitions": inserted.get(text, 0),
-        "log_perplexity_bits": found.log_perplexity,
-        "queries": found.queries,
-        "calls": found.calls,
-        "nodes_expanded": found.nodes_expanded,
-        "space_size": fmt.space_size,
-        "seconds": time.perf_counter() - started,
-    }
-    output = Path(output_dir) if output_dir is not None else run / "extraction"
-    from .._core.files import staged_output
-
-    with staged_output(output) as scratch:  # all files appear together, or none
-        (scratch / "results.json").write_text(json.dumps(result, indent=2))
-        _plot_queries(result, scratch / "queries.png")
-    return result
-
-
-def _plot_queries(result: dict, path) -> None:
-    """Model queries of shortest-path search against brute force (|R|), on a log scale."""
-    from ..report.plotting import new_figure, save_figure
-
-    figure, axis = new_figure(figsize=(5, 3.5))
-    axis.bar(["shortest path", "brute force"], [result["queries"], result["space_size"]], color=["tab:blue", "tab:grey"])
-    axis.set_yscale("log")
-    axis.set_ylabel("model queries")
-    axis.set_title(f"extracted: {result['extracted_text']!r}" + (" (inserted canary)" if result["is_inserted_canary"] else ""))
-    save_figure(figure, path)
+    result = ExtractionResult(
+        run=str(run),
+        extracted_text=text,
+        is_inserted_canary=text in inserted,
+        repetitions=inserted.get(text, 0),
+        log_perplexity_bits=found.log_perplexity,
+        queries=found.queries,
+        calls=found.calls,
+        nodes_expanded=found.nodes_expanded,
+        space_size=fmt.space_size,
+        seconds=time.perf_counter() - started,
+    )
+    return AuditRun("extraction", {"run": str(run), "batch_size": batch_size, "max_queries": max_queries}, result)

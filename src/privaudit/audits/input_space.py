@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._torch import require_torch
+from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
 from ..canaries.inputs import as_examples
 from .whitebox import GradientObservations, _check_canary_rate

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models._torch import require_torch
+from ..models.device import require_torch
 from .._core.extras import require
 from .._core.validation import check_count, check_positive
 

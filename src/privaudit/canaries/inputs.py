@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._torch import require_torch
+from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
 
 __all__ = [

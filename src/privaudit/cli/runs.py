@@ -136,9 +136,13 @@ def extract(
 ) -> None:
     """Shortest-path extraction of the most likely completion of an audited run's format (Secret Sharer §8)."""
     from ..audits.extract import extract_from_run
+    from ..report.runs import write_run
 
-    result = extract_from_run(run, output_dir=output, batch_size=batch_size, max_queries=max_queries)
+    target = _check_output_dir(output if output is not None else run / "extraction")
+    extraction = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
+    data = write_run(target, extraction)
     if as_json:
-        emit(json.dumps(result, indent=2))
+        emit(json.dumps(data, indent=2))
         return
-    emit(render_table(f"Extraction from {run}", ["quantity", "value"], [[key, format_value(value)] for key, value in result.items()]))
+    fields = ("extracted_text", "is_inserted_canary", "repetitions", "log_perplexity_bits", "queries", "calls", "nodes_expanded", "space_size", "seconds")
+    emit(render_table(f"Extraction from {run}", ["quantity", "value"], [[key, format_value(getattr(extraction.result, key))] for key in fields]))

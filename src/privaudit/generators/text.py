@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._torch import require_torch
+from ..models.device import require_torch
 from .._core.validation import check_count, check_positive
 
 __all__ = ["CharLMGenerator"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._torch import require_torch
+from ..models.device import require_torch
 from .._core.validation import check_count
 
 __all__ = ["OpacusCanaryAuditor", "opacus_release"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ._torch import default_device, require_torch
+from .device import default_device, require_torch
 
 __all__ = ["CharVocabulary", "TrainingConfig", "TrainingReport", "build_char_lstm", "train_char_lstm"]
 

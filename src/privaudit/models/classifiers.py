@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .._core.validation import check_choice, check_count
-from ._torch import require_torch
+from .device import require_torch
 
 __all__ = ["ARCHITECTURES", "build_classifier", "count_parameters"]
 

@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from ._torch import default_device, pad_rows, require_torch
+from .device import default_device, pad_rows, require_torch
 
 __all__ = ["HFCausalLMScorer"]
 

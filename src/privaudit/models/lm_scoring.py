@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..canaries.text import CanaryFormat
-from ._torch import default_device, pad_rows, require_torch
+from .device import default_device, pad_rows, require_torch
 from .char_lstm import CharVocabulary
 
 __all__ = ["CharLSTMScorer"]

@@ -25,6 +25,7 @@ FIGURES: dict[str, str] = {
     "dpsgd": "privaudit.report.dpsgd:figures",
     "fl": "privaudit.report.fl:figures",
     "panoramia": "privaudit.report.panoramia:figures",
+    "extraction": "privaudit.report.extraction:figures",
 }
 
 

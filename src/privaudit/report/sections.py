@@ -305,6 +305,39 @@ register_adapter("blackbox", _blackbox)
 register_adapter("fl", _fl)
 register_adapter("panoramia", _panoramia)
 
+
+def _extraction(data: dict, directory: Path | None) -> ReportSection:
+    from ..audits.extract import ExtractionResult
+
+    result = ExtractionResult.from_dict(data, "run")
+    headline = result.headline()
+    return ReportSection(
+        title="Secret Sharer: extraction by shortest-path search",
+        audit="extraction",
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=None,
+        meaning=(
+            "The model was searched for its most likely completion of the canary format, expanding the candidate tree "
+            "cheapest first; the number of model queries it took is compared with brute force over the whole space."
+        ),
+        not_meaning="Failing to extract within the budget does not show that the canaries are safe: a larger budget or a better search may succeed.",
+        threat_model=result.threat_model,
+        flag=f"Extracted an inserted canary: {result.extracted_text!r} (inserted {result.repetitions}×)." if result.is_inserted_canary else None,
+        details=(
+            ("extracted text", result.extracted_text),
+            ("an inserted canary", "yes" if result.is_inserted_canary else "no"),
+            ("log-perplexity (bits)", result.log_perplexity_bits),
+            ("model queries / candidate space", f"{result.queries} / {result.space_size}"),
+        ),
+        plots=_plots(directory, {"queries.png": "Model queries of shortest-path search against brute force"}),
+        **_provenance(data),
+    )
+
+
+register_adapter("extraction", _extraction)
+
 # results written before the ``audit`` field existed, or by writers that do not stamp it
 FAMILY_OF_RESULT_TYPE = {
     "SecretSharerResult": "secret-sharer",
@@ -312,6 +345,7 @@ FAMILY_OF_RESULT_TYPE = {
     "BlackBoxResult": "blackbox",
     "FLAuditResult": "fl",
     "PanoramiaResults": "panoramia",
+    "ExtractionResult": "extraction",
 }
 
 

@@ -1,4 +1,4 @@
-"""Lazy access to PyTorch with an actionable error when the extra is missing."""
+"""Lazy access to PyTorch, with the extra to install when it is missing, and the default device."""
 
 from __future__ import annotations
 
