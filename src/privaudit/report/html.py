@@ -202,6 +202,13 @@ def _image(caption: str, path) -> str:
     return f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{encoded}"><figcaption>{_text(caption)}</figcaption></figure>'
 
 
+def _rows(mapping) -> list:
+    """Sorted (name, value) rows of a mapping; a value that is not one (a damaged results file) is shown as it is."""
+    if isinstance(mapping, Mapping):
+        return sorted(((str(name), value) for name, value in mapping.items()), key=lambda row: row[0])
+    return [("(not a mapping)", mapping)] if mapping not in (None, (), [], "") else []
+
+
 def _headline(section: ReportSection) -> str:
     if section.value is None:
         number = "not computed"
@@ -227,11 +234,11 @@ def _section(index: int, section: ReportSection) -> str:
         parts.append("<h3>Numbers</h3>" + _table(section.details, ("quantity", "value")))
     parts.extend(_image(caption, path) for caption, path in section.plots)
     parts.append("<details><summary>Configuration and seeds</summary>")
-    parts.append(_table(sorted(section.seeds.items()), ("seed", "value")))
+    parts.append(_table(_rows(section.seeds), ("seed", "value")))
     parts.append(f"<pre>{_text(json.dumps(section.configuration, indent=2, ensure_ascii=False, default=str))}</pre></details>")
     parts.append("<details><summary>Versions and machine</summary>")
-    parts.append(_table(sorted(section.versions.items()), ("library", "version")))
-    parts.append(_table(sorted(section.machine.items()), ("machine", "value")) + "</details></section>")
+    parts.append(_table(_rows(section.versions), ("library", "version")))
+    parts.append(_table(_rows(section.machine), ("machine", "value")) + "</details></section>")
     return "\n".join(parts)
 
 
