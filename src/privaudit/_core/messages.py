@@ -14,7 +14,6 @@ characters, and :func:`printable` escapes control characters.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 __all__ = ["MAX_ECHO", "describe_value", "has_control_characters", "printable"]
@@ -23,6 +22,7 @@ MAX_ECHO = 80
 
 # C0 and C1 controls, DEL, and the Unicode format characters that reorder text (bidi overrides, ...)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")  # and lone surrogates
 
 
 def describe_value(value: Any, limit: int = MAX_ECHO) -> str:
@@ -39,10 +39,9 @@ def describe_value(value: Any, limit: int = MAX_ECHO) -> str:
         text = repr(value)
     except Exception:  # a hostile __repr__ must not turn an error message into a traceback
         text = f"<{type(value).__name__}>"
-    text = printable(text)
     if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text)} characters)"
+        return printable(text)
+    return f"{printable(text[:limit])}… ({len(text)} characters)"
 
 
 def has_control_characters(text: str) -> bool:
@@ -66,6 +65,4 @@ def printable(text: Any) -> str:
         code = ord(match.group())
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
-    text = _CONTROL.sub(escape, text)
-    # other unassigned/surrogate code points cannot be encoded on a UTF-8 terminal
-    return "".join(c if unicodedata.category(c) != "Cs" else f"\\u{ord(c):04x}" for c in text)
+    return _UNPRINTABLE.sub(escape, text)  # lone surrogates too: a UTF-8 terminal cannot encode them
