@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .messages import describe_value
+from .messages import describe_value, printable
 
 __all__ = ["MAX_JSON_BYTES", "check_output_dir", "check_output_file", "read_json", "remove_stale_staging", "staged_output", "write_json_atomic"]
 
@@ -28,6 +28,11 @@ _STAGING = ".privaudit-staging-"
 _LOCK = ".privaudit-lock"
 _STAGING_NAME = re.compile(r"^\.(?P<name>.+)" + re.escape(_STAGING) + r"(?P<pid>\d+)-[A-Za-z0-9_]+$")
 _SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _shown(path) -> str:
+    """A path quoted for a message: whole (the file name matters), control characters escaped."""
+    return printable(repr(str(path)))
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -45,17 +50,17 @@ def _check_location(path: Path, name: str, what: str) -> None:
         resolved = resolved.resolve()
     for tree in _SYSTEM_TREES:
         if resolved == tree or tree in resolved.parents:
-            raise ValueError(f"`{name}` must be {what} outside {tree}, got {describe_value(str(path))}")
+            raise ValueError(f"`{name}` must be {what} outside {tree}, got {_shown(path)}")
     existing = _nearest_existing(Path(os.path.abspath(path)))
     if existing != Path(os.path.abspath(path)) and not existing.is_dir():
-        raise ValueError(f"`{name}` must be {what} in a folder, but {describe_value(str(existing))} is a file")
+        raise ValueError(f"`{name}` must be {what} in a folder, but {_shown(existing)} is a file")
     if existing.is_dir():
         folder = existing
         read_only = False
         with contextlib.suppress(OSError, AttributeError):
             read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
         if read_only or not os.access(folder, os.W_OK | os.X_OK):
-            raise ValueError(f"`{name}` must be {what} in a writable place, but {describe_value(str(folder))} is not writable")
+            raise ValueError(f"`{name}` must be {what} in a writable place, but {_shown(folder)} is not writable")
 
 
 def check_output_dir(path, name: str = "--output") -> Path:
@@ -77,7 +82,7 @@ def check_output_dir(path, name: str = "--output") -> Path:
         raise ValueError(f"`{name}` must be a directory path, got {describe_value(path)}")
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"`{name}` must be a directory, got the file {describe_value(str(path))}")
+        raise ValueError(f"`{name}` must be a directory, got the file {_shown(path)}")
     _check_location(path, name, "a directory")
     return path
 
@@ -97,10 +102,10 @@ def check_output_file(path, name: str = "--output") -> Path:
         raise ValueError(f"`{name}` must be a file path, got {describe_value(path)}")
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"`{name}` must be a file path, got the directory {describe_value(str(path))}")
+        raise ValueError(f"`{name}` must be a file path, got the directory {_shown(path)}")
     _check_location(path, name, "a file")
     if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"`{name}` must be a writable file, got {describe_value(str(path))}")
+        raise ValueError(f"`{name}` must be a writable file, got {_shown(path)}")
     return path
 
 
@@ -262,7 +267,7 @@ def read_json(path, name: str = "--config", *, max_bytes: int = MAX_JSON_BYTES) 
     {'a': [1, 2.5]}
     """
     path = Path(path)
-    shown = describe_value(str(path))
+    shown = _shown(path)
     if not path.is_file():
         reason = "is a directory" if path.is_dir() else "file not found"
         raise ValueError(f"`{name}`: cannot read {shown}: {reason}")

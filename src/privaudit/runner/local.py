@@ -55,7 +55,7 @@ def die_with_parent(parent_pid: int) -> None:
     >>> import subprocess
     >>> code = "import os; from privaudit.runner.local import die_with_parent; die_with_parent(os.getppid()); print('alive')"
     >>> subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    'alive\n'
+    'alive\\n'
     """
     _set_parent_death_signal()
     if os.getppid() != parent_pid:
