@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from privaudit._core.messages import printable
-from privaudit.history import SCHEMA_VERSION, HistoryLockedError, HistoryStore, check_label, record_audit
+from privaudit.history import (
+    SCHEMA_VERSION,
+    HistoryLockedError,
+    HistoryStore,
+    check_label,
+    record_audit,
+)
 from privaudit.schemas import stamp_results
 
 ESCAPES = ["\x1b[2J", "\x1b]0;owned\x07", "a\rb", "line\nbreak", "bell\x07", "\x9b31m", "rtl\u202eevil", "nul\x00"]

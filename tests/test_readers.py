@@ -15,7 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit._core.files import check_output_dir, check_output_file, read_json, remove_stale_staging, staged_output
+from privaudit._core.files import (
+    check_output_dir,
+    check_output_file,
+    read_json,
+    remove_stale_staging,
+    staged_output,
+)
 from privaudit._core.messages import describe_value
 from privaudit._io import read_npz, read_numbers
 
@@ -282,18 +288,17 @@ def test_a_folder_without_a_lock_is_removed_only_when_its_pid_is_dead(tmp_path):
 def test_staged_output_success_and_failure_leave_only_the_output(tmp_path):
     with staged_output(tmp_path / "run") as scratch:
         (scratch / "results.json").write_text("{}")
-    with pytest.raises(RuntimeError):
-        with staged_output(tmp_path / "other") as scratch:
-            (scratch / "x").write_text("1")
-            raise RuntimeError("failed")
+    with pytest.raises(RuntimeError), staged_output(tmp_path / "other") as scratch:
+        (scratch / "x").write_text("1")
+        raise RuntimeError("failed")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and [p.name for p in (tmp_path / "run").iterdir()] == ["results.json"]
 
 
 # --- property test: read_numbers on generated contents ---------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 NUMBER_TEXT = st.lists(st.one_of(st.floats().map(repr), st.integers().map(str), st.sampled_from(["", "#c", "nan", "1e999", "x", "1,2", '"3"', "\ufeff1", " 4 "])),
                        max_size=8).map("\n".join)

@@ -9,13 +9,19 @@ from __future__ import annotations
 import base64
 import json
 import os
-import random
 import socket
 from pathlib import Path
 
 import pytest
 
-from privaudit.report.html import MAX_PLOT_BYTES, PNG_SIGNATURE, ReportSection, embeddable_png, plots_in, render_report
+from privaudit.report.html import (
+    MAX_PLOT_BYTES,
+    PNG_SIGNATURE,
+    ReportSection,
+    embeddable_png,
+    plots_in,
+    render_report,
+)
 from privaudit.schemas import stamp_results
 
 SECRET = b"root:x:0:0:secret-line-that-must-not-leak\n"
@@ -116,7 +122,7 @@ def _report(cli, tmp_path, runs) -> tuple[int, str, str, str]:
 
 
 def test_report_command_does_not_embed_etc_passwd_dotdot_or_symlinks(cli, tmp_path, layout):
-    run, good, secret_png = layout
+    _, _, secret_png = layout
     (tmp_path / "sub").mkdir()
     dotdot = png(tmp_path / "sub" / "dotdot.png", b"reached-through-dotdot")
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": "/etc/passwd", "b": str(tmp_path / "passwd"), "c": "../secret.png",
@@ -135,7 +141,7 @@ def test_report_command_does_not_embed_etc_passwd_dotdot_or_symlinks(cli, tmp_pa
 
 @pytest.mark.xfail(strict=True, reason="needs sections wiring: report/sections.py `_plots` must call report.html.plots_in(directory, captions)")
 def test_report_command_does_not_embed_a_real_png_given_by_absolute_path(cli, tmp_path, layout):
-    run, good, secret_png = layout
+    _, good, _ = layout
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": str(tmp_path / "secret.png"), "b": "good.png"}))
     png(pano / "good.png", b"inside")
     code, _, stderr, page = _report(cli, tmp_path, [pano])
@@ -145,7 +151,7 @@ def test_report_command_does_not_embed_a_real_png_given_by_absolute_path(cli, tm
 
 @pytest.mark.xfail(strict=True, reason="needs sections wiring: `_plots` follows a symlinked sub-folder; plots_in refuses it")
 def test_report_command_does_not_follow_a_symlinked_folder_inside_the_run(cli, tmp_path, layout):
-    _, _, secret_png = layout
+    layout  # the secret files outside the run folder
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": "elsewhere/secret.png"}))
     os.symlink(tmp_path, pano / "elsewhere")
     code, _, stderr, page = _report(cli, tmp_path, [pano])
@@ -156,8 +162,8 @@ def test_report_command_does_not_follow_a_symlinked_folder_inside_the_run(cli, t
 # --- property test: mutated results.json files --------------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 BASES = [
     stamp_results({"result_type": "BlackBoxResult", "versions": {}, "epsilon_lower_bound": 1.2, "confidence": 0.95, "bound": {"kind": "lower bound", "valid": True},

@@ -284,7 +284,7 @@ class HistoryStore:
             raise ValueError("`model_id` must be a non-empty string, got None")
         check_label(release, "release")
         section = section_for(data)
-        created = data.get("created_at") or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        created = data.get("created_at") or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         try:
             text = json.dumps(data, allow_nan=False, default=str)
         except (TypeError, ValueError, RecursionError) as error:

@@ -37,7 +37,7 @@ def describe_value(value: Any, limit: int = MAX_ECHO) -> str:
     """
     try:
         text = repr(value)
-    except Exception:  # a hostile __repr__ must not turn an error message into a traceback
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not turn an error message into a traceback
         text = f"<{type(value).__name__}>"
     if len(text) <= limit:
         return printable(text)

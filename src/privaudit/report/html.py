@@ -247,7 +247,7 @@ def render_report(sections: Sequence[ReportSection], *, title: str = "privaudit 
     sections = list(sections)
     if not all(isinstance(section, ReportSection) for section in sections):
         raise ValueError("`sections` must be a sequence of ReportSection")
-    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    stamp = generated_at or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     toc = "".join(
         f'<li><a href="#audit-{i}">{_text(s.title)}</a>: {_text(s.label)} = '
         f"{'not computed' if s.value is None else _text(float(s.value))} ({_text(s.kind)})</li>"
