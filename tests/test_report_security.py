@@ -150,8 +150,7 @@ def test_report_command_does_not_embed_a_real_png_given_by_absolute_path(cli, tm
 
 
 @pytest.mark.xfail(strict=True, reason="needs sections wiring: `_plots` follows a symlinked sub-folder; plots_in refuses it")
-def test_report_command_does_not_follow_a_symlinked_folder_inside_the_run(cli, tmp_path, layout):
-    layout  # the secret files outside the run folder
+def test_report_command_does_not_follow_a_symlinked_folder_inside_the_run(cli, tmp_path, layout):  # layout: the secret files outside the run folder
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": "elsewhere/secret.png"}))
     os.symlink(tmp_path, pano / "elsewhere")
     code, _, stderr, page = _report(cli, tmp_path, [pano])
