@@ -9,24 +9,122 @@
 
 Every failure is a ValueError that names the option, e.g.
 "`--canaries`: cannot read 'x.csv': file not found".
+
+A ``.npy`` header is checked before anything is allocated: its dtype must be
+real numbers (never pickled objects) and the number of values it declares
+must match the bytes the file holds, so a forged header declaring 10^12
+values is refused at once. An ``np.savez`` archive saved under a ``.npy``
+name is refused with a clear message; :func:`read_npz` reads named arrays
+from a real ``.npz`` archive with the same checks.
 """
 
 from __future__ import annotations
 
+import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from ._core.messages import describe_value
 from ._core.validation import as_scores
 
-__all__ = ["read_numbers"]
+__all__ = ["MAX_TEXT_BYTES", "read_npz", "read_numbers"]
+
+MAX_TEXT_BYTES = 256 * 2**20
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _npy_header(file, available: int) -> tuple[tuple, bool, np.dtype]:
+    """Shape, Fortran order and dtype of the .npy stream ``file``, checked against the ``available`` bytes before any allocation."""
+    try:
+        version = np.lib.format.read_magic(file)
+    except ValueError:
+        raise ValueError("not a .npy file (no NumPy magic string)") from None
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    try:
+        shape, fortran_order, dtype = readers[version](file)
+    except (ValueError, SyntaxError, TypeError) as error:  # a malformed header dict
+        raise ValueError(f"malformed .npy header: {describe_value(str(error))}") from None
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects, which are never unpickled; save an array of numbers")
+    if dtype.kind not in "biuf":  # complex would lose its imaginary part silently
+        raise ValueError(f"expected real numbers, got dtype {dtype}")
+    count = math.prod(shape)
+    needed = count * dtype.itemsize
+    if needed != available - file.tell():
+        raise ValueError(
+            f"its header declares shape {describe_value(shape)} ({count} values, {needed} bytes) "
+            f"but the file holds {max(available - file.tell(), 0)} bytes of data (truncated or forged)"
+        )
+    return shape, fortran_order, dtype
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    size = path.stat().st_size
+    with open(path, "rb") as file:
+        if file.read(4) in _ZIP_MAGIC:
+            raise ValueError("it is an .npz archive (np.savez), not one .npy array; save a single array with np.save")
+        file.seek(0)
+        shape, fortran_order, dtype = _npy_header(file, size)
+        values = np.fromfile(file, dtype=dtype, count=math.prod(shape))
+    return values.reshape(shape, order="F" if fortran_order else "C")
+
+
+def read_npz(path, name: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of the ``.npz`` archive ``path``, each header checked before allocation; ``name`` is the option shown in errors.
+
+    Refuses a file that is not a zip archive, a missing key, pickled
+    objects, non-real dtypes, a header that does not match its member's
+    size, and NaN or infinity.
+
+    >>> import tempfile, os
+    >>> file = os.path.join(tempfile.mkdtemp(), "m.npz")
+    >>> np.savez(file, x=np.ones((2, 3)), y=np.array([0, 1]))
+    >>> {key: value.shape for key, value in read_npz(file, "--members", ("x", "y")).items()}
+    {'x': (2, 3), 'y': (2,)}
+    >>> np.savez(file, x=np.array([np.nan]), y=np.array([0]))
+    >>> read_npz(file, "--members", ("x", "y"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `--members`: array 'x' in '...m.npz' must contain only finite numbers (no NaN or infinity)
+    """
+    path = Path(path)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "file not found"
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
+    arrays = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename: info for info in archive.infolist()}
+            for key in keys:
+                info = members.get(f"{key}.npy")
+                if info is None:
+                    found = sorted(member[:-4] for member in members if member.endswith(".npy"))
+                    raise ValueError(f"`{name}` must be an .npz with arrays {', '.join(repr(k) for k in keys)}, got {describe_value(found)}")
+                with archive.open(info) as member:
+                    shape, fortran_order, dtype = _npy_header(member, info.file_size)
+                    data = member.read()
+                arrays[key] = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran_order else "C").copy()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as error:
+        raise ValueError(f"`{name}`: cannot read {str(path)!r} as an .npz archive: {describe_value(str(error))}") from None
+    except ValueError as error:
+        if str(error).startswith(f"`{name}`"):
+            raise
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
+    for key, values in arrays.items():
+        if values.dtype.kind == "f" and not np.isfinite(values).all():
+            raise ValueError(f"`{name}`: array {key!r} in {str(path)!r} must contain only finite numbers (no NaN or infinity)")
+    return arrays
 
 
 def _parse_float(token: str, path: Path, line_number: int, name: str) -> float:
     try:
         return float(token)
     except ValueError:
-        raise ValueError(f"`{name}`: {str(path)!r} line {line_number}: expected a number, got {token!r}") from None
+        raise ValueError(f"`{name}`: {str(path)!r} line {line_number}: expected a number, got {describe_value(token)}") from None
 
 
 def _is_header(line: str) -> bool:
@@ -44,6 +142,8 @@ def _is_header(line: str) -> bool:
 
 
 def _read_text(path: Path, name: str, *, csv: bool) -> np.ndarray:
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
     lines = path.read_text(encoding="utf-8-sig").splitlines()  # -sig: a BOM must not turn the first number into a "header"
     rows = [(number, line.strip()) for number, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
     if csv and rows and _is_header(rows[0][1]):
@@ -95,9 +195,7 @@ def read_numbers(path, name: str) -> np.ndarray:
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
     try:
         if path.suffix.lower() == ".npy":
-            values = np.load(path, allow_pickle=False)
-            if values.dtype.kind not in "biuf":  # complex would lose its imaginary part silently
-                raise ValueError(f"expected real numbers, got dtype {values.dtype}")
+            values = _read_npy(path)
             if values.ndim == 2 and 1 in values.shape:
                 values = values.ravel()
         else:

@@ -32,19 +32,29 @@ import json
 import math
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
+from ._core.messages import describe_value, has_control_characters, printable
 from ._core.validation import check_positive
 
-__all__ = ["DEFAULT_PATH", "ENVIRONMENT_VARIABLE", "AuditRecord", "Change", "HistoryStore", "compare", "default_model_id", "history_path", "record_audit"]
+__all__ = [
+    "DEFAULT_PATH", "ENVIRONMENT_VARIABLE", "LOCK_WAIT", "SCHEMA_VERSION", "AuditRecord", "Change", "HistoryLockedError", "HistoryStore",
+    "check_label", "compare", "default_model_id", "history_path", "printable", "record_audit",
+]
 
 DEFAULT_PATH = Path("~/.privaudit/history.sqlite")
 ENVIRONMENT_VARIABLE = "PRIVAUDIT_HISTORY"
+SCHEMA_VERSION = 1  # PRAGMA user_version of a store; 0 with an ``audits`` table is a store written before versioning
+APPLICATION_ID = 0x50415544  # PRAGMA application_id: "PAUD"
+LOCK_WAIT = 5.0  # seconds a locked store is retried before giving up
+MAX_LABEL = 200
 _OFF = ("off", "none", "0", "false")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audits (
+_COLUMNS = ("id", "model_id", "audit", "release", "created_at", "value", "label", "kind", "confidence", "valid", "schema_version", "results")
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS audits (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     model_id TEXT NOT NULL,
     audit TEXT NOT NULL,
@@ -57,9 +67,19 @@ CREATE TABLE IF NOT EXISTS audits (
     valid INTEGER NOT NULL,
     schema_version INTEGER,
     results TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS audits_by_model ON audits (model_id, audit, id);
-"""
+)""",
+    "CREATE INDEX IF NOT EXISTS audits_by_model ON audits (model_id, audit, id)",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+)
+
+
+class HistoryLockedError(ValueError):
+    """The store stayed locked by another process for :data:`LOCK_WAIT` seconds; nothing was written to it.
+
+    An audit that hits this has finished and written its results.json: the
+    command line reports it as a warning and keeps the results.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +124,31 @@ def history_path(path=None, *, enabled: bool = True) -> Path | None:
     return Path(path).expanduser()
 
 
+def check_label(value, name: str) -> str | None:
+    """``value`` if it can be stored as a model id or release label: None, or non-blank printable text of at most 200 characters.
+
+    Control characters (escape sequences, carriage returns, bidi overrides)
+    are refused: printed later by ``privaudit history`` they would act on
+    the terminal.
+
+    >>> check_label("v1.2", "--release")
+    'v1.2'
+    >>> check_label("v1\x1b[2J", "--release")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--release` must be text without control characters, got 'v1\\x1b[2J'
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"`{name}` must be a non-empty string, got {describe_value(value)}")
+    if has_control_characters(value):
+        raise ValueError(f"`{name}` must be text without control characters, got {describe_value(value)}")
+    if len(value) > MAX_LABEL:
+        raise ValueError(f"`{name}` must have at most {MAX_LABEL} characters, got {len(value)}")
+    return value
+
+
 def default_model_id(data: dict) -> str:
     """A model name from a results dict: its dataset and architecture, else its audit family.
 
@@ -111,56 +156,145 @@ def default_model_id(data: dict) -> str:
     'digits/mlp'
     """
     config = data.get("config") or {}
+    if not isinstance(config, dict):
+        config = {}
     parts = [str(config[key]) for key in ("dataset", "architecture") if key in config]
     if not parts and isinstance(config.get("model"), str):  # a user's model file
         parts = [Path(config["model"]).name]
-    return "/".join(parts) or str(data.get("audit", "model"))
+    return printable("/".join(parts) or str(data.get("audit", "model")))[:MAX_LABEL]
 
 
 def _finite(value) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-class HistoryStore:
-    """The audits of every model, in one SQLite file (created with its folder on first use)."""
+def _is_lock(error: sqlite3.Error) -> bool:
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
-    def __init__(self, path):
+
+class HistoryStore:
+    """The audits of every model, in one SQLite file.
+
+    Opening an existing file only reads it: a file that is not a privaudit
+    store (other tables, another ``application_id``, a newer
+    ``user_version``) is refused and left untouched. A missing file is
+    created with its folder when ``create`` is True (the writers' case, so a
+    bad path fails before an audit runs), else refused. Only
+    :meth:`append` writes. A store locked by another process is retried for
+    ``lock_wait`` seconds, then :class:`HistoryLockedError` is raised.
+    """
+
+    def __init__(self, path, *, create: bool = True, lock_wait: float = LOCK_WAIT):
         self.path = Path(path).expanduser()
+        self.lock_wait = check_positive(lock_wait, "lock_wait", allow_zero=True)
+        shown = describe_value(str(self.path))
         if self.path.is_dir():
-            raise ValueError(f"`--history` must be a file path, got the directory {str(self.path)!r}")
+            raise ValueError(f"`--history` must be a file path, got the directory {shown}")
+        if self.path.exists():
+            if not self.path.is_file():
+                raise ValueError(f"`--history` must be a regular file, got {shown}")
+            self._retry(self._read, self._inspect)
+            return
+        if not create:
+            raise ValueError(f"`--history`: no results store at {shown}; run an audit first")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as connection:
-                connection.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as error:
-            raise ValueError(f"`--history`: cannot open {str(self.path)!r} as a history store: {error}") from None
+        except OSError as error:
+            raise ValueError(f"`--history`: cannot create {shown}: {error.strerror or error}") from None
+        self._retry(self._write, lambda connection: None)
 
     def __repr__(self) -> str:
         return f"HistoryStore({str(self.path)!r})"
 
-    @contextlib.contextmanager
-    def _connect(self):
-        connection = sqlite3.connect(self.path, timeout=30)
+    def _fail(self, error: Exception) -> ValueError:
+        return ValueError(f"`--history`: cannot use {describe_value(str(self.path))} as a history store: {describe_value(str(error))}")
+
+    def _retry(self, method, action):
+        """``method(action)``, retried with backoff while another process holds the store's lock."""
+        deadline = time.monotonic() + self.lock_wait
+        pause = 0.05
+        while True:
+            try:
+                return method(action)
+            except sqlite3.Error as error:
+                if not _is_lock(error):
+                    raise self._fail(error) from None
+                if time.monotonic() + pause > deadline:
+                    raise HistoryLockedError(
+                        f"`--history`: {describe_value(str(self.path))} stayed locked by another process for {self.lock_wait:g} s; the audit was not recorded"
+                    ) from None
+            except OSError as error:
+                raise self._fail(error) from None
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+
+    def _read(self, action):
+        """``action(connection)`` on a read-only connection: reading never writes, not even a journal."""
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=0.1, isolation_level=None)
         try:
-            with connection:  # one transaction: committed on success, rolled back on error
-                yield connection
+            return action(connection)
         finally:
             connection.close()
 
+    def _write(self, action):
+        """One write transaction: check the file is a store (or empty), create the schema if missing, then ``action(connection)``."""
+        connection = sqlite3.connect(self.path, timeout=0.1, isolation_level=None)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if self._inspect(connection) == "empty" or connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    for statement in _SCHEMA:
+                        connection.execute(statement)
+                result = action(connection)
+                connection.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+                raise
+            return result
+        finally:
+            connection.close()
+
+    def _inspect(self, connection) -> str:
+        """"empty" (no tables yet) or "store"; ValueError for a file that is not a privaudit history store."""
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        application = connection.execute("PRAGMA application_id").fetchone()[0]
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        shown = describe_value(str(self.path))
+        if application not in (0, APPLICATION_ID):
+            raise ValueError(f"`--history`: {shown} is another application's database (application_id {application}), not a privaudit history store")
+        if version > SCHEMA_VERSION:
+            raise ValueError(f"`--history`: {shown} was written by a newer privaudit (store version {version}; this one reads up to {SCHEMA_VERSION})")
+        if not tables and version == 0:
+            return "empty"
+        columns = tuple(row[1] for row in connection.execute("PRAGMA table_info(audits)"))
+        if tables - {"audits", "sqlite_sequence"} or columns != _COLUMNS:
+            found = ", ".join(sorted(tables)) or "none"
+            raise ValueError(f"`--history`: {shown} is not a privaudit history store (its tables: {describe_value(found)}); give another --history path")
+        return "store"
+
     def append(self, data: dict, *, model_id: str, release: str | None = None) -> int:
-        """Store one results dict for ``model_id``; return its id."""
+        """Store one results dict for ``model_id``; return its id (HistoryLockedError if the store stays locked)."""
         from .report.sections import section_for
 
-        if not isinstance(model_id, str) or not model_id.strip():
-            raise ValueError(f"`model_id` must be a non-empty string, got {model_id!r}")
+        check_label(model_id, "model_id")
+        if model_id is None:
+            raise ValueError("`model_id` must be a non-empty string, got None")
+        check_label(release, "release")
         section = section_for(data)
-        created = data.get("created_at") or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        created = data.get("created_at") or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        try:
+            text = json.dumps(data, allow_nan=False, default=str)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise ValueError(f"`data` must be JSON-ready results (finite numbers): {describe_value(str(error))}") from None
         row = (
-            model_id, section.audit, release, created, _finite(section.value) if section.value is not None else None,
-            section.label, section.kind, section.confidence, int(section.valid), data.get("schema_version"),
-            json.dumps(data, allow_nan=False, default=str),
+            model_id, section.audit, release, str(created), _finite(section.value) if section.value is not None else None,
+            section.label, section.kind, section.confidence, int(section.valid), data.get("schema_version"), text,
         )
-        with self._connect() as connection:
+
+        def insert(connection):
             cursor = connection.execute(
                 "INSERT INTO audits (model_id, audit, release, created_at, value, label, kind, confidence, valid, schema_version, results)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -168,20 +302,64 @@ class HistoryStore:
             )
             return int(cursor.lastrowid)
 
+        return self._retry(self._write, insert)
+
+    def _select(self, query: str, parameters=()) -> list:
+        def run(connection):
+            if self._inspect(connection) == "empty":
+                return []
+            return connection.execute(query, parameters).fetchall()
+
+        return self._retry(self._read, run)
+
     def records(self, *, model_id: str | None = None, audit: str | None = None) -> list[AuditRecord]:
-        """Stored audits in the order they were appended, optionally of one model and/or family."""
+        """Stored audits in the order they were appended, optionally of one model and/or family (ValueError for a damaged row)."""
         query = "SELECT id, model_id, audit, release, created_at, value, label, kind, confidence, valid, results FROM audits"
         clauses = [(name, value) for name, value in (("model_id", model_id), ("audit", audit)) if value is not None]
         if clauses:
             query += " WHERE " + " AND ".join(f"{name} = ?" for name, _ in clauses)
-        with self._connect() as connection:
-            rows = connection.execute(query + " ORDER BY id", [value for _, value in clauses]).fetchall()
-        return [AuditRecord(*row[:9], bool(row[9]), json.loads(row[10])) for row in rows]
+        rows = self._select(query + " ORDER BY id", [value for _, value in clauses])
+        return [self._record(row) for row in rows]
+
+    def _record(self, row) -> AuditRecord:
+        """A checked record: a row edited by hand or by another program gives a ValueError, not a wrong number."""
+        where = f"`--history`: {describe_value(str(self.path))} row {describe_value(row[0])}"
+
+        def number(value, column):
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{where}: `{column}` must be a number or empty, got {describe_value(value)}")
+            return _finite(value)
+
+        def text(value, column, optional=False):
+            if value is None and optional:
+                return None
+            if not isinstance(value, str):
+                raise ValueError(f"{where}: `{column}` must be text, got {describe_value(value)}")
+            return value
+
+        identifier, model_id, audit, release, created_at, value, label, kind, confidence, valid, results = row
+        if isinstance(identifier, bool) or not isinstance(identifier, int):
+            raise ValueError(f"{where}: `id` must be an integer")
+        if valid not in (0, 1):
+            raise ValueError(f"{where}: `valid` must be 0 or 1, got {describe_value(valid)}")
+        try:
+            data = json.loads(text(results, "results"))
+        except RecursionError:
+            raise ValueError(f"{where}: `results` is nested too deeply") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{where}: `results` is not valid JSON: {error.msg}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: `results` must be a JSON object, got {type(data).__name__}")
+        return AuditRecord(
+            identifier, text(model_id, "model_id"), text(audit, "audit"), text(release, "release", optional=True), text(created_at, "created_at"),
+            number(value, "value"), text(label, "label"), text(kind, "kind"), number(confidence, "confidence"), bool(valid), data,
+        )
 
     def models(self) -> list[tuple[str, str, int]]:
         """(model id, audit family, number of audits) for everything stored."""
-        with self._connect() as connection:
-            return connection.execute("SELECT model_id, audit, COUNT(*) FROM audits GROUP BY model_id, audit ORDER BY model_id, audit").fetchall()
+        return self._select("SELECT model_id, audit, COUNT(*) FROM audits GROUP BY model_id, audit ORDER BY model_id, audit")
 
 
 def compare(records: list[AuditRecord], *, tolerance: float = 0.1) -> list[Change]:

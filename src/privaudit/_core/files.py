@@ -1,6 +1,11 @@
-"""File output, all or nothing: staged output directories and atomic JSON writes.
+"""File input and output, safely: checked output paths, staged output directories, atomic and bounded JSON.
 
-A failure never leaves a partial file or directory behind.
+A failure never leaves a partial file or directory behind, not even when the
+process is killed: :func:`staged_output` names its scratch folders so that
+the next run into the same parent recognises and removes those of dead
+processes. :func:`check_output_dir` refuses an unusable ``--output`` before
+any work starts, and :func:`read_json` reads a JSON file with a size limit
+and a clear error for every way it can be broken.
 """
 
 from __future__ import annotations
@@ -8,18 +13,175 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["MAX_INPUT_BYTES", "read_text_limited", "staged_output", "write_json_atomic"]
+from .messages import describe_value, printable
 
-MAX_INPUT_BYTES = 64 * 2**20  # configs and results files are small; refuse anything larger before reading it
+__all__ = ["MAX_JSON_BYTES", "check_output_dir", "check_output_file", "read_json", "read_text_limited", "remove_stale_staging", "staged_output", "write_json_atomic"]
+
+MAX_JSON_BYTES = 64 * 2**20
+_STAGING = ".privaudit-staging-"
+_LOCK = ".privaudit-lock"
+_STAGING_NAME = re.compile(r"^\.(?P<name>.+)" + re.escape(_STAGING) + r"(?P<pid>\d+)-[A-Za-z0-9_]+$")
+_SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _shown(path) -> str:
+    """A path quoted for a message: whole (the file name matters), control characters escaped."""
+    return printable(repr(str(path)))
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its closest ancestor that exists (lexically, so a missing middle folder counts as missing)."""
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate
+    return Path(path.anchor or ".")
+
+
+def _check_location(path: Path, name: str, what: str) -> None:
+    """Refuse a path under a file, under /proc, /sys or /dev, or in a place this process cannot write."""
+    resolved = Path(os.path.abspath(path))
+    with contextlib.suppress(OSError, RuntimeError):
+        resolved = resolved.resolve()
+    for tree in _SYSTEM_TREES:
+        if resolved == tree or tree in resolved.parents:
+            raise ValueError(f"`{name}` must be {what} outside {tree}, got {_shown(path)}")
+    existing = _nearest_existing(Path(os.path.abspath(path)))
+    if existing != Path(os.path.abspath(path)) and not existing.is_dir():
+        raise ValueError(f"`{name}` must be {what} in a folder, but {_shown(existing)} is a file")
+    if existing.is_dir():
+        folder = existing
+        read_only = False
+        with contextlib.suppress(OSError, AttributeError):
+            read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+        if read_only or not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"`{name}` must be {what} in a writable place, but {_shown(folder)} is not writable")
+
+
+def check_output_dir(path, name: str = "--output") -> Path:
+    """``path`` as a Path if a command can create or fill it as its output directory; ValueError otherwise.
+
+    Call it before any work: it refuses an existing file, a path under a file,
+    a path under /proc, /sys or /dev, and a location this process cannot
+    write. It creates nothing.
+
+    >>> folder = tempfile.mkdtemp()
+    >>> check_output_dir(Path(folder) / "run").name
+    'run'
+    >>> check_output_dir("/proc/self/out")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` must be a directory outside /proc, got '/proc/self/out'
+    """
+    if path is None or not str(path).strip():
+        raise ValueError(f"`{name}` must be a directory path, got {describe_value(path)}")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"`{name}` must be a directory, got the file {_shown(path)}")
+    _check_location(path, name, "a directory")
+    return path
+
+
+def check_output_file(path, name: str = "--output") -> Path:
+    """``path`` as a Path if a command can write it as its output file (e.g. report.html); ValueError otherwise.
+
+    Refuses a directory, a path under a file, under /proc, /sys or /dev, and
+    an unwritable location. It creates nothing.
+
+    >>> check_output_file(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` must be a file path, got the directory ...
+    """
+    if path is None or not str(path).strip():
+        raise ValueError(f"`{name}` must be a file path, got {describe_value(path)}")
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"`{name}` must be a file path, got the directory {_shown(path)}")
+    _check_location(path, name, "a file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"`{name}` must be a writable file, got {_shown(path)}")
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def _owner_gone(folder: Path, pid: int) -> bool:
+    """True when the run that made the staging ``folder`` has ended: its lock is free, or (no lock yet) its PID is dead."""
+    lock = folder / _LOCK
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: the PID is all we have
+        return not _pid_alive(pid)
+    try:
+        fd = os.open(lock, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:  # made, not yet locked: only a dead PID says it is stale
+        return not _pid_alive(pid)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # a live process holds it
+    else:
+        return True  # a lock is released when its process dies, even on SIGKILL
+    finally:
+        os.close(fd)
+
+
+def remove_stale_staging(parent, name: str | None = None) -> list[Path]:
+    """Remove the scratch folders :func:`staged_output` left in ``parent`` when killed; return them.
+
+    Only folders named ``.{name}.privaudit-staging-{pid}-{random}`` (``name``
+    None: any) whose lock no live process holds are removed; a concurrent
+    run's folder, and anything not made by :func:`staged_output`, are kept.
+
+    >>> remove_stale_staging(tempfile.mkdtemp())
+    []
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _STAGING_NAME.match(entry.name)
+        if match is None or (name is not None and match.group("name") != name):
+            continue
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        folder = Path(entry.path)
+        if int(match.group("pid")) == os.getpid() or not _owner_gone(folder, int(match.group("pid"))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 @contextlib.contextmanager
 def staged_output(output):
     """Yield a scratch directory beside ``output``; move its files into ``output`` only on success.
+
+    The scratch folder ``.{name}.privaudit-staging-{pid}-{random}`` holds a
+    lock for as long as this process lives; scratch folders of killed runs
+    into the same parent are removed first.
 
     >>> import os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -35,16 +197,32 @@ def staged_output(output):
     """
     final = Path(output)
     final.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    remove_stale_staging(final.parent, final.name)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}{_STAGING}{os.getpid()}-", dir=final.parent))
+    lock_fd = None
     try:
+        lock_fd = _hold_lock(scratch / _LOCK)
         yield scratch
-    except BaseException:
+        final.mkdir(exist_ok=True)
+        for item in scratch.iterdir():
+            if item.name != _LOCK:
+                item.replace(final / item.name)
+    finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    final.mkdir(exist_ok=True)
-    for item in scratch.iterdir():
-        item.replace(final / item.name)
-    scratch.rmdir()
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _hold_lock(path: Path) -> int | None:
+    """Create ``path`` and hold an exclusive lock on it (released by the OS when this process dies)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # pragma: no cover - not POSIX
+        pass
+    return fd
 
 
 def write_json_atomic(path, data) -> None:
@@ -67,16 +245,54 @@ def write_json_atomic(path, data) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def read_text_limited(path, name: str, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of the file ``path``, refused with a ValueError naming ``name`` if missing, too large or unreadable."""
+def read_text_limited(path, name: str, *, max_bytes: int = MAX_JSON_BYTES) -> str:
+    """The UTF-8 text of the file ``path``; a ValueError naming ``name`` if it is missing, too large or not UTF-8."""
     path = Path(path)
+    shown = _shown(path)
     if not path.is_file():
         reason = "is a directory" if path.is_dir() else "file not found"
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"`{name}`: {str(path)!r} is {size} bytes; at most {max_bytes} are read")
+        raise ValueError(f"`{name}`: cannot read {shown}: {reason}")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
+        with open(path, "rb") as file:
+            raw = file.read(max_bytes + 1)
+    except OSError as error:
+        raise ValueError(f"`{name}`: cannot read {shown}: {error.strerror or error}") from None
+    if len(raw) > max_bytes:
+        raise ValueError(f"`{name}`: {shown} is larger than {max_bytes} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"`{name}`: cannot read {shown}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def _refuse_constant(constant: str):
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def read_json(path, name: str = "--config", *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The parsed JSON file ``path``; a ValueError naming ``name`` for every way it can be unusable.
+
+    Refuses a missing file, a directory, a file larger than ``max_bytes``,
+    text that is not UTF-8, invalid JSON, NaN/Infinity (not JSON), and
+    nesting too deep for the parser, with one short message.
+
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = (Path(folder) / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    >>> read_json(Path(folder) / "deep.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--config`: '...deep.json' is nested too deeply to read
+    >>> _ = (Path(folder) / "ok.json").write_text('{"a": [1, 2.5]}')
+    >>> read_json(Path(folder) / "ok.json")
+    {'a': [1, 2.5]}
+    """
+    text = read_text_limited(path, name, max_bytes=max_bytes)
+    shown = _shown(path)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError(f"`{name}`: {shown} is nested too deeply to read") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"`{name}`: {shown} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"`{name}`: {shown} is not valid JSON: {error}") from None

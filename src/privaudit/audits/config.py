@@ -28,7 +28,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
-from .._core.files import read_text_limited
+from .._core.files import read_json, read_text_limited
 from .._core.results import to_plain
 
 __all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text"]
@@ -154,20 +154,25 @@ def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
         yaml = require("yaml", purpose="YAML configs")
         try:
             return yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as error:
+        except RecursionError:
+            raise ValueError(f"`{name}`: {source!r} is nested too deeply to read") from None
+        except yaml.YAMLError as error:
             raise ValueError(f"`{name}`: {source!r} is not valid YAML: {' '.join(str(error).split())[:200]}") from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"`{name}`: {source!r} is not valid JSON: {error}") from None
     except RecursionError:
         raise ValueError(f"`{name}`: {source!r} is nested too deeply to read") from None
+    except ValueError as error:
+        raise ValueError(f"`{name}`: {source!r} is not valid JSON: {error}") from None
 
 
 def load_config(cls: type[T], path: Any, name: str = "--config") -> T:
     """The config dataclass ``cls`` from a JSON or YAML file."""
-    text = read_text_limited(path, name)
-    return config_from_dict(cls, parse_config_text(text, str(path), name), name)
+    if str(path).lower().endswith((".yaml", ".yml")):
+        values = parse_config_text(read_text_limited(path, name), str(path), name)
+    else:
+        values = read_json(path, name)
+    return config_from_dict(cls, values, name)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -8,6 +8,12 @@ configuration, the seeds, the library versions and the machine. Every string
 goes through :func:`html.escape`, so canary text or dataset names cannot
 inject markup; plots are PNG files embedded as ``data:`` URIs.
 
+Plot paths come from results files, which are input like any other: a plot
+is embedded only if it is a regular file (never a symlink) whose first eight
+bytes are the PNG signature, at a relative path without ``..`` inside its
+run folder (:func:`embeddable_png`, :func:`plots_in`), so a crafted
+``results.json`` cannot copy ``/etc/passwd`` or a private key into a page.
+
 >>> section = ReportSection(title="Demo <audit>", audit="demo", value=1.5, label="ε lower bound", kind="lower bound",
 ...                         confidence=0.95, meaning="m", not_meaning="n", threat_model="black-box")
 >>> page = render_report([section], title="privaudit")
@@ -23,13 +29,17 @@ import datetime
 import html
 import json
 import math
-from collections.abc import Sequence
+import os
+import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "ReportSection", "render_report", "write_report"]
+__all__ = ["KINDS", "MAX_PLOT_BYTES", "PNG_SIGNATURE", "ReportSection", "embeddable_png", "plots_in", "render_report", "write_report"]
 
 KINDS = ("lower bound", "credible bound", "estimate", "statistic")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_PLOT_BYTES = 32 * 2**20
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b;line-height:1.45}
@@ -102,12 +112,101 @@ def _table(rows, header: tuple[str, str] | None = None) -> str:
     return f"<table>{head}{body}</table>" if body else "<p>(none recorded)</p>"
 
 
+def embeddable_png(run_dir, relative) -> Path | None:
+    """The path of the PNG ``relative`` inside ``run_dir``, or None when it must not be embedded.
+
+    None unless ``relative`` is a relative path without ``..``, every part of
+    it below ``run_dir`` is a real folder or file (no symlink), the file is a
+    regular file of at most :data:`MAX_PLOT_BYTES`, and it starts with the
+    8-byte PNG signature. ``run_dir`` itself is the user's choice and may be
+    a symlink.
+
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp())
+    >>> _ = (run / "plot.png").write_bytes(PNG_SIGNATURE + b"rest")
+    >>> _ = (run / "notes.png").write_text("not an image")
+    >>> embeddable_png(run, "plot.png") == run / "plot.png"
+    True
+    >>> [embeddable_png(run, name) for name in ("notes.png", "../plot.png", "/etc/passwd", "missing.png")]
+    [None, None, None, None]
+    """
+    if not isinstance(relative, (str, os.PathLike)) or not isinstance(run_dir, (str, os.PathLike)):
+        return None
+    relative = Path(relative)
+    if relative.is_absolute() or relative.drive or not relative.parts or ".." in relative.parts:
+        return None
+    root = Path(run_dir)
+    if not root.is_dir():
+        return None
+    current = root
+    try:
+        for part in relative.parts:
+            current = current / part
+            mode = current.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                return None
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(mode):
+        return None
+    return current if _read_png(current) is not None else None
+
+
+def _read_png(path: Path) -> bytes | None:
+    """The bytes of the regular, non-symlink PNG file ``path`` (at most MAX_PLOT_BYTES), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PLOT_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(MAX_PLOT_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if data.startswith(PNG_SIGNATURE) and len(data) <= MAX_PLOT_BYTES else None
+
+
+def plots_in(run_dir, captions: Mapping) -> tuple:
+    """(caption, path) pairs for the names of ``captions`` ({relative name: caption}) that :func:`embeddable_png` accepts in ``run_dir``.
+
+    What a report adapter gives :class:`ReportSection` as ``plots``; None as
+    ``run_dir`` gives no plots. Names that are not strings are skipped.
+
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp())
+    >>> _ = (run / "a.png").write_bytes(PNG_SIGNATURE)
+    >>> [caption for caption, _ in plots_in(run, {"a.png": "A", "/etc/passwd": "B", 5: "C"})]
+    ['A']
+    """
+    if run_dir is None or not isinstance(captions, Mapping):
+        return ()
+    found = []
+    for name, caption in captions.items():
+        path = embeddable_png(run_dir, name) if isinstance(name, str) else None
+        if path is not None:
+            found.append((str(caption), path))
+    return tuple(found)
+
+
 def _image(caption: str, path) -> str:
     path = Path(path)
-    if not path.is_file():
-        return f"<p>(plot {_text(path.name)} was not produced)</p>"
-    encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+    data = None if ".." in path.parts else _read_png(path)  # plots_in confines to the run folder; this refuses links and non-PNGs anyway
+    if data is None:
+        return f"<p>(plot {_text(path.name)} was not produced or is not a PNG file)</p>"
+    encoded = base64.b64encode(data).decode("ascii")
     return f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{encoded}"><figcaption>{_text(caption)}</figcaption></figure>'
+
+
+def _rows(mapping) -> list:
+    """Sorted (name, value) rows of a mapping; a value that is not one (a damaged results file) is shown as it is."""
+    if isinstance(mapping, Mapping):
+        return sorted(((str(name), value) for name, value in mapping.items()), key=lambda row: row[0])
+    return [("(not a mapping)", mapping)] if mapping not in (None, (), [], "") else []
 
 
 def _headline(section: ReportSection) -> str:
@@ -135,11 +234,11 @@ def _section(index: int, section: ReportSection) -> str:
         parts.append("<h3>Numbers</h3>" + _table(section.details, ("quantity", "value")))
     parts.extend(_image(caption, path) for caption, path in section.plots)
     parts.append("<details><summary>Configuration and seeds</summary>")
-    parts.append(_table(sorted(section.seeds.items()), ("seed", "value")))
+    parts.append(_table(_rows(section.seeds), ("seed", "value")))
     parts.append(f"<pre>{_text(json.dumps(section.configuration, indent=2, ensure_ascii=False, default=str))}</pre></details>")
     parts.append("<details><summary>Versions and machine</summary>")
-    parts.append(_table(sorted(section.versions.items()), ("library", "version")))
-    parts.append(_table(sorted(section.machine.items()), ("machine", "value")) + "</details></section>")
+    parts.append(_table(_rows(section.versions), ("library", "version")))
+    parts.append(_table(_rows(section.machine), ("machine", "value")) + "</details></section>")
     return "\n".join(parts)
 
 
@@ -148,7 +247,7 @@ def render_report(sections: Sequence[ReportSection], *, title: str = "privaudit 
     sections = list(sections)
     if not all(isinstance(section, ReportSection) for section in sections):
         raise ValueError("`sections` must be a sequence of ReportSection")
-    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    stamp = generated_at or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     toc = "".join(
         f'<li><a href="#audit-{i}">{_text(s.title)}</a>: {_text(s.label)} = '
         f"{'not computed' if s.value is None else _text(float(s.value))} ({_text(s.kind)})</li>"

@@ -1,13 +1,66 @@
-"""The local backend: a process pool (``spawn`` context) that saves each run as it finishes."""
+"""The local backend: a process pool (``spawn`` context) that saves each run as it finishes.
+
+Workers die with the command: each one asks the kernel for SIGKILL when its
+parent dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and also watches its
+parent's PID from a thread (every other POSIX system), so ``kill -9`` on
+``privaudit audit ...`` leaves no worker behind; the multiprocessing
+resource tracker then sees its pipe close and exits too.
+"""
 
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["call_task", "run_local"]
+__all__ = ["call_task", "die_with_parent", "run_local"]
+
+_PR_SET_PDEATHSIG = 1
+WATCH_INTERVAL = 0.5  # seconds between two looks at the parent's PID
+
+
+def _set_parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - an unusual libc
+        return False
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(WATCH_INTERVAL)
+        if os.getppid() != parent_pid:  # re-parented: the parent is gone
+            os._exit(1)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make this process end when ``parent_pid``, its parent, dies (even by SIGKILL); a pool's initializer.
+
+    Sets the parent-death signal (Linux), exits at once if the parent is
+    already gone, and starts a daemon thread that exits the process when the
+    parent changes (a fallback for other systems and for a parent that died
+    before the signal was set).
+
+    >>> import subprocess
+    >>> code = "import os; from privaudit.runner.local import die_with_parent; die_with_parent(os.getppid()); print('alive')"
+    >>> subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    'alive\\n'
+    """
+    _set_parent_death_signal()
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="privaudit-parent-watch", daemon=True).start()
 
 
 def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +97,8 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
     workers = min(max_workers or multiprocessing.cpu_count() or 1, len(jobs))
     context = multiprocessing.get_context("spawn")
     failure = None
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as executor:
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
+    with pool as executor:
         futures = {executor.submit(call_task, task, config): index for index, config in jobs}
         for future in concurrent.futures.as_completed(futures):
             if future.cancelled():

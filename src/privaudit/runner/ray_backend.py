@@ -31,6 +31,13 @@ def run_ray(
     initialised Ray (e.g. a cluster the caller connected to) is used as is.
     On the first failure the remaining runs are cancelled and a RuntimeError
     naming the failed run is raised.
+
+    A local instance started here dies with the command even on ``kill -9``:
+    Ray ties its servers and workers to the driver (fate sharing), and its
+    dashboard and runtime-env agents exit when they find the raylet gone,
+    within about a minute (``tests/test_orphans.py``, opt-in with
+    ``PRIVAUDIT_SLOW_TESTS=1``). A cluster given by ``address`` is not ours
+    and is left running; only our tasks on it end with the driver.
     """
     if not jobs:
         return

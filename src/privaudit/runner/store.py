@@ -23,6 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .._core.files import read_json
+from .._core.messages import describe_value
+
 __all__ = ["RunStore"]
 
 _NAME = re.compile(r"^run-(\d{6,})\.json$")
@@ -70,11 +73,23 @@ class RunStore:
         _fsync_directory(self.directory)
 
     def _read(self, index: int) -> dict[str, Any]:
+        """The checked JSON of run ``index``; a damaged file (empty, not JSON, wrong shape) is a ValueError naming it."""
         path = self.path(index)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise KeyError(f"run {index} is not finished: no file {path.name} in {self.directory}") from None
+            data = read_json(path, "store")
+        except ValueError:
+            if not path.exists():
+                raise KeyError(f"run {index} is not finished: no file {path.name} in {self.directory}") from None
+            raise
+        if not isinstance(data, dict) or not {"index", "config", "result"} <= set(data) or data["index"] != index:
+            keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(
+                f"`store`: the run file {str(path)!r} must hold an object with index {index}, config and result, got {describe_value(keys)}; "
+                "delete it to train that run again"
+            )
+        if not isinstance(data["result"], dict) or not (data["config"] is None or isinstance(data["config"], dict)):
+            raise ValueError(f"`store`: the run file {str(path)!r} must hold a result object and a config object; delete it to train that run again")
+        return data
 
     def load(self, index: int) -> dict[str, Any]:
         """The result of finished run ``index`` (KeyError if it is not finished)."""
