@@ -82,7 +82,6 @@ def _inject(path: Path, **columns) -> None:
     connection.close()
 
 
-@pytest.mark.xfail(strict=True, reason="needs CLI wiring: `history` must print printable(...) of each text cell and escape rich markup")
 def test_history_command_prints_no_escape_sequence_from_a_stored_row(cli, tmp_path):
     path = tmp_path / "h.sqlite"
     HistoryStore(path)
@@ -93,7 +92,6 @@ def test_history_command_prints_no_escape_sequence_from_a_stored_row(cli, tmp_pa
     assert "[bold]markup[/bold]" in out
 
 
-@pytest.mark.xfail(strict=True, reason="needs CLI wiring: audit commands must call history.check_label on --model-id/--release before running")
 def test_an_audit_refuses_a_control_character_in_model_id_before_running(cli, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # the label must be refused before the audit needs torch
     config = tmp_path / "c.json"

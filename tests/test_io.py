@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit._io import read_numbers
+from privaudit._core.readers import read_numbers
 
 
 def test_formats_give_the_same_numbers(tmp_path):

@@ -119,7 +119,7 @@ CASES = [
     ("report-output-directory", lambda f: ["report", _results(f, "run", stamp_results({"result_type": "R", "versions": {}}, audit="x")), "--output", str(f)], "`--output` must be a file path", ()),
     # demo
     ("demo-output-is-file", lambda f: ["demo", "--output", _write(f, "taken", "x")], "`--output` must be a directory", ()),
-    ("demo-seed", lambda f: ["demo", "--output", str(f / "out"), "--seed", "-1"], "`seed`", ()),
+    ("demo-seed", lambda f: ["demo", "--output", str(f / "out"), "--seed", "-1"], "`--seed`", ()),
     ("demo-missing-extra", lambda f: ["demo", "--output", str(f / "out")], "privaudit[demo]", ("torch",)),
 ]
 

@@ -23,7 +23,7 @@ from privaudit._core.files import (
     staged_output,
 )
 from privaudit._core.messages import describe_value
-from privaudit._io import read_npz, read_numbers
+from privaudit._core.readers import read_npz, read_numbers
 
 
 def npy_with_header(shape, descr="<f8", payload=b"", version=(1, 0)) -> bytes:
@@ -101,7 +101,7 @@ def test_text_files_have_a_size_limit_and_long_tokens_are_cut(tmp_path, monkeypa
     with pytest.raises(ValueError) as error:
         read_numbers(path, "--in")
     assert len(str(error.value)) < 250 and "100002 characters" in str(error.value)
-    monkeypatch.setattr("privaudit._io.MAX_TEXT_BYTES", 10)
+    monkeypatch.setattr("privaudit._core.readers.MAX_TEXT_BYTES", 10)
     path.write_text("1\n2\n3\n4\n5\n6\n")
     with pytest.raises(ValueError, match="is larger than 10 bytes"):
         read_numbers(path, "--in")

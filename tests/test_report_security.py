@@ -139,7 +139,6 @@ def test_report_command_does_not_embed_etc_passwd_dotdot_or_symlinks(cli, tmp_pa
         assert secret not in images and base64.b64encode(secret).decode() not in page
 
 
-@pytest.mark.xfail(strict=True, reason="needs sections wiring: report/sections.py `_plots` must call report.html.plots_in(directory, captions)")
 def test_report_command_does_not_embed_a_real_png_given_by_absolute_path(cli, tmp_path, layout):
     _, good, _ = layout
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": str(tmp_path / "secret.png"), "b": "good.png"}))
@@ -149,7 +148,6 @@ def test_report_command_does_not_embed_a_real_png_given_by_absolute_path(cli, tm
     assert embedded(page) == [good]
 
 
-@pytest.mark.xfail(strict=True, reason="needs sections wiring: `_plots` follows a symlinked sub-folder; plots_in refuses it")
 def test_report_command_does_not_follow_a_symlinked_folder_inside_the_run(cli, tmp_path, layout):  # layout: the secret files outside the run folder
     pano = _run_with_results(tmp_path / "pano", _panoramia({"a": "elsewhere/secret.png"}))
     os.symlink(tmp_path, pano / "elsewhere")
@@ -216,7 +214,6 @@ def _report_line(cli, folder: Path, data) -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), stderr
 
 
-@pytest.mark.xfail(strict=True, reason="needs sections wiring: report/sections.py adapters call .get/.items on fields of any JSON type (e.g. step_bounds values null)")
 @settings(max_examples=60, deadline=None, derandomize=True, phases=(Phase.generate,), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(range(len(BASES))), choice=st.integers(0, 10**6), replacement=JSON_VALUES)
 def test_report_on_mutated_results_works_or_exits_2_with_one_line(cli, tmp_path_factory, base, choice, replacement):

@@ -82,15 +82,21 @@ class AuditResult(Result):
         raise NotImplementedError
 
     @classmethod
+    def validate(cls, data: Mapping[str, Any]):
+        """The result from a results dict; pydantic's ValidationError when a field is missing or of the wrong type."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"`results` must be a JSON object, got {type(data).__name__}")
+        return _result_adapter(cls).validate_python({key: value for key, value in data.items() if key not in PROVENANCE_KEYS})
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "results"):
         """The result from ``to_dict()``'s output (or a stamped results.json); a ValueError names the bad field."""
         from pydantic import ValidationError
 
         if not isinstance(data, Mapping):
             raise ValueError(f"`{source}` must be a JSON object, got {type(data).__name__}")
-        fields = {key: value for key, value in data.items() if key not in PROVENANCE_KEYS}
         try:
-            return _result_adapter(cls).validate_python(fields)
+            return cls.validate(data)
         except ValidationError as error:
             problem = error.errors(include_url=False)[0]
             where = ".".join(str(part) for part in problem["loc"]) or "(top level)"

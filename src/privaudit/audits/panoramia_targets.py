@@ -26,6 +26,7 @@ import numpy as np
 
 from ..models.device import require_torch
 from .._core.extras import require
+from .._core.readers import read_npz
 from .._core.validation import check_count, check_positive
 
 __all__ = ["TorchTarget", "load_members", "load_model", "train_classifier"]
@@ -128,10 +129,8 @@ def load_members(path, name: str = "members") -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     try:
         if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                if "x" not in archive or "y" not in archive:
-                    raise ValueError(f"`--{name}` must be an .npz with arrays 'x' and 'y', got {sorted(archive.files)}")
-                x, y = np.asarray(archive["x"], dtype=np.float64), np.asarray(archive["y"])
+            arrays = read_npz(path, f"--{name}", ("x", "y"))  # header checked before allocating; NaN refused
+            x, y = np.asarray(arrays["x"], dtype=np.float64), np.asarray(arrays["y"])
         elif path.suffix == ".csv":
             table = np.atleast_2d(np.genfromtxt(path, delimiter=",", dtype=np.float64, encoding="utf-8-sig"))
             if table.size and np.isnan(table[0]).all():

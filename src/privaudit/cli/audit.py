@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .._core.files import check_output_dir
 from ..audits.registry import get_audit, names
 from .app import audit_app
 from .options import HistoryOption, JsonOption, ModelIdOption, NoHistoryOption, ReleaseOption, emit, history_recorder, progress_bars
@@ -100,11 +101,6 @@ def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
     return config_from_dict(type(config), values, "--config")
 
 
-def _check_output(output: Path) -> None:
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"`--output` must be a directory, got the file {str(output)!r}")
-
-
 def make_audit_command(name: str) -> Callable[..., None]:
     """The ``privaudit audit NAME`` command function, with the common options and the family's flags."""
     from ..audits.registry import AUDITS
@@ -127,7 +123,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
         overrides = {flag.config: (flag.parse or (lambda v: v))(options[flag.parameter]) for flag in flags if flag.config and options[flag.parameter] not in (None, False)}
         config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
-        _check_output(output)
+        check_output_dir(output)
         record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun

@@ -26,14 +26,20 @@ ReleaseOption = Annotated[Optional[str], typer.Option("--release", help="Release
 
 def render_table(title: str, columns: list[str], rows: list[list[str]]) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title)
+    from .._core.messages import printable
+
+    # cells hold user text (labels, canaries, file names): never markup, never control characters
+    table = Table(title=escape(printable(title)))
     for column in columns:
-        table.add_column(column)
+        table.add_column(escape(printable(column)))
     for row in rows:
-        table.add_row(*row)
-    console = Console(record=True, width=120, file=io.StringIO())
+        table.add_row(*(escape(printable(cell)) for cell in row))
+    # wide enough that no cell wraps: a wrapped label or number is hard to read and to grep
+    natural = sum(max([len(str(column))] + [len(printable(row[i])) for row in rows]) + 3 for i, column in enumerate(columns)) + 1
+    console = Console(record=True, width=max(120, natural), file=io.StringIO())
     console.print(table)
     return console.export_text()
 
@@ -72,15 +78,20 @@ def progress_bars():
 
 def history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str]):
     """Open the results store before the audit runs (a bad path fails first); return ``record(results_dict)``."""
-    from ..history import HistoryStore, default_model_id, history_path
+    from ..history import HistoryLockedError, HistoryStore, check_label, default_model_id, history_path
 
+    check_label(model_id, "--model-id")
+    check_label(release, "--release")
     path = history_path(history, enabled=not no_history)
     store = None if path is None else HistoryStore(path)
 
     def record(data: dict) -> None:
         if store is None:
             return
-        store.append(data, model_id=model_id or default_model_id(data), release=release)
+        try:
+            store.append(data, model_id=model_id or default_model_id(data), release=release)
+        except HistoryLockedError as error:  # the audit finished and its results.json is written: warn, do not fail
+            typer.echo(f"warning: {' '.join(str(error).split())}", err=True)
 
     return record
 

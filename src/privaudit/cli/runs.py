@@ -13,14 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._core.files import check_output_dir, check_output_file
 from .app import app
 from .options import HistoryOption, JsonOption, NoHistoryOption, emit, format_value, history_recorder, progress_bars, render_table
-
-
-def _check_output_dir(output: Path, name: str = "--output") -> Path:
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"`{name}` must be a directory, got the file {str(output)!r}")
-    return output
 
 
 @app.command()
@@ -33,6 +28,9 @@ def demo(
     as_json: JsonOption = False,
 ) -> None:
     """Run the audits on the embedded defaults and write report.html and results.json (--quick: the statistical core only)."""
+    from .._core.seeding import check_seed
+
+    seed = check_seed(seed, "--seed")
     if quick:
         from ..demo_quick import run_quick_demo
 
@@ -45,7 +43,7 @@ def demo(
         return
     from ..demo_full import run_full_demo
 
-    _check_output_dir(output)
+    check_output_dir(output)
     record = history_recorder(history, no_history, None, None)
     with progress_bars() as report:
         outcome = run_full_demo(output, seed=seed, progress=report)
@@ -69,9 +67,8 @@ def report(
     from ..report.html import write_report
     from ..report.sections import load_results, section_for
 
+    check_output_file(output)
     sections = [section_for(load_results(run), run) for run in runs]
-    if output.is_dir():
-        raise ValueError(f"`--output` must be a file path, got the directory {str(output)!r}")
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(f".{output.name}.tmp")
     write_report(sections, temporary, title=title)
@@ -138,7 +135,7 @@ def extract(
     from ..audits.extract import extract_from_run
     from ..report.runs import write_run
 
-    target = _check_output_dir(output if output is not None else run / "extraction")
+    target = check_output_dir(output if output is not None else run / "extraction")
     extraction = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
     data = write_run(target, extraction)
     if as_json:

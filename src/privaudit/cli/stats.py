@@ -19,7 +19,7 @@ def exposure(
     as_json: JsonOption = False,
 ) -> None:
     """Rank-based exposure of each canary among reference losses (Secret Sharer §4)."""
-    from .._io import read_numbers
+    from .._core.readers import read_numbers
     from ..stats.exposure import exposure as rank_exposure
     from ..stats.exposure import exposure_extrapolated
 
@@ -65,16 +65,19 @@ def bound(
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
     threshold: Annotated[str, typer.Option("--threshold", help="A number fixed in advance, or split, bonferroni, best.")] = "split",
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the held-out split.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the held-out split (fixed by default, so equal input gives equal output; recorded in the output).")] = 0,
     sampling_prob: Annotated[float, typer.Option("--sampling-prob", help="With --method pld: Poisson sampling rate in (0, 1].")] = 1.0,
     steps: Annotated[int, typer.Option("--steps", help="With --method pld: number of composed steps.")] = 1,
     as_json: JsonOption = False,
 ) -> None:
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4)."""
-    from .._io import read_numbers
+    from .._core.readers import read_numbers
     from ..stats.bounds import epsilon_lower_bound
     from ..stats.pld import SubsampledGaussian
 
+    from .._core.seeding import check_seed
+
+    seed = check_seed(seed, "--seed")
     in_scores = read_numbers(in_file, "--in")
     out_scores = read_numbers(out_file, "--out")
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method

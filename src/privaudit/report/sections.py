@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .html import KINDS, ReportSection
+from .html import KINDS, ReportSection, plots_in
 
 __all__ = ["ADAPTERS", "FAMILY_OF_RESULT_TYPE", "family_of", "load_results", "register_adapter", "section_for", "seeds_of"]
 
@@ -65,9 +65,8 @@ def _provenance(data: dict) -> dict:
 
 
 def _plots(directory: Path | None, captions: dict[str, str]) -> tuple:
-    if directory is None:
-        return ()
-    return tuple((caption, Path(directory) / name) for name, caption in captions.items() if (Path(directory) / name).is_file())
+    """Only real PNG files inside the run's own folder (never a symlink, an absolute or a ``..`` path)."""
+    return plots_in(directory, captions)
 
 
 def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
@@ -235,7 +234,9 @@ def _panoramia(data: dict, directory: Path | None) -> ReportSection:
     from ..audits.registry import get_audit
     from .panoramia import figure_name
 
-    result = get_audit("panoramia").result_from_dict(data, "run")
+    result = _typed(get_audit("panoramia").result_type, data)
+    if result is None:
+        return _generic(data, directory)
     details = []
     for row in result.summary_rows():
         target = row["target"]
@@ -309,7 +310,9 @@ register_adapter("panoramia", _panoramia)
 def _extraction(data: dict, directory: Path | None) -> ReportSection:
     from ..audits.extract import ExtractionResult
 
-    result = ExtractionResult.from_dict(data, "run")
+    result = _typed(ExtractionResult, data)
+    if result is None:
+        return _generic(data, directory)
     headline = result.headline()
     return ReportSection(
         title="Secret Sharer: extraction by shortest-path search",
@@ -358,6 +361,22 @@ def family_of(data: dict) -> str:
     return str(data.get("audit") or FAMILY_OF_RESULT_TYPE.get(str(data.get("result_type")), "unknown"))
 
 
+def _typed(result_type, data: dict):
+    """The typed result of a results dict; None for a partial file (fields missing); ValueError for a field of the wrong type."""
+    from pydantic import ValidationError
+
+    try:
+        return result_type.validate(data)
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+        tolerated = ("missing", "unexpected_keyword_argument")  # results may lack fields, or carry ones added within schema v1
+        if all(problem["type"] in tolerated for problem in problems):
+            return None  # a partial or older results file: the family's section reads what it has
+        problem = next(problem for problem in problems if problem["type"] not in tolerated)
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ValueError(f"`run`: results field `{where}`: {problem['msg']}") from None
+
+
 def headline_of(data: dict):
     """The headline of a registered family's results dict, read through its typed result; None for other results."""
     from ..audits.registry import AUDITS, get_audit
@@ -365,11 +384,8 @@ def headline_of(data: dict):
     family = family_of(data)
     if family not in AUDITS:
         return None
-    try:
-        result = get_audit(family).result_from_dict(data, "run")
-    except ValueError:  # a partial or older results file: the family's section reads what it can
-        return None
-    return result.headline()
+    result = _typed(get_audit(family).result_type, data)
+    return None if result is None else result.headline()
 
 
 def section_for(data: dict, directory=None) -> ReportSection:
@@ -384,8 +400,11 @@ def section_for(data: dict, directory=None) -> ReportSection:
     if not isinstance(data, dict):
         raise ValueError(f"`data` must be a results dict, got {type(data).__name__}")
     adapter = ADAPTERS.get(family_of(data), _generic)
-    section = adapter(data, None if directory is None else Path(directory))
-    headline = headline_of(data)
+    headline = headline_of(data)  # refuses a field of the wrong type, naming it
+    try:
+        section = adapter(data, None if directory is None else Path(directory))
+    except (AttributeError, TypeError, KeyError) as error:  # a partial file whose fields have the wrong JSON types
+        raise ValueError(f"`run`: a results field has the wrong type for a {family_of(data)} audit ({type(error).__name__}: {error})") from None
     if headline is None:
         return section
     return dataclasses.replace(
@@ -402,17 +421,13 @@ def load_results(directory) -> dict:
     ...
     ValueError: `run` ... has no results.json
     """
-    import json
-
+    from .._core.files import read_json
     from ..schemas import check_results
 
     path = Path(directory) / "results.json"
     if not path.is_file():
         raise ValueError(f"`run` {str(directory)!r} has no results.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"`run` {str(path)!r} is not valid JSON: {error}") from None
+    data = read_json(path, "run")
     try:
         return check_results(data, source="run")
     except ValueError as error:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._core.messages import describe_value
-from ._core.validation import as_scores
+from .messages import describe_value
+from .validation import as_scores
 
 __all__ = ["MAX_TEXT_BYTES", "read_npz", "read_numbers"]
 
