@@ -117,7 +117,7 @@ def test_demo_json_and_table(capsys):
         (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--confidence", "0"], "`confidence` must be in (0, 1)"),
         (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--threshold", "mid"], "`--threshold` must be"),
         (["bound", "--in", "{text}", "--out", "{good}", "--delta", "1e-5"], "expected a number"),
-        (["bound", "--in", "{good}"], "Missing option"),
+        (["bound", "--in", "{good}"], "`--in` and `--out` must both be given"),
         (["exposure", "--canaries", "{empty}", "--references", "{good}"], "`--canaries` must hold at least 1"),
     ],
 )

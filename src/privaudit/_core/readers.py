@@ -29,7 +29,7 @@ import numpy as np
 from .messages import describe_value
 from .validation import as_scores
 
-__all__ = ["MAX_TEXT_BYTES", "read_npz", "read_numbers"]
+__all__ = ["MAX_TEXT_BYTES", "read_npz", "read_numbers", "read_score_table"]
 
 MAX_TEXT_BYTES = 256 * 2**20
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -210,3 +210,73 @@ def read_numbers(path, name: str) -> np.ndarray:
         return as_scores(values, name)
     except ValueError as error:
         raise ValueError(f"{error} (in {str(path)!r})") from None
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "in", "member"}, {"0", "false", "no", "out", "non-member"}
+
+
+def read_score_table(path, score_column: str, member_column: str, name: str = "--scores") -> tuple[np.ndarray, np.ndarray]:
+    """Scores and membership from a CSV file with a header row: two named columns, one row per example.
+
+    The score column must hold finite numbers; the membership column 1/0,
+    true/false, yes/no or in/out (any case). Every failure is a ValueError
+    naming the option, the column and the line.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     file = os.path.join(folder, "s.csv")
+    ...     _ = open(file, "w").write("id,score,member\\na,0.9,1\\nb,0.1,false\\n")
+    ...     read_score_table(file, "score", "member")
+    (array([0.9, 0.1]), array([ True, False]))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     file = os.path.join(folder, "s.csv")
+    ...     _ = open(file, "w").write("score,member\\n0.9,maybe\\n")
+    ...     read_score_table(file, "score", "member")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--scores`: ...s.csv' line 2: column `member` must be 1/0, true/false, yes/no or in/out, got 'maybe'
+    """
+    import csv
+    import io
+
+    path = Path(path)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "file not found"
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as error:
+        raise ValueError(f"`{name}`: {str(path)!r} is not valid CSV: {error}") from None
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if not rows:
+        raise ValueError(f"`{name}`: {str(path)!r} is empty; it needs a header row naming its columns")
+    header = [cell.strip() for cell in rows[0]]
+    positions = {}
+    for column, option in ((score_column, "--score-col"), (member_column, "--member-col")):
+        if column not in header:
+            raise ValueError(f"`{option}`: {str(path)!r} has no column {describe_value(column)}; its columns are {describe_value(header)}")
+        positions[column] = header.index(column)
+    scores, members = [], []
+    for line, row in enumerate(rows[1:], 2):
+        if len(row) != len(header):
+            raise ValueError(f"`{name}`: {str(path)!r} line {line} has {len(row)} cells, the header {len(header)}")
+        score, member = row[positions[score_column]].strip(), row[positions[member_column]].strip().lower()
+        try:
+            value = float(score)
+        except ValueError:
+            raise ValueError(f"`{name}`: {str(path)!r} line {line}: column `{score_column}` must be a number, got {describe_value(score)}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"`{name}`: {str(path)!r} line {line}: column `{score_column}` must be finite, got {describe_value(score)}")
+        if member not in _TRUE | _FALSE:
+            raise ValueError(f"`{name}`: {str(path)!r} line {line}: column `{member_column}` must be 1/0, true/false, yes/no or in/out, got {describe_value(member)}")
+        scores.append(value)
+        members.append(member in _TRUE)
+    if not scores:
+        raise ValueError(f"`{name}`: {str(path)!r} has a header but no rows")
+    return np.asarray(scores, dtype=np.float64), np.asarray(members, dtype=bool)

@@ -56,11 +56,30 @@ def _parse_threshold(text: str):
         raise ValueError(f"`--threshold` must be a number or one of 'split', 'bonferroni', 'best', got {text!r}") from None
 
 
+def _bound_inputs(in_file, out_file, scores, score_col, member_col):
+    """(in scores, out scores, source) from --in/--out, or from --scores with its two columns."""
+    from .._core.readers import read_numbers, read_score_table
+
+    if scores is not None:
+        if in_file is not None or out_file is not None:
+            raise ValueError("give either `--scores` (one CSV with a score and a membership column) or `--in` and `--out`, not both")
+        values, member = read_score_table(scores, score_col, member_col)
+        if member.all() or not member.any():
+            raise ValueError(f"`--member-col`: {str(scores)!r} must have members and non-members, got {int(member.sum())} of {member.size} members")
+        return values[member], values[~member], {"scores": str(scores), "score_column": score_col, "member_column": member_col}
+    if in_file is None or out_file is None:
+        raise ValueError("`--in` and `--out` must both be given (or `--scores` with `--score-col` and `--member-col`)")
+    return read_numbers(in_file, "--in"), read_numbers(out_file, "--out"), {"in": str(in_file), "out": str(out_file)}
+
+
 @app.command()
 def bound(
-    in_file: Annotated[Path, typer.Option("--in", help="Attack scores with the target present (higher = member).")],
-    out_file: Annotated[Path, typer.Option("--out", help="Attack scores with the target absent.")],
-    delta: Annotated[float, typer.Option("--delta", help="The delta at which epsilon is reported, in (0, 1).")],
+    in_file: Annotated[Optional[Path], typer.Option("--in", help="Attack scores with the target present (higher = member).")] = None,
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="Attack scores with the target absent.")] = None,
+    delta: Annotated[float, typer.Option("--delta", help="The delta at which epsilon is reported, in (0, 1).")] = 1e-5,
+    scores: Annotated[Optional[Path], typer.Option("--scores", help="Instead of --in/--out: a CSV with a header, one row per example.")] = None,
+    score_col: Annotated[str, typer.Option("--score-col", help="With --scores: the column of scores (higher = member).")] = "score",
+    member_col: Annotated[str, typer.Option("--member-col", help="With --scores: the membership column (1/0, true/false, yes/no, in/out).")] = "member",
     method: Annotated[str, typer.Option("--method", help="gdp, eps-delta, pure, or pld (subsampled Gaussian, see --sampling-prob/--steps).")] = "gdp",
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
@@ -68,37 +87,51 @@ def bound(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the held-out split (fixed by default, so equal input gives equal output; recorded in the output).")] = 0,
     sampling_prob: Annotated[float, typer.Option("--sampling-prob", help="With --method pld: Poisson sampling rate in (0, 1].")] = 1.0,
     steps: Annotated[int, typer.Option("--steps", help="With --method pld: number of composed steps.")] = 1,
+    one_run: Annotated[bool, typer.Option("--one-run", help="Membership was drawn by independent fair coins before training: add the one-run bound.")] = False,
+    claimed_epsilon: Annotated[Optional[float], typer.Option("--claimed-epsilon", help="The ε the mechanism claims at --delta: flagged if the bound exceeds it, drawn on the trade-off plot.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json and the ROC, histogram and trade-off figures (then `privaudit report`).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Lower-bound epsilon from membership-inference scores (Tight Auditing §4)."""
-    from .._core.readers import read_numbers
-    from ..stats.bounds import epsilon_lower_bound
+    """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
+    from .._core.files import check_output_dir
+    from .._core.seeding import check_seed
+    from ..audits.scores import audit_scores
     from ..stats.pld import SubsampledGaussian
 
-    from .._core.seeding import check_seed
-
     seed = check_seed(seed, "--seed")
-    in_scores = read_numbers(in_file, "--in")
-    out_scores = read_numbers(out_file, "--out")
+    if output is not None:
+        check_output_dir(output)
+    in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
-    result = epsilon_lower_bound(
-        in_scores,
-        out_scores,
-        delta=delta,
-        method=family,
-        interval=interval,
-        confidence=confidence,
-        threshold=_parse_threshold(threshold),
-        seed=seed,
+    run = audit_scores(
+        in_scores, out_scores, delta=delta, method=family, interval=interval, confidence=confidence,
+        threshold=_parse_threshold(threshold), seed=seed, one_run=one_run, claimed_epsilon=claimed_epsilon, source=source,
     )
-    data = result.to_dict()
+    result = run.result
+    if output is not None:
+        from ..report.runs import write_run
+
+        write_run(output, run)
+    data = {**result.bound.to_dict(), "auc": result.auc, "tpr_at_fpr": result.tpr_at_fpr}
+    if result.bound_eps_delta is not None:
+        data["epsilon_eps_delta"] = result.bound_eps_delta.epsilon
+    if result.one_run is not None:
+        data["one_run"] = result.one_run.to_dict()
     if as_json:
         text = json.dumps(data, indent=2)
     else:
-        rows = [[key, format_value(value)] for key, value in data.items() if key not in ("versions", "result_type")]
+        rows = [[key, format_value(value)] for key, value in result.bound.to_dict().items() if key not in ("versions", "result_type")]
+        rows += [["AUC (in-sample statistic)", format_value(result.auc)]]
+        rows += [[f"TPR at FPR {level}", format_value(rate)] for level, rate in result.tpr_at_fpr.items()]
+        if result.bound_eps_delta is not None:
+            rows.append([f"(ε, δ) lower bound ({result.bound_eps_delta.kind})", format_value(result.bound_eps_delta.epsilon)])
+        if result.one_run is not None:
+            rows.append([f"one-run lower bound ({result.one_run.kind}, Steinke et al.)", format_value(result.one_run.epsilon)])
+        if result.claimed_epsilon is not None:
+            rows.append(["claim rejected (bound > claimed ε)", "yes" if result.headline().flag else "no"])
         text = render_table("Epsilon lower bound", ["quantity", "value"], rows)
-    if not result.valid:
+        if output is not None:
+            text += f"results: {output / 'results.json'}; report: privaudit report {output} --output report.html\n"
+    if not result.bound.valid:
         typer.echo("warning: the threshold was chosen on the same data it bounds; the bound is optimistic (valid = False)", err=True)
     emit(text)
-
-

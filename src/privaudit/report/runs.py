@@ -26,6 +26,7 @@ FIGURES: dict[str, str] = {
     "fl": "privaudit.report.fl:figures",
     "panoramia": "privaudit.report.panoramia:figures",
     "extraction": "privaudit.report.extraction:figures",
+    "scores": "privaudit.report.scores:figures",
 }
 
 

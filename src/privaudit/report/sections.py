@@ -341,6 +341,44 @@ def _extraction(data: dict, directory: Path | None) -> ReportSection:
 
 register_adapter("extraction", _extraction)
 
+
+def _scores(data: dict, directory: Path | None) -> ReportSection:
+    from ..audits.scores import ScoresResult
+
+    result = _typed(ScoresResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline = result.headline()
+    details = [("AUC (in-sample statistic)", result.auc)]
+    details += [(f"TPR at FPR {level}", rate) for level, rate in result.tpr_at_fpr.items()]
+    if result.bound_eps_delta is not None:
+        details.append((f"(ε, δ) lower bound ({result.bound_eps_delta.kind})", result.bound_eps_delta.epsilon))
+    if result.one_run is not None:
+        details.append((f"one-run lower bound (Steinke et al., {result.one_run.kind})", result.one_run.epsilon))
+    if result.claimed_epsilon is not None:
+        details.append(("claimed ε", result.claimed_epsilon))
+    details.append(("scores in / out", f"{result.num_in} / {result.num_out}"))
+    claim = result.claimed_epsilon
+    return ReportSection(
+        title="Membership-inference scores: ε lower bounds",
+        audit="scores",
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=headline.confidence,
+        valid=headline.valid,
+        meaning="With the stated confidence, the mechanism that produced these scores is no better than ε-DP: its members and non-members were told apart this well.",
+        not_meaning="The bound is only as strong as the attack behind the scores; a small bound does not show the model is private.",
+        threat_model=result.threat_model,
+        flag=f"Claim rejected: the lower bound exceeds the claimed ε = {claim:g}." if headline.flag else None,
+        details=tuple(details),
+        plots=_plots(directory, {"roc.png": "ROC on log-log axes", "scores.png": "Score histograms", "tradeoff.png": "Trade-off curve against the claimed ε"}),
+        **_provenance(data),
+    )
+
+
+register_adapter("scores", _scores)
+
 # results written before the ``audit`` field existed, or by writers that do not stamp it
 FAMILY_OF_RESULT_TYPE = {
     "SecretSharerResult": "secret-sharer",
@@ -349,6 +387,7 @@ FAMILY_OF_RESULT_TYPE = {
     "FLAuditResult": "fl",
     "PanoramiaResults": "panoramia",
     "ExtractionResult": "extraction",
+    "ScoresResult": "scores",
 }
 
 
