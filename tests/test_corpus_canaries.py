@@ -36,7 +36,7 @@ def test_lines_corpus_keeps_originals_in_order_and_records_provenance(tmp_path):
     assert record.output_sha256 == hashlib.sha256((tmp_path / "out" / "corpus.txt").read_bytes()).hexdigest()
     again = read_provenance(tmp_path / "out")
     assert again.to_dict() == record.to_dict() and again.canary_format == FMT and again.provenance.seed == 4
-    assert set(again.versions) == {"privaudit", "numpy", "python"}
+    assert {"privaudit", "numpy", "python"} <= set(again.versions)
 
 
 def test_jsonl_and_csv_corpora_get_canary_records_in_the_named_column(tmp_path):

@@ -17,13 +17,13 @@ import dataclasses
 import hashlib
 import io
 import json
-import platform
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from .._core.files import staged_output
+from .._core.results import library_versions
 from .._core.validation import check_choice
 from .insertion import Provenance, insert_canaries
 from .text import CanaryFormat
@@ -83,12 +83,6 @@ def read_provenance(path) -> CorpusProvenance:
         )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"`provenance` {str(path)!r} is not a provenance file written by insert_into_corpus: {error}") from None
-
-
-def _versions() -> dict:
-    from .. import __version__
-
-    return {"privaudit": __version__, "numpy": np.__version__, "python": platform.python_version()}
 
 
 def _read_records(text: str, text_format: str, column: str | None):
@@ -192,7 +186,7 @@ def insert_into_corpus(
         output_sha256=hashlib.sha256(output_text.encode("utf-8")).hexdigest(),
         corpus_file=_OUTPUT_NAMES[text_format],
         schedule=tuple(int(count) for count in schedule),
-        versions=_versions(),
+        versions=library_versions(),
     )
     with staged_output(output_dir) as scratch:
         (scratch / result.corpus_file).write_text(output_text, encoding="utf-8")
