@@ -185,3 +185,72 @@ def test_missing_per_sample_gradients_are_a_value_error():
         auditor.step(np.zeros((1, 4)))
     with pytest.raises(ValueError, match="`model` must be the GradSampleModule"):
         audit_opacus(model._module, optimizer, loader, torch.nn.functional.cross_entropy)
+
+
+def inloop_setup(sigma):
+    torch.manual_seed(11)
+    x, y = torch.randn(N, 5), torch.randint(0, 3, (N,))
+    model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=BATCH)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimizer, loader = opacus.PrivacyEngine().make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), data_loader=loader, noise_multiplier=sigma, max_grad_norm=CLIP, poisson_sampling=False
+        )
+    return model, optimizer, loader
+
+
+def test_in_loop_without_noise_observes_exact_canaries_and_leaves_training_unchanged():
+    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+
+    weights = []
+    for audit in (False, True):
+        model, optimizer, loader = inloop_setup(0.0)
+        groups, hooks = [[id(p) for p in g["params"]] for g in optimizer.param_groups], len(model._forward_pre_hooks)
+        auditor = OpacusInLoopAuditor(model, optimizer, canaries_per_step=3, seed=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if audit:
+                with auditor:
+                    train(model, optimizer, loader, 4)
+            else:
+                train(model, optimizer, loader, 4)
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+        assert [[id(p) for p in g["params"]] for g in optimizer.param_groups] == groups and len(model._forward_pre_hooks) == hooks
+        assert "pre_step" not in vars(optimizer) and len(optimizer.original_optimizer.state) == 4
+    assert torch.equal(weights[0], weights[1])
+    in_scores, out_scores = auditor.observations()
+    assert auditor.num_steps == 4 and in_scores.shape == (12,) and out_scores.shape == (4 * 27,)
+    np.testing.assert_allclose(in_scores, 1.0, atol=1e-6)  # a canary clipped to C, summed, over B, times B / C
+    np.testing.assert_allclose(out_scores, 0.0, atol=1e-12)
+
+
+def test_in_loop_observations_are_the_gaussian_the_claim_describes():
+    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+
+    model, optimizer, loader = inloop_setup(SIGMA)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with OpacusInLoopAuditor(model, optimizer, canaries_per_step=20, seed=0) as auditor:
+            train(model, optimizer, loader, 12)
+    in_scores, out_scores = auditor.observations()
+    # N(1, σ²) and N(0, σ²): means within 5 standard errors, independent of the bound's code
+    assert abs(in_scores.mean() - 1.0) < 5 * SIGMA / np.sqrt(in_scores.size)
+    assert abs(out_scores.mean()) < 5 * SIGMA / np.sqrt(out_scores.size)
+    assert stats.chi2(out_scores.size - 1).cdf(out_scores.var(ddof=1) * (out_scores.size - 1) / SIGMA**2) > 1e-5
+    bound = auditor.bound(delta=1e-5)
+    assert 0.0 <= bound.epsilon <= opacus_claims(read_opacus_settings(optimizer, data_loader=loader), delta=1e-5).step_epsilon
+
+
+def test_in_loop_needs_per_sample_gradients_and_the_audit_size_rule():
+    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+
+    model, optimizer, loader = inloop_setup(1.0)
+    with pytest.raises(ValueError, match="`audit_size` must be 10 × `canaries_per_step` = 10 × 2 = 20, got 21"):
+        OpacusInLoopAuditor(model, optimizer, canaries_per_step=2, audit_size=21)
+    with OpacusInLoopAuditor(model, optimizer, canaries_per_step=2) as auditor:
+        optimizer.zero_grad()
+        with pytest.raises(ValueError, match="per-sample gradients are missing"):
+            optimizer.step()
+    with pytest.raises(ValueError, match="no audited step yet"):
+        auditor.observations()

@@ -125,6 +125,13 @@ class OpacusCanaryAuditor:
             )
 
     def step(self, canary_rows) -> np.ndarray:
+        """Put ``canary_rows`` in the batch, take the optimizer's step, return the released audit coordinates."""
+        self.inject(canary_rows)
+        self.optimizer.step()
+        return self.audit.grad.detach().numpy().astype(np.float64)
+
+    def inject(self, canary_rows) -> None:
+        """Put ``canary_rows`` in the batch's per-sample gradients, for the next step of the optimizer."""
         torch = self.torch
         canaries = torch.from_numpy(np.ascontiguousarray(canary_rows, dtype=np.float64).reshape(-1, self.audit_size))  # cast as it is copied in
         reserved, self._reserved = self._reserved, None
@@ -141,8 +148,6 @@ class OpacusCanaryAuditor:
                     del p._current_grad_sample
                 p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(canaries), *p.grad_sample.shape[1:]))])
         self.audit.grad_sample = self._audit_grad_sample(batch, canaries)
-        self.optimizer.step()
-        return self.audit.grad.detach().numpy().astype(np.float64)
 
 
 
