@@ -13,7 +13,11 @@ import numpy as np
 import pytest
 
 from privaudit.canaries import CanaryFormat
-from privaudit.canaries.corpus import insert_into_corpus, read_provenance, reference_secrets
+from privaudit.canaries.corpus import (
+    insert_into_corpus,
+    read_provenance,
+    reference_secrets,
+)
 
 FMT = CanaryFormat("pin {digits:2}")
 ORIGINAL = [f"line {i} of text" for i in range(20)]
@@ -130,7 +134,10 @@ def test_measured_exact_exposure_matches_a_brute_force_ranking(tmp_path, hf_dir)
 
 def test_the_trainer_callback_logs_exposure_without_changing_the_model(tmp_path, hf_dir):
     transformers = pytest.importorskip("transformers")
-    from privaudit.integrations.transformers import CanaryExposureCallback, measure_canaries
+    from privaudit.integrations.transformers import (
+        CanaryExposureCallback,
+        measure_canaries,
+    )
     from privaudit.models.loading import load_model
 
     insert_into_corpus(ORIGINAL, FMT, output_dir=tmp_path / "prep", schedule=(1, 2), seed=5)

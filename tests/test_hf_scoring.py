@@ -16,9 +16,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from privaudit.canaries import CanaryFormat  # noqa: E402
-from privaudit.extraction import brute_force_search, shortest_path_search  # noqa: E402
-from privaudit.models.hf import HFCausalLMScorer  # noqa: E402
+from privaudit.canaries import CanaryFormat
+from privaudit.extraction import brute_force_search, shortest_path_search
+from privaudit.models.hf import HFCausalLMScorer
 
 FMT = CanaryFormat("my pin is {digits:2}")
 

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from privaudit.models.loading import LoadedModel, load_model  # noqa: E402
+from privaudit.models.loading import LoadedModel, load_model
 
 FACTORY_SOURCE = """
 import torch

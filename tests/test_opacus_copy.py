@@ -12,7 +12,7 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
 
-from privaudit.integrations.opacus import (  # noqa: E402
+from privaudit.integrations.opacus import (
     OpacusCanaryAuditor,
     audit_opacus,
     check_audit_size,
@@ -130,7 +130,7 @@ def test_training_after_the_audit_is_the_training_without_it():
 
 
 def test_settings_and_claims_come_from_the_users_objects(audited):
-    _, optimizer, loader, accountant, _, result = audited
+    result = audited[-1]
     settings = result.settings
     assert (settings.noise_multiplier, settings.max_grad_norm, settings.steps, settings.expected_batch_size) == (SIGMA, CLIP, 3, BATCH)
     assert settings.sample_rate == pytest.approx(BATCH / N)
@@ -166,7 +166,7 @@ def test_audit_size_is_ten_times_the_canaries_per_step_at_the_boundary():
     for wrong in (69, 71):
         with pytest.raises(ValueError, match=r"`audit_size` must be 10 × `canaries_per_step` = 10 × 7 = 70, got " + str(wrong)):
             check_audit_size(wrong, 7)
-    model, optimizer, loader, accountant = user_setup()
+    model, optimizer, loader, _ = user_setup()
     with pytest.raises(ValueError, match="`audit_size` must be 10 × `canaries_per_step`"):
         audit_opacus(model, optimizer, loader, torch.nn.functional.cross_entropy, canaries_per_step=5, audit_size=49)
 
@@ -245,7 +245,7 @@ def test_in_loop_observations_are_the_gaussian_the_claim_describes():
 def test_in_loop_needs_per_sample_gradients_and_the_audit_size_rule():
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
-    model, optimizer, loader = inloop_setup(1.0)
+    model, optimizer, _ = inloop_setup(1.0)
     with pytest.raises(ValueError, match="`audit_size` must be 10 × `canaries_per_step` = 10 × 2 = 20, got 21"):
         OpacusInLoopAuditor(model, optimizer, canaries_per_step=2, audit_size=21)
     with OpacusInLoopAuditor(model, optimizer, canaries_per_step=2) as auditor:

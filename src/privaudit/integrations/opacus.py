@@ -364,7 +364,9 @@ def audit_opacus(
     ``canaries_per_step`` audit coordinates; the torch global RNG is restored afterwards.
     """
     torch = require_torch()
-    from ..audits.whitebox import collect_gradient_observations  # the shared collector of gradient-canary observations
+    from ..audits.whitebox import (
+        collect_gradient_observations,  # the shared collector of gradient-canary observations
+    )
     from ..canaries.gradient import GradientCanary
     from ..stats.bounds import epsilon_lower_bound
 

@@ -81,7 +81,12 @@ def measure_canaries(
     scores all of R when |R| <= ``max_exact``; references are ``num_references``
     distinct non-canary secrets (all of them when R is smaller).
     """
-    from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated
+    from ..stats.exposure import (
+        epsilon_from_exposure,
+        exact_exposure,
+        exposure,
+        exposure_extrapolated,
+    )
 
     record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
     num_references = check_count(num_references, "num_references", minimum=10)

@@ -26,8 +26,8 @@ import contextlib
 
 import numpy as np
 
-from ..canaries.text import CanaryFormat
 from .._core.validation import check_choice
+from ..canaries.text import CanaryFormat
 from ._torch import pad_rows, require_torch
 from .lm_scoring import _slot_pieces
 
