@@ -30,12 +30,27 @@ only (Opacus' ``zero_grad()`` drops it anyway).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 
+from .._core.extras import require
+from .._core.results import Result
+from .._core.validation import check_count, check_probability
 from ..models.device import require_torch
-from .._core.validation import check_count
 
-__all__ = ["OpacusCanaryAuditor", "opacus_release"]
+__all__ = [
+    "OpacusAuditResult",
+    "OpacusCanaryAuditor",
+    "OpacusClaims",
+    "OpacusSettings",
+    "audit_opacus",
+    "check_audit_size",
+    "opacus_claims",     "opacus_release",
+    "private_copy",
+    "read_opacus_settings",
+]
 
 
 class OpacusCanaryAuditor:
@@ -102,24 +117,159 @@ class OpacusCanaryAuditor:
         self._canary_rows = count
         return self._audit_rows[end - rows :]
 
+    def _check_grad_samples(self, params) -> None:
+        if not params or any(getattr(p, "grad_sample", None) is None for p in params):
+            raise ValueError(
+                "per-sample gradients are missing: call backward() on a loss of the model that PrivacyEngine.make_private returned "
+                "(a GradSampleModule) before step()"
+            )
+
     def step(self, canary_rows) -> np.ndarray:
+        """Put ``canary_rows`` in the batch, take the optimizer's step, return the released audit coordinates."""
+        self.inject(canary_rows)
+        self.optimizer.step()
+        return self.audit.grad.detach().numpy().astype(np.float64)
+
+    def inject(self, canary_rows) -> None:
+        """Put ``canary_rows`` in the batch's per-sample gradients, for the next step of the optimizer."""
         torch = self.torch
         canaries = torch.from_numpy(np.ascontiguousarray(canary_rows, dtype=np.float64).reshape(-1, self.audit_size))  # cast as it is copied in
         reserved, self._reserved = self._reserved, None
         if reserved is not None and reserved[1] != len(canaries):
             raise ValueError(f"`canary_rows` must hold the {reserved[1]} rows given to reserve(), got {len(canaries)}")
-        if reserved is not None and all(p.grad_sample is view for p, view in zip(reserved[2], reserved[3], strict=True)):
+        if reserved is not None and all(getattr(p, "grad_sample", None) is view for p, view in zip(reserved[2], reserved[3], strict=True)):
             batch = reserved[0]
         else:  # no reserve(), or Opacus did not use the buffers: append zero rows
             model_params = self._model_params()
+            self._check_grad_samples(model_params)
             batch = model_params[0].grad_sample.shape[0]
             for p in model_params:
                 if hasattr(p, "_current_grad_sample"):
                     del p._current_grad_sample
                 p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(canaries), *p.grad_sample.shape[1:]))])
         self.audit.grad_sample = self._audit_grad_sample(batch, canaries)
-        self.optimizer.step()
-        return self.audit.grad.detach().numpy().astype(np.float64)
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusSettings(Result):
+    """The mechanism an Opacus setup runs, read from its own objects."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+    sample_rate: float
+    steps: int  # steps the accountant has recorded so far (0 before training)
+    expected_batch_size: int
+    loss_reduction: str
+    sample_rate_source: str
+
+
+def _check_dp_optimizer(optimizer) -> None:
+    opacus = require("opacus", purpose="auditing Opacus")
+    if not isinstance(optimizer, opacus.optimizers.DPOptimizer):
+        raise ValueError(f"`optimizer` must be an Opacus DPOptimizer (from PrivacyEngine.make_private), got {type(optimizer).__name__}")
+    if not isinstance(optimizer.max_grad_norm, (int, float)):
+        raise ValueError(f"`optimizer` must clip all parameters together (flat clipping), got per-layer clip norms {optimizer.max_grad_norm!r}")
+
+
+def read_opacus_settings(optimizer, *, data_loader=None, accountant=None) -> OpacusSettings:
+    """σ, C, the sampling rate and the step count of an Opacus setup, read without changing it.
+
+    σ and C come from the DPOptimizer; the sampling rate from the data loader
+    (a DPDataLoader's ``sample_rate``, else 1 / number of batches, as Opacus
+    computes it) or from the accountant's history; the steps from that
+    history. Sources that disagree are refused.
+    """
+    _check_dp_optimizer(optimizer)
+    sigma = float(optimizer.noise_multiplier)
+    rates, source = [], None
+    if data_loader is not None:
+        rate = getattr(data_loader, "sample_rate", None)
+        if rate is None:
+            if len(data_loader) < 1:
+                raise ValueError("`data_loader` must yield at least one batch")
+            rate = 1.0 / len(data_loader)
+        rates.append(float(rate))
+        source = "data_loader"
+    history = list(getattr(accountant, "history", [])) if accountant is not None else []
+    steps = 0
+    for noise, rate, count in history:
+        if not np.isclose(noise, sigma, rtol=1e-9) or (rates and not np.isclose(rate, rates[0], rtol=1e-9)):
+            raise ValueError(
+                f"`accountant` history holds steps with σ = {noise:g}, q = {rate:g}, which differ from the optimizer's σ = {sigma:g}"
+                + (f" and the data loader's q = {rates[0]:g}" if rates else "")
+            )
+        rates.append(float(rate))
+        steps += int(count)
+        source = source or "accountant"
+    if not rates:
+        raise ValueError("`data_loader` or an `accountant` with history must be given to read the sampling rate")
+    return OpacusSettings(
+        noise_multiplier=sigma,
+        max_grad_norm=float(optimizer.max_grad_norm),
+        sample_rate=rates[0],
+        steps=steps,
+        expected_batch_size=int(optimizer.expected_batch_size),
+        loss_reduction=str(optimizer.loss_reduction),
+        sample_rate_source=source,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusClaims(Result):
+    """The ε(δ) the settings claim, derived here (PLD, pessimistic), beside Opacus' own accountant's."""
+
+    delta: float
+    step_epsilon: float  # one step with the canaries in every step: the Gaussian mechanism, μ = 1/σ
+    end_to_end_epsilon: float | None  # all ``steps`` with Poisson rate q; None before training
+    steps: int
+    opacus_epsilon: float | None  # what the user's accountant reports for the same δ
+
+
+def opacus_claims(settings: OpacusSettings, *, delta: float, steps: int | None = None, accountant=None) -> OpacusClaims:
+    """Per-step and end-to-end ε at ``delta`` from σ, q and the step count (``steps`` overrides the accountant's)."""
+    from ..stats.conversions import gaussian_epsilon, gdp_epsilon
+
+    delta = check_probability(delta, "delta")
+    steps = settings.steps if steps is None else check_count(steps, "steps", minimum=1)
+    if settings.noise_multiplier <= 0:
+        raise ValueError(f"`noise_multiplier` must be > 0 for a finite claim, got {settings.noise_multiplier:g}")
+    step = float(gdp_epsilon(1.0 / settings.noise_multiplier, delta))
+    end = gaussian_epsilon(settings.noise_multiplier, delta, sampling_prob=settings.sample_rate, num_steps=steps) if steps else None
+    own = None
+    if accountant is not None and len(getattr(accountant, "history", [])):
+        own = float(copy.deepcopy(accountant).get_epsilon(delta))  # on a copy: some accountants cache
+    return OpacusClaims(delta=delta, step_epsilon=step, end_to_end_epsilon=end, steps=steps, opacus_epsilon=own)
+
+
+def private_copy(model, optimizer, settings: OpacusSettings, *, seed: int = 0):
+    """A deep copy of a made-private model and optimizer, with noise from a seeded generator of its own.
+
+    The user's model, optimizer (param groups and state) and accountant are
+    not touched: the copy has its own parameters, optimizer state and no
+    accountant. Returns (model copy, DPOptimizer copy).
+    """
+    torch = require_torch()
+    opacus = require("opacus", purpose="auditing Opacus")
+    _check_dp_optimizer(optimizer)
+    if not isinstance(model, opacus.GradSampleModule):
+        raise ValueError(f"`model` must be the GradSampleModule that PrivacyEngine.make_private returned, got {type(model).__name__}")
+    model_copy = copy.deepcopy(model)  # its hooks are bound to the copy, not to the user's module
+    memo = {id(p): q for p, q in zip(model.parameters(), model_copy.parameters(), strict=True)}
+    for q in model_copy.parameters():  # a Parameter's deep copy drops the attributes GradSampleModule gives it
+        if q.requires_grad:
+            q.grad_sample, q._forward_counter = None, 0
+    inner = copy.deepcopy(optimizer.original_optimizer, memo)  # state and groups keyed to the copy's parameters
+    private = type(optimizer)(
+        inner,
+        noise_multiplier=settings.noise_multiplier,
+        max_grad_norm=settings.max_grad_norm,
+        expected_batch_size=settings.expected_batch_size,
+        loss_reduction=settings.loss_reduction,
+        generator=torch.Generator(device=next(model_copy.parameters()).device).manual_seed(seed),
+    )
+    return model_copy, private
 
 
 def _forever(data_loader):
@@ -127,20 +277,124 @@ def _forever(data_loader):
         yield from data_loader
 
 
-def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int):
+def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int, *, accountant=None, seed: int = 0):
     """A ``release(rows)`` callable for :func:`~privaudit.audits.whitebox.collect_gradient_observations`.
 
-    Each call trains one Opacus step on the next batch of ``data_loader``
-    (cycling) with the canary rows in the batch. Returns (release, auditor).
+    Each call trains one Opacus step of a private copy of ``model`` and
+    ``optimizer`` (:func:`private_copy`) on a Poisson batch of
+    ``data_loader``'s dataset at the setup's own sampling rate, drawn with a
+    seeded generator, with the canary rows in the batch. The user's objects
+    never change. Returns (release, auditor).
     """
-    auditor = OpacusCanaryAuditor(optimizer, audit_size)
-    batches = _forever(data_loader)
+    torch = require_torch()
+    opacus = require("opacus", purpose="auditing Opacus")
+    settings = read_opacus_settings(optimizer, data_loader=data_loader, accountant=accountant)
+    model_copy, private = private_copy(model, optimizer, settings, seed=seed)
+    auditor = OpacusCanaryAuditor(private, audit_size)
+    loader = opacus.data_loader.DPDataLoader(
+        data_loader.dataset, sample_rate=settings.sample_rate, collate_fn=data_loader.collate_fn, generator=torch.Generator().manual_seed(seed + 1)
+    )
+    batches = _forever(loader)
 
     def release(rows):
         x, y = next(batches)
-        optimizer.zero_grad()
+        private.zero_grad()
         auditor.reserve(len(x), len(rows))
-        loss_fn(model(x), y).backward()
+        loss_fn(model_copy(x), y).backward()
         return auditor.step(rows)
 
+    release.model, release.settings = model_copy, settings
     return release, auditor
+
+
+def check_audit_size(audit_size, canaries_per_step: int) -> int:
+    """``audit_size`` must be 10 × ``canaries_per_step``: one slot per coordinate, 9 empty slots per canary.
+
+    >>> check_audit_size(None, 20)
+    200
+    >>> check_audit_size(150, 20)
+    Traceback (most recent call last):
+    ...
+    ValueError: `audit_size` must be 10 × `canaries_per_step` = 10 × 20 = 200, got 150
+    """
+    canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1)
+    wanted = 10 * canaries_per_step
+    if audit_size is None:
+        return wanted
+    if isinstance(audit_size, bool) or not isinstance(audit_size, (int, np.integer)) or int(audit_size) != wanted:
+        raise ValueError(f"`audit_size` must be 10 × `canaries_per_step` = 10 × {canaries_per_step} = {wanted}, got {audit_size}")
+    return wanted
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusAuditResult(Result):
+    """A per-step ε lower bound for the user's Opacus setup, beside the claims derived from its settings."""
+
+    settings: OpacusSettings
+    claims: OpacusClaims
+    bound: object  # stats.bounds.EpsilonLowerBound (GDP, Clopper–Pearson, threshold 0.5)
+    flagged: bool  # the lower bound exceeds the claimed per-step ε
+    num_steps: int
+    canaries_per_step: int
+    audit_size: int
+    threat_model: str = "white-box, gradient canaries, every step observed"
+
+
+def audit_opacus(
+    model,
+    optimizer,
+    data_loader,
+    loss_fn,
+    *,
+    accountant=None,
+    num_steps: int = 100,
+    canaries_per_step: int = 100,
+    audit_size: int | None = None,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> OpacusAuditResult:
+    """Audit a user's Opacus setup on a private copy; the user's objects stay bit-for-bit unchanged.
+
+    ``model``, ``optimizer`` and ``data_loader`` are what ``PrivacyEngine.make_private``
+    returned; ``accountant`` (``privacy_engine.accountant``) supplies the step
+    count for the end-to-end claim and Opacus' own ε for comparison. The
+    copy trains ``num_steps`` steps with ``canaries_per_step`` Dirac
+    canaries of norm 100·C (a missing clip shows) on ``audit_size`` = 10 ×
+    ``canaries_per_step`` audit coordinates; the torch global RNG is restored afterwards.
+    """
+    torch = require_torch()
+    from ..audits.whitebox import (
+        collect_gradient_observations,  # the shared collector of gradient-canary observations
+    )
+    from ..canaries.gradient import GradientCanary
+    from ..stats.bounds import epsilon_lower_bound
+
+    num_steps = check_count(num_steps, "num_steps", minimum=1)
+    audit_size = check_audit_size(audit_size, canaries_per_step)
+    delta = check_probability(delta, "delta")
+    confidence = check_probability(confidence, "confidence")
+    settings = read_opacus_settings(optimizer, data_loader=data_loader, accountant=accountant)
+    claims = opacus_claims(settings, delta=delta, accountant=accountant)
+    with torch.random.fork_rng(devices=[]):
+        release, auditor = opacus_release(model, optimizer, data_loader, loss_fn, audit_size, accountant=accountant, seed=seed)
+        observations = collect_gradient_observations(
+            release,
+            num_steps=num_steps,
+            canaries_per_step=canaries_per_step,
+            num_slots=audit_size,
+            clip_norm=settings.max_grad_norm,
+            denominator=auditor.denominator,
+            canary=GradientCanary(kind="dirac", slot_size=1, norm=100.0),
+            seed=seed,
+        )
+    bound = epsilon_lower_bound(observations.in_scores, observations.out_scores, delta=delta, method="gdp", confidence=confidence, threshold=0.5)
+    return OpacusAuditResult(
+        settings=settings,
+        claims=claims,
+        bound=bound,
+        flagged=bool(bound.epsilon > claims.step_epsilon),
+        num_steps=num_steps,
+        canaries_per_step=int(canaries_per_step),
+        audit_size=audit_size,
+    )

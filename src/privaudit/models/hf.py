@@ -1,91 +1,282 @@
-"""Scoring Hugging Face causal language models: log-perplexity in bits, with KV-cache reuse.
+"""Scoring Hugging Face causal language models: log-perplexity in bits of full texts, with KV-cache reuse.
 
-Any ``transformers`` causal LM and its tokenizer work. A candidate's
-log-perplexity is the sum over its tokens of -log2 Pr(token | everything
-before it). The prefix and each completion are tokenised separately and
-concatenated, so every candidate of a format shares the prefix's tokens, and
-the prefix's key/value cache is computed once and repeated for each batch.
+Any ``transformers`` causal LM with a fast tokenizer works. A canary is
+scored as the model saw it in training: its *full text*, prefix and secret
+tokenised together. Tokenising them apart is wrong with BPE, whose merges
+cross the prefix/secret boundary ("pin:" + "12" is not "pin" + ":1" + "2").
+
+A format's score of a candidate is the bits of its tokens after ``P``, the
+prefix's tokens that the prefix alone and the format's candidates tokenise
+alike (:meth:`HFCausalLMScorer.shared_prefix`): these are the tokens that
+touch the secret. ``P`` runs through the model once and its key/value cache
+is reused for every candidate whose tokens start with ``P`` (checked); any
+other candidate is scored from its first token and ``P``'s bits are taken
+off, so every score is ``full-text log-perplexity − bits(P)`` and differences
+between candidates are differences of full-text log-perplexities.
+
+Three ways to run the candidates (``reuse``): ``"none"`` (each full text from
+scratch), ``"prefix"`` (the cache of ``P``) and ``"tree"`` (the candidates'
+tokens after ``P`` form a trie, walked level by level with the cache, so
+candidates sharing their first tokens share their computation).
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 
 import numpy as np
 
-from .device import default_device, pad_rows, require_torch
+from .._core.validation import check_choice
+from ..canaries.text import CanaryFormat
+from .device import pad_rows, require_torch
+from .lm_scoring import _slot_pieces
 
 __all__ = ["HFCausalLMScorer"]
 
 _LN2 = np.log(2.0)
+REUSE = ("none", "prefix", "tree")
+
+
+def _common_prefix(rows) -> list[int]:
+    first = list(rows[0])
+    length = len(first)
+    for row in rows[1:]:
+        length = min(length, len(row))
+        for index in range(length):
+            if row[index] != first[index]:
+                length = index
+                break
+    return first[:length]
+
+
+def _select(cache, index):
+    """A new DynamicCache holding rows ``index`` (repeats allowed) of ``cache``."""
+    from transformers import DynamicCache
+
+    return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, index), layer.values.index_select(0, index)) for layer in cache.layers])
 
 
 class HFCausalLMScorer:
-    """Batched log-perplexity of texts, or of completions after a shared prefix, under a causal LM."""
+    """Batched log-perplexity (bits) of texts and of format candidates under a causal LM.
+
+    The model stays on its device, and its train/eval mode is restored after each call.
+    """
 
     def __init__(self, model, tokenizer, *, device=None, batch_size: int = 64):
         self.torch = require_torch()
-        self.device = default_device(device)
-        self.model = model.to(self.device).eval()
+        if device is not None:
+            model = model.to(device)
+        self.model = model
+        self.device = next(model.parameters()).device
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        self.queries = 0
+        self.queries = 0  # sequences (or trie nodes) run through the model
+        self._prefix_states: dict = {}
+        config = model.config
+        self.context_limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
 
+    # -- tokens ----------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    @contextlib.contextmanager
+    def _evaluating(self):
+        training = self.model.training
+        self.model.eval()
+        try:
+            with self.torch.no_grad():
+                yield
+        finally:
+            self.model.train(training)
+
+    def _check_fits(self, rows) -> None:
+        width = max(len(row) for row in rows)
+        if self.context_limit is not None and width > self.context_limit:
+            raise ValueError(f"canaries must fit the model's context of {self.context_limit} tokens, got {width}")
+
+    def shared_prefix(self, prefix: str, probes) -> list[int]:
+        """``P``: the longest run of ``prefix``'s tokens that starts the tokens of every probe text."""
+        if not prefix:
+            raise ValueError("`prefix` must not be empty: the secret's first token needs a context to be scored")
+        shared = _common_prefix([self._ids(prefix)] + [self._ids(text) for text in probes])
+        if not shared:
+            raise ValueError(f"`prefix` {prefix!r} shares no token with its canaries' full texts; give the format a longer prefix")
+        return shared
+
+    def format_prefix(self, fmt: CanaryFormat) -> list[int]:
+        """``P`` for a format, from probes that depend on the format only: every symbol of the first slot."""
+        first = fmt.slots[0]
+        probes = [fmt.fill((symbol,) + (0,) * (fmt.num_slots - 1)) for symbol in range(min(len(first), 256))]
+        return self.shared_prefix(fmt.prefix, probes)
+
+    # -- model calls -----------------------------------------------------------------
     def _sum_log_probs(self, logits, targets, mask):
         log_probs = self.torch.log_softmax(logits.double(), dim=-1)
         picked = log_probs.gather(2, targets[:, :, None]).squeeze(-1)
         return (picked * mask).sum(1)
 
-    def log_perplexity(self, texts) -> np.ndarray:
-        """Bits for each whole text; its first token is conditioned on nothing but the model's start."""
-        torch = self.torch
-        texts = list(texts)
-        out = np.empty(len(texts))
-        for start in range(0, len(texts), self.batch_size):
-            encoded = [self._ids(text) for text in texts[start : start + self.batch_size]]
-            if min(len(ids) for ids in encoded) < 2:
-                raise ValueError("`texts` must each have at least 2 tokens")
-            tokens, mask = pad_rows(encoded, self.device)
-            with torch.no_grad():
-                logits = self.model(input_ids=tokens, attention_mask=mask.long()).logits
-            self.queries += len(encoded)
-            total = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:])
-            out[start : start + len(encoded)] = -total.cpu().numpy() / _LN2
+    def _full_bits(self, rows) -> np.ndarray:
+        """Bits of each token row from its second token on, each row from scratch."""
+        out = np.zeros(len(rows))
+        for start in range(0, len(rows), self.batch_size):
+            chunk = rows[start : start + self.batch_size]
+            tokens, mask = pad_rows(chunk, self.device)
+            logits = self.model(input_ids=tokens, attention_mask=mask.long()).logits
+            self.queries += len(chunk)
+            out[start : start + len(chunk)] = -self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:]).cpu().numpy() / _LN2
         return out
 
-    def completion_log_perplexities(self, prefix: str, completions) -> np.ndarray:
-        """Bits of each completion given ``prefix``; the prefix runs once, its cache is reused."""
+    def _prefix_state(self, shared: list[int]):
+        """(cache, next-token log-probs, bits) of ``P``, computed once per ``P``."""
+        key = tuple(shared)
+        if key not in self._prefix_states:
+            out = self.model(input_ids=self.torch.as_tensor([shared], device=self.device), use_cache=True)
+            self.queries += 1
+            log_probs = self.torch.log_softmax(out.logits[0].double(), dim=-1)
+            targets = self.torch.as_tensor(shared[1:], device=self.device, dtype=self.torch.long)
+            bits = -float(log_probs[:-1].gather(1, targets[:, None]).sum()) / _LN2 if len(shared) > 1 else 0.0
+            self._prefix_states = {key: (out.past_key_values, log_probs[-1:], bits)}
+        return self._prefix_states[key]
+
+    def _tails_prefix(self, state, tails) -> np.ndarray:
+        """Bits of each tail after ``P``: padded batches from the repeated cache of ``P``."""
         torch = self.torch
-        prefix_ids = self._ids(prefix)
-        if not prefix_ids:
-            raise ValueError("`prefix` must have at least 1 token")
-        context_limit = getattr(self.model.config, "n_positions", None) or getattr(self.model.config, "max_position_embeddings", None)
-        with torch.no_grad():
-            prefix_out = self.model(input_ids=torch.as_tensor([prefix_ids], device=self.device), use_cache=True)
-        self.queries += 1
-        first_log_probs = torch.log_softmax(prefix_out.logits[0, -1].double(), dim=-1)
-        completions = list(completions)
-        out = np.empty(len(completions))
-        for start in range(0, len(completions), self.batch_size):
-            encoded = [self._ids(text) for text in completions[start : start + self.batch_size]]
-            if min(len(ids) for ids in encoded) < 1:
-                raise ValueError("`completions` must each have at least 1 token")
-            width = max(len(ids) for ids in encoded)
-            if context_limit is not None and len(prefix_ids) + width > context_limit:
-                raise ValueError(f"canaries must fit the model's context of {context_limit} tokens, got {len(prefix_ids) + width}")
-            n = len(encoded)
-            tokens, mask = pad_rows(encoded, self.device)
-            cache = copy.deepcopy(prefix_out.past_key_values)
-            cache.batch_repeat_interleave(n)
-            attention = torch.ones((n, len(prefix_ids) + width), dtype=torch.long, device=self.device)
-            attention[:, len(prefix_ids) :] = mask.long()
-            with torch.no_grad():
-                logits = self.model(input_ids=tokens, attention_mask=attention, past_key_values=cache, use_cache=True).logits
+        cache, last, _ = state
+        out = np.zeros(len(tails))
+        for start in range(0, len(tails), self.batch_size):
+            chunk = tails[start : start + self.batch_size]
+            n, width = len(chunk), max(len(tail) for tail in chunk)
+            tokens, mask = pad_rows(chunk, self.device)
+            first = last[0, tokens[:, 0]]
+            rest = 0.0
+            if width > 1:
+                past = cache.get_seq_length()
+                attention = torch.ones((n, past + width), dtype=torch.long, device=self.device)
+                attention[:, past:] = mask.long()
+                repeated = _select(cache, torch.zeros(n, dtype=torch.long, device=self.device))
+                logits = self.model(input_ids=tokens, attention_mask=attention, past_key_values=repeated, use_cache=True).logits
+                rest = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:])
             self.queries += n
-            first = first_log_probs[tokens[:, 0]]
-            rest = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:]) if width > 1 else 0.0
             out[start : start + n] = -(first + rest).cpu().numpy() / _LN2
         return out
+
+    def _tails_tree(self, state, tails) -> np.ndarray:
+        """Bits of each tail after ``P``, walking the trie of tails depth first, ``batch_size`` nodes a call."""
+        torch = self.torch
+        children: list[dict] = [{}]
+        ends: list[list[int]] = [[]]
+        for index, tail in enumerate(tails):
+            node = 0
+            for token in tail:
+                if token not in children[node]:
+                    children[node][token] = len(children)
+                    children.append({})
+                    ends.append([])
+                node = children[node][token]
+            ends[node].append(index)
+        out = np.zeros(len(tails))
+        cache, last, _ = state
+        stack = [([0], cache, last, torch.zeros(1, dtype=torch.float64, device=self.device))]
+        while stack:
+            nodes, cache, last, totals = stack.pop()
+            rows, tokens, kids = [], [], []
+            for row, node in enumerate(nodes):
+                for token, child in children[node].items():
+                    rows.append(row)
+                    tokens.append(token)
+                    kids.append(child)
+            rows_t = torch.as_tensor(rows, device=self.device)
+            tokens_t = torch.as_tensor(tokens, device=self.device)
+            child_totals = totals[rows_t] - last[rows_t, tokens_t] / _LN2
+            values = child_totals.cpu().numpy()
+            for position, child in enumerate(kids):
+                out[ends[child]] = values[position]
+            inner = [position for position, child in enumerate(kids) if children[child]]
+            for start in range(0, len(inner), self.batch_size):
+                chosen = torch.as_tensor(inner[start : start + self.batch_size], device=self.device)
+                selected = _select(cache, rows_t[chosen])
+                logits = self.model(input_ids=tokens_t[chosen][:, None], past_key_values=selected, use_cache=True).logits
+                self.queries += len(chosen)
+                next_last = torch.log_softmax(logits[:, -1].double(), dim=-1)
+                stack.append(([kids[p] for p in chosen.tolist()], selected, next_last, child_totals[chosen]))
+        return out
+
+    def _score_rows(self, shared: list[int], rows, reuse: str) -> np.ndarray:
+        """``full-text bits(row) − bits(P)`` for each token row; the cache of ``P`` serves rows that start with it."""
+        self._check_fits(rows)
+        out = np.empty(len(rows))
+        cut = len(shared)
+        cached = [index for index, row in enumerate(rows) if reuse != "none" and len(row) > cut and list(row[:cut]) == shared]
+        scratch = sorted(set(range(len(rows))) - set(cached))
+        state = self._prefix_state(shared)
+        if cached:
+            tails = [tuple(rows[index][cut:]) for index in cached]
+            out[cached] = (self._tails_tree if reuse == "tree" else self._tails_prefix)(state, tails)
+        if scratch:
+            out[scratch] = self._full_bits([list(rows[index]) for index in scratch]) - state[2]
+        return out
+
+    # -- public ----------------------------------------------------------------------
+    def log_perplexity(self, texts) -> np.ndarray:
+        """Bits for each whole text; its first token is conditioned on nothing but the model's start."""
+        texts = list(texts)
+        encoded = [self._ids(text) for text in texts]
+        if not encoded or min(len(ids) for ids in encoded) < 2:
+            raise ValueError("`texts` must each have at least 2 tokens")
+        with self._evaluating():
+            return self._full_bits(encoded)
+
+    def completion_log_perplexities(self, prefix: str, completions, *, reuse: str = "prefix") -> np.ndarray:
+        """Bits of each ``prefix + completion`` after the tokens it shares with the prefix (full-text tokenisation).
+
+        ``P`` is shared by all the texts of this call: compare values within one call, or use
+        :meth:`format_log_perplexities`, whose ``P`` depends on the format only.
+        """
+        texts = [prefix + completion for completion in completions]
+        if not texts:
+            raise ValueError("`completions` must not be empty")
+        return self._score_texts(self.shared_prefix(prefix, texts), texts, reuse)
+
+    def format_log_perplexities(self, fmt: CanaryFormat, secrets=None, *, reuse: str = "tree") -> np.ndarray:
+        """Bits of format candidates after ``P``: all of R (in ``fmt.enumerate()`` order) or the given secrets."""
+        texts = [canary.text for canary in fmt.enumerate()] if secrets is None else [fmt.fill(secret) for secret in secrets]
+        if not texts:
+            raise ValueError("`secrets` must not be empty")
+        return self._score_texts(self.format_prefix(fmt), texts, reuse)
+
+    def _score_texts(self, shared, texts, reuse) -> np.ndarray:
+        check_choice(reuse, "reuse", REUSE)
+        with self._evaluating():
+            return self._score_rows(shared, [self._ids(text) for text in texts], reuse)
+
+    def extraction_scorer(self, fmt: CanaryFormat):
+        """A scorer(prefixes, slot) → natural-log weights of slot symbols, for :mod:`privaudit.extraction`.
+
+        A partial candidate's weight is the score of its settled tokens: those
+        of its text but the last (which the next symbol may merge into), all of
+        them at a full candidate. Edge weights are differences of these, so a
+        full candidate's path sums to its exact :meth:`format_log_perplexities`
+        score; an edge can be slightly negative when a merge re-tokenises,
+        which the batched search tolerates. Each call scores its new nodes in
+        batches from the cache of ``P``.
+        """
+        pieces = _slot_pieces(fmt)
+        shared = self.format_prefix(fmt)
+        last_slot = fmt.num_slots - 1
+        bits = {(): 0.0}
+
+        def scorer(prefixes, slot):
+            prefixes = [tuple(prefix) for prefix in prefixes]
+            missing = [prefix + (symbol,) for prefix in prefixes for symbol in range(len(pieces[slot])) if prefix + (symbol,) not in bits]
+            if missing:
+                rows = []
+                for node in missing:
+                    ids = self._ids(fmt.prefix + "".join(pieces[j][s] for j, s in enumerate(node)))
+                    rows.append(ids if len(node) - 1 == last_slot else ids[:-1])
+                with self._evaluating():
+                    values = self._score_rows(shared, rows, "prefix")
+                bits.update(zip(missing, values.tolist(), strict=True))
+            out = np.array([[bits[prefix] - bits[prefix + (symbol,)] for symbol in range(len(pieces[slot]))] for prefix in prefixes])
+            return out * _LN2
+
+        return scorer

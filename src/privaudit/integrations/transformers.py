@@ -1,0 +1,188 @@
+"""Phase two of the Secret Sharer on the user's corpus and Hugging Face model, and a Trainer callback.
+
+:func:`measure_canaries` reads the provenance that
+:func:`privaudit.canaries.corpus.insert_into_corpus` wrote, scores the
+canaries and references under the user's model (full-text tokenisation,
+:class:`~privaudit.models.hf.HFCausalLMScorer`), and reports exposure three
+ways (exact over R when it is small, among sampled references, extrapolated),
+the ε lower bound the exposures imply, and optionally shortest-path extraction.
+
+:class:`CanaryExposureCallback` logs the canaries' sampled exposure during
+``transformers.Trainer`` training, against references fixed at its creation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from .._core.extras import require
+from .._core.results import Result
+from .._core.validation import check_count
+from ..canaries.corpus import CorpusProvenance, read_provenance, reference_secrets
+
+try:  # the callback subclasses transformers' base class when it is installed
+    from transformers import TrainerCallback as _CallbackBase
+except ImportError:  # pragma: no cover - exercised only without the hf extra
+    _CallbackBase = object
+
+__all__ = ["CanaryExposureCallback", "CanaryMeasurement", "measure_canaries"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryMeasurement(Result):
+    """Exposure of each inserted canary under the user's model, the ε it implies, and extraction."""
+
+    canaries: tuple  # one dict per canary
+    space_size: int
+    num_references: int
+    epsilon_bound: dict  # stats.exposure.EpsilonFromExposure, group privacy over the largest repetition count
+    skewnorm_fit: dict
+    extraction: dict | None
+    model_source: str
+    corpus_sha256: str
+
+
+def _scorer(model, tokenizer, batch_size, device):
+    from ..models.hf import HFCausalLMScorer
+    from ..models.loading import LoadedModel, load_model
+
+    if isinstance(model, (str, Path)):
+        model = load_model(model, kind="huggingface", device=device)
+    if isinstance(model, LoadedModel):
+        if model.kind != "huggingface":
+            raise ValueError(f"`model` must be a Hugging Face causal LM, got a {model.kind} model")
+        return HFCausalLMScorer(model.model, model.tokenizer, batch_size=batch_size), model.source
+    if tokenizer is None:
+        raise ValueError("`tokenizer` must be given with a model object (or pass a save_pretrained directory)")
+    return HFCausalLMScorer(model, tokenizer, batch_size=batch_size, device=device), type(model).__name__
+
+
+def measure_canaries(
+    model,
+    provenance,
+    *,
+    tokenizer=None,
+    num_references: int = 20_000,
+    max_exact: int = 100_000,
+    extract: bool = False,
+    max_extraction_queries: int = 100_000,
+    reuse: str = "tree",
+    batch_size: int = 64,
+    seed: int = 0,
+    device=None,
+) -> CanaryMeasurement:
+    """Measure the inserted canaries under ``model`` (a save_pretrained directory, a LoadedModel, or a model with ``tokenizer``).
+
+    ``provenance`` is the directory or ``provenance.json`` of phase one, or a
+    :class:`~privaudit.canaries.corpus.CorpusProvenance`. Exact exposure
+    scores all of R when |R| <= ``max_exact``; references are ``num_references``
+    distinct non-canary secrets (all of them when R is smaller).
+    """
+    from ..stats.exposure import (
+        epsilon_from_exposure,
+        exact_exposure,
+        exposure,
+        exposure_extrapolated,
+    )
+
+    record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
+    num_references = check_count(num_references, "num_references", minimum=10)
+    fmt = record.canary_format
+    scorer, source = _scorer(model, tokenizer, batch_size, device)
+    entries = record.provenance.canaries
+    secrets = [tuple(entry["secret"]) for entry in entries]
+    references = reference_secrets(fmt, min(num_references, fmt.space_size - len(set(secrets))), exclude=secrets, seed=seed)
+    canary_bits = scorer.format_log_perplexities(fmt, secrets=secrets, reuse=reuse)
+    reference_bits = scorer.format_log_perplexities(fmt, secrets=references, reuse=reuse)
+    sampled = exposure(canary_bits, reference_bits)
+    extrapolated = exposure_extrapolated(canary_bits, reference_bits)
+    exact = None
+    if fmt.space_size <= max_exact:
+        everything = scorer.format_log_perplexities(fmt, reuse=reuse)
+        sizes = [len(symbols) for symbols in fmt.slots]
+        exact = exact_exposure(everything[[int(np.ravel_multi_index(secret, sizes)) for secret in secrets]], everything)
+    found = None
+    if extract:
+        from ..extraction import shortest_path_search
+
+        found = shortest_path_search(scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=batch_size, max_queries=max_extraction_queries)
+    canaries = tuple(
+        {
+            "text": entry["text"],
+            "repetitions": entry["repetitions"],
+            "log_perplexity_bits": float(canary_bits[index]),
+            "exposure_sampled": float(sampled.exposures[index]),
+            "rank_sampled": int(sampled.ranks[index]),
+            "exposure_extrapolated": float(extrapolated.exposures[index]),
+            "exposure_exact": None if exact is None else float(exact.exposures[index]),
+            "rank_exact": None if exact is None else int(exact.ranks[index]),
+            "extracted": None if found is None else found.secret == secrets[index],
+        }
+        for index, entry in enumerate(entries)
+    )
+    bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(entry["repetitions"] for entry in entries))
+    search = None
+    if found is not None:
+        search = {"text": fmt.fill(found.secret), "log_perplexity_bits": found.log_perplexity, "queries": found.queries, "calls": found.calls}
+    return CanaryMeasurement(
+        canaries=canaries,
+        space_size=fmt.space_size,
+        num_references=len(references),
+        epsilon_bound=bound.to_dict(),
+        skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
+        extraction=search,
+        model_source=source,
+        corpus_sha256=record.corpus_sha256,
+    )
+
+
+class CanaryExposureCallback(_CallbackBase):
+    """A ``transformers.TrainerCallback`` that measures the canaries' sampled exposure every ``every_steps`` steps.
+
+    Each measurement is appended to :attr:`history` as ``{"step", "exposures"}``
+    and its mean and max are added to the Trainer's next log. The model's
+    train mode is restored after each measurement, and nothing is trained.
+    """
+
+    def __init__(self, provenance, tokenizer, *, every_steps: int = 100, num_references: int = 1000, seed: int = 0, batch_size: int = 64):
+        require("transformers", purpose="the Trainer callback")
+        self.record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
+        self.tokenizer = tokenizer
+        self.every_steps = check_count(every_steps, "every_steps", minimum=1)
+        fmt = self.record.canary_format
+        self.secrets = [tuple(entry["secret"]) for entry in self.record.provenance.canaries]
+        count = min(check_count(num_references, "num_references", minimum=10), fmt.space_size - len(set(self.secrets)))
+        self.references = reference_secrets(fmt, count, exclude=self.secrets, seed=seed)
+        self.batch_size = batch_size
+        self.history: list[dict] = []
+        self._unlogged = None
+
+    def measure(self, model, step: int) -> dict:
+        """Sampled exposure (bits) of each canary under ``model`` now."""
+        from ..models.hf import HFCausalLMScorer
+        from ..stats.exposure import exposure
+
+        scorer = HFCausalLMScorer(model, self.tokenizer, batch_size=self.batch_size)
+        fmt = self.record.canary_format
+        canary_bits = scorer.format_log_perplexities(fmt, secrets=self.secrets, reuse="prefix")
+        reference_bits = scorer.format_log_perplexities(fmt, secrets=self.references, reuse="prefix")
+        entry = {"step": int(step), "exposures": exposure(canary_bits, reference_bits).exposures.tolist()}
+        self.history.append(entry)
+        self._unlogged = entry
+        return entry
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if model is not None and state.global_step % self.every_steps == 0:
+            self.measure(model, state.global_step)
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is not None and self._unlogged is not None:
+            exposures = self._unlogged["exposures"]
+            logs["canary_exposure_mean"] = float(np.mean(exposures))
+            logs["canary_exposure_max"] = float(np.max(exposures))
+            self._unlogged = None
+        return control

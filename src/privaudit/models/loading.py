@@ -1,0 +1,309 @@
+"""Loading the user's model: one convention for every command, and never pickle.
+
+=================  ==============================================================
+kind               what ``path`` is
+=================  ==============================================================
+``huggingface``    a directory written by ``save_pretrained`` (model and tokenizer),
+                   loaded offline; on the GPU when one is present
+``torch``          weights (safetensors, or a state dict saved with ``torch.save``,
+                   read with ``weights_only=True``) for the module that
+                   ``factory="package.module:callable"`` builds; a strict load
+``torch-export``   a ``torch.export`` program (``.pt2``)
+``skops``          a scikit-learn model saved with skops, whose types must all be
+                   in :data:`TRUSTED_SKOPS_TYPES` or in ``trusted``
+``onnx``           any other framework, through onnxruntime
+=================  ==============================================================
+
+A file that is a pickle, or not of the declared kind, is a ValueError; so are
+weights that do not fit the architecture and a tokenizer with more tokens
+than the model has embeddings. :class:`LoadedModel` scores classifiers of
+every kind alike: :meth:`LoadedModel.loss` gives per-example cross-entropy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .._core.extras import require
+from .._core.validation import check_choice
+
+__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "load_model"]
+
+KINDS = ("huggingface", "torch", "torch-export", "skops", "onnx")
+OUTPUTS = ("logits", "probabilities")
+
+#: Types a skops file may hold beyond what skops trusts by default: scikit-learn's own and numpy's numbers.
+TRUSTED_SKOPS_TYPES = ("sklearn.",) + tuple(
+    f"numpy.{name}" for name in ("dtype", "ndarray", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_", "str_")
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedModel:
+    """A loaded model, what it was loaded from, and (for classifiers) what its outputs mean.
+
+    ``output`` is ``"logits"`` or ``"probabilities"``: how :meth:`loss` reads
+    the model's output (skops models always give probabilities).
+    """
+
+    kind: str
+    model: object
+    tokenizer: object = None
+    source: str = ""
+    output: str = "logits"
+
+    def _outputs(self, x) -> np.ndarray:
+        if self.kind == "skops":
+            return np.asarray(self.model.predict_proba(np.asarray(x)), dtype=np.float64)
+        if self.kind == "onnx":
+            session, name = self.model
+            feed = {session.get_inputs()[0].name: np.asarray(x, dtype=np.float32)}
+            return np.asarray(session.run([name], feed)[0], dtype=np.float64)
+        if self.kind == "huggingface":
+            raise ValueError("`loss` scores classifiers; score a Hugging Face language model with privaudit.models.hf.HFCausalLMScorer")
+        torch = require("torch", purpose="scoring a PyTorch model")
+        module = self.model
+        device = next(iter(module.parameters()), torch.empty(0)).device if hasattr(module, "parameters") else torch.device("cpu")
+        with torch.no_grad():
+            out = module(torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device))
+        return out.detach().double().cpu().numpy()
+
+    def loss(self, x, y) -> np.ndarray:
+        """Per-example cross-entropy (nats) of labels ``y`` given inputs ``x``, as a numpy array.
+
+        >>> import numpy as np
+        >>> class Uniform:
+        ...     def predict_proba(self, x):
+        ...         return np.full((len(x), 4), 0.25)
+        >>> LoadedModel("skops", Uniform(), output="probabilities").loss(np.zeros((2, 3)), [0, 3]).round(4).tolist()
+        [1.3863, 1.3863]
+        """
+        outputs = self._outputs(x)
+        labels = np.asarray(y)
+        if outputs.ndim != 2 or labels.shape != (outputs.shape[0],):
+            raise ValueError(f"`y` must hold one label per example of the model's (n, classes) output {outputs.shape}, got shape {labels.shape}")
+        if not np.issubdtype(labels.dtype, np.integer) or labels.min(initial=0) < 0 or labels.max(initial=0) >= outputs.shape[1]:
+            raise ValueError(f"`y` must hold integer labels in [0, {outputs.shape[1] - 1}]")
+        rows = np.arange(len(labels))
+        if self.output == "probabilities":
+            if np.any(outputs < 0) or np.any(np.abs(outputs.sum(axis=1) - 1.0) > 1e-4):
+                raise ValueError("the model's outputs are not probabilities (rows must be >= 0 and sum to 1); load it with output='logits'")
+            return -np.log(np.maximum(outputs[rows, labels], np.finfo(np.float64).tiny))
+        shifted = outputs - outputs.max(axis=1, keepdims=True)
+        return np.log(np.exp(shifted).sum(axis=1)) - shifted[rows, labels]
+
+
+# -- file checks ---------------------------------------------------------------------
+def _head(path: Path, size: int = 16) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(size)
+
+
+def _is_pickle(path: Path) -> bool:
+    head = _head(path, 2)
+    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5  # the PROTO opcode of pickle protocols 2-5
+
+
+def _is_safetensors(path: Path) -> bool:
+    head = _head(path, 9)
+    if len(head) < 9:
+        return False
+    (length,) = struct.unpack("<Q", head[:8])
+    return 0 < length <= path.stat().st_size - 8 and head[8:9] == b"{"
+
+
+def _zip_names(path: Path) -> list[str]:
+    if not zipfile.is_zipfile(path):
+        return []
+    with zipfile.ZipFile(path) as archive:
+        return archive.namelist()
+
+
+def _refuse_pickle(path: Path) -> None:
+    if _is_pickle(path):
+        raise ValueError(f"{str(path)!r} is a pickle file, which can run code when loaded; save the weights with safetensors or a state dict")
+
+
+def _not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
+    return ValueError(f"{str(path)!r} is not a {kind} file ({expected})")
+
+
+def _file(path, kind: str) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
+    _refuse_pickle(path)
+    return path
+
+
+# -- loaders -------------------------------------------------------------------------
+def _device(device):
+    torch = require("torch", purpose="loading a PyTorch model")
+    return torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def _load_huggingface(directory, device, task: str) -> LoadedModel:
+    transformers = require("transformers", purpose="loading a Hugging Face model")
+    directory = Path(directory)
+    if not directory.is_dir() or not (directory / "config.json").is_file():
+        raise ValueError(f"{str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
+    for item in directory.iterdir():
+        if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
+            _refuse_pickle(item)
+    auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
+    try:
+        model = auto.from_pretrained(directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"{str(directory)!r} is not a loadable huggingface {task} directory: {error}") from None
+    rows = model.get_input_embeddings().num_embeddings
+    largest = max(tokenizer.get_vocab().values())
+    if len(tokenizer) > rows or largest >= rows:
+        raise ValueError(f"the tokenizer in {str(directory)!r} does not match the model: {len(tokenizer)} tokens (largest id {largest}) for {rows} embeddings")
+    return LoadedModel("huggingface", model.to(_device(device)).eval(), tokenizer=tokenizer, source=str(directory))
+
+
+def _import_factory(factory: str):
+    module_name, _, attribute = factory.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"`factory` must be 'package.module:callable', got {factory!r}")
+    try:
+        target = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"`factory` {factory!r}: cannot import {module_name!r}: {error}") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"`factory` {factory!r}: {module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"`factory` {factory!r} is not callable")
+    return target
+
+
+def _state_dict(path: Path) -> dict:
+    torch = require("torch", purpose="loading PyTorch weights")
+    if _is_safetensors(path):
+        safetensors_torch = require("safetensors.torch", purpose="loading safetensors weights")
+        return safetensors_torch.load_file(str(path))
+    if not any(name.endswith("data.pkl") for name in _zip_names(path)):
+        raise _not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)  # weights only: a weights file cannot run code
+    except Exception as error:  # torch raises many types for objects beyond tensors
+        raise ValueError(f"{str(path)!r} holds more than tensors ({type(error).__name__}); save model.state_dict(), not the model") from None
+    if not isinstance(state, dict) or not all(isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()):
+        raise ValueError(f"{str(path)!r} must hold a state dict (names to tensors), got {type(state).__name__}")
+    return state
+
+
+def _strict_load(module, state: dict, path: Path) -> None:
+    expected = module.state_dict()
+    missing = [key for key in expected if key not in state]
+    unexpected = [key for key in state if key not in expected]
+    shapes = [f"{key} {tuple(state[key].shape)} vs {tuple(value.shape)}" for key, value in expected.items() if key in state and state[key].shape != value.shape]
+    problems = []
+    if shapes:
+        problems.append("shape mismatch (file vs model): " + ", ".join(shapes[:3]))
+    if missing:
+        problems.append("missing: " + ", ".join(missing[:3]))
+    if unexpected:
+        problems.append("unexpected: " + ", ".join(unexpected[:3]))
+    if problems:
+        raise ValueError(f"the weights in {str(path)!r} do not fit the architecture; " + "; ".join(problems))
+    module.load_state_dict(state, strict=True)
+
+
+def _load_torch(path, factory, device) -> LoadedModel:
+    torch = require("torch", purpose="loading a PyTorch model")
+    if factory is None:
+        raise ValueError("`factory` must be given for kind 'torch': 'package.module:callable' that builds the architecture")
+    path = _file(path, "torch weights")
+    module = _import_factory(factory)()
+    if not isinstance(module, torch.nn.Module):
+        raise ValueError(f"`factory` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
+    _strict_load(module, _state_dict(path), path)
+    return LoadedModel("torch", module.to(_device(device)).eval(), source=f"{factory} + {path}")
+
+
+def _load_torch_export(path, device) -> LoadedModel:
+    torch = require("torch", purpose="loading a torch.export program")
+    path = _file(path, "torch-export")
+    if not _zip_names(path):
+        raise _not_of_kind(path, "torch-export", "torch.export.save writes a zip archive")
+    try:
+        program = torch.export.load(str(path))
+    except Exception as error:  # torch raises many types for foreign archives
+        raise _not_of_kind(path, "torch-export", f"torch.export.load failed: {type(error).__name__}") from None
+    return LoadedModel("torch-export", program.module().to(_device(device)), source=str(path))
+
+
+def _load_skops(path, trusted) -> LoadedModel:
+    skops_io = require("skops.io", purpose="loading a scikit-learn model")
+    path = _file(path, "skops")
+    if "schema.json" not in _zip_names(path):
+        raise _not_of_kind(path, "skops", "skops.io.dump writes a zip archive with schema.json")
+    allowed = TRUSTED_SKOPS_TYPES + tuple(trusted)
+    untrusted = skops_io.get_untrusted_types(file=str(path))
+    refused = [name for name in untrusted if not any(name == rule or (rule.endswith(".") and name.startswith(rule)) for rule in allowed)]
+    if refused:
+        raise ValueError(f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; pass them in `trusted` only if you trust the file")
+    model = skops_io.load(str(path), trusted=list(untrusted))
+    if not hasattr(model, "predict_proba"):
+        raise ValueError(f"the model in {str(path)!r} must have predict_proba, got {type(model).__name__}")
+    return LoadedModel("skops", model, source=str(path), output="probabilities")
+
+
+def _load_onnx(path, output_name) -> LoadedModel:
+    onnxruntime = require("onnxruntime", purpose="loading an ONNX model")
+    path = _file(path, "onnx")
+    if _zip_names(path) or _is_safetensors(path):
+        raise _not_of_kind(path, "onnx", "an ONNX protobuf")
+    try:
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime raises its own exception types
+        raise _not_of_kind(path, "onnx", f"onnxruntime could not read it: {type(error).__name__}") from None
+    names = [item.name for item in session.get_outputs()]
+    if output_name is None:
+        tensors = [item.name for item in session.get_outputs() if item.type.startswith("tensor(float") and len(item.shape or ()) == 2]
+        if not tensors:
+            raise ValueError(f"{str(path)!r} has no 2-D float output; name one with `output_name` (outputs: {names})")
+        output_name = tensors[-1]
+    elif output_name not in names:
+        raise ValueError(f"`output_name` must be one of {names}, got {output_name!r}")
+    return LoadedModel("onnx", (session, output_name), source=str(path))
+
+
+def load_model(path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "logits", task: str = "causal-lm", output_name=None) -> LoadedModel:
+    """Load a model of the declared ``kind`` (see the module docstring); never unpickle.
+
+    ``factory`` (kind ``torch``) builds the architecture; ``trusted`` extends
+    the skops allow-list; ``output`` says whether a torch, torch-export or
+    ONNX classifier returns logits or probabilities; ``task`` picks the
+    Hugging Face head; ``output_name`` the ONNX output.
+
+    >>> load_model("model.bin", kind="keras")
+    Traceback (most recent call last):
+    ...
+    ValueError: `kind` must be one of 'huggingface', 'torch', 'torch-export', 'skops', 'onnx', got 'keras'
+    """
+    check_choice(kind, "kind", KINDS)
+    check_choice(output, "output", OUTPUTS)
+    check_choice(task, "task", ("causal-lm", "sequence-classification"))
+    if kind == "huggingface":
+        return _load_huggingface(path, device, task)
+    if kind == "skops":
+        return _load_skops(path, trusted)
+    if kind == "onnx":
+        loaded = _load_onnx(path, output_name)
+    elif kind == "torch":
+        loaded = _load_torch(path, factory, device)
+    else:
+        loaded = _load_torch_export(path, device)
+    return dataclasses.replace(loaded, output=output)
+
