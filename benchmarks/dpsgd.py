@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from privaudit.audits.whitebox import collect_gradient_observations
+from privaudit.observation.gradient import collect_gradient_observations
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.data.tabular import load_dataset
 from privaudit.models.classifiers import build_classifier, count_parameters

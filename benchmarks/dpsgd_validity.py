@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.audits.whitebox import collect_gradient_observations
+from privaudit.observation.gradient import collect_gradient_observations
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from privaudit.audits.dpsgd import DPSGDAuditConfig, bound_step_observations, claimed_step_epsilon, detect_bugs, run_dpsgd_audit  # noqa: E402
-from privaudit.audits.whitebox import collect_gradient_observations  # noqa: E402
+from privaudit.observation.gradient import collect_gradient_observations  # noqa: E402
 from privaudit.canaries.gradient import GradientCanary  # noqa: E402
 from privaudit.stats.conversions import gdp_mu  # noqa: E402
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from privaudit.audits.dpsgd import bound_step_observations, claimed_step_epsilon  # noqa: E402
-from privaudit.audits.input_space import collect_input_observations  # noqa: E402
+from privaudit.observation.inputs import collect_input_observations  # noqa: E402
 from privaudit.canaries.inputs import (  # noqa: E402
     INPUT_CANARY_KINDS,
     adversarial_canary,

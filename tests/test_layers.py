@@ -13,7 +13,7 @@ LAYERS = [
     {"_core"},
     {"stats"},
     {"canaries", "models", "generators", "data", "extraction"},
-    {"training", "integrations", "runner"},
+    {"training", "observation", "integrations", "runner"},
     {"audits", "testing"},
     {"report", "history", "schemas", "demo_quick", "demo_full"},
     {"cli", "__main__", "__init__"},

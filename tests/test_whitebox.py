@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.audits.whitebox import collect_gradient_observations, find_twins
+from privaudit.observation.gradient import collect_gradient_observations, find_twins
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
@@ -223,7 +223,7 @@ def test_canary_rows_and_slot_draws():
 
 @pytest.mark.parametrize("count", [1, 7, 19])
 def test_slot_choice_is_uniform_over_subsets(count):
-    from privaudit.audits.whitebox import _choose_slots
+    from privaudit.observation.gradient import _choose_slots
 
     mask = _choose_slots(np.random.default_rng(count), 60_000, 20, count)
     assert (mask.sum(axis=1) == count).all()

@@ -4,7 +4,7 @@ A DP library's test calls ``assert_dp`` on one privatized aggregation step
 (or any mechanism that releases a noisy sum of clipped per-example vectors)
 with the (ε, δ) it claims. The check feeds it Dirac gradient canaries on
 coordinates that no other example uses, reads the released coordinates
-(:mod:`privaudit.audits.whitebox`) and computes a lower bound on ε with the
+(:mod:`privaudit.observation.gradient`) and computes a lower bound on ε with the
 statistical core. It fails when the bound exceeds the claim: the claim is
 then rejected at the stated confidence, and a correct mechanism fails with
 probability at most 1 - confidence (less in practice, as the bound is below
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .audits.whitebox import collect_gradient_observations
+from .observation.gradient import collect_gradient_observations
 from .canaries.gradient import GradientCanary
 from ._core.validation import check_choice, check_count, check_positive, check_probability
 from .stats.bounds import EpsilonLowerBound, epsilon_lower_bound

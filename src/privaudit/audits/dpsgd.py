@@ -2,7 +2,7 @@
 
 :func:`run_dpsgd_audit` trains a small model on embedded data with the
 reference DP-SGD (:mod:`privaudit.training.dpsgd`), optionally with a bug,
-collects canary observations (:mod:`privaudit.audits.whitebox`) and hands
+collects canary observations (:mod:`privaudit.observation.gradient`) and hands
 them to the statistical core. :func:`bound_step_observations` is the part
 that any audited implementation (Opacus, a user's step function) shares.
 
@@ -23,7 +23,7 @@ What the numbers are:
 
 Threat models: ``white-box-gradient`` (gradient canaries on audit
 coordinates, the reference DP-SGD, optionally with a bug) and
-``white-box-input`` (an input-space canary, :mod:`privaudit.audits.input_space`);
+``white-box-input`` (an input-space canary, :mod:`privaudit.observation.inputs`);
 every intermediate update is seen in both. The black-box audit (Algorithm 1)
 trains many models and lives in :mod:`privaudit.audits.blackbox`.
 """
@@ -43,8 +43,8 @@ from ..stats.pld import StepToEndEstimate, SubsampledGaussian, step_to_end_epsil
 from ..training.dpsgd import BUGS, DPSGDConfig
 from ..canaries.inputs import INPUT_CANARY_KINDS
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .input_space import INPUT_SCORES
-from .whitebox import GradientObservations, _check_canary_rate, collect_gradient_observations
+from ..observation.inputs import INPUT_SCORES
+from ..observation.gradient import GradientObservations, check_canary_rate, collect_gradient_observations
 
 __all__ = ["AUDIT", "DPSGDAudit", "DPSGDAuditConfig", "DPSGDAuditResult", "PrefixBound", "bounds_on_prefixes", "prefix_sizes", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
 
@@ -129,7 +129,7 @@ class DPSGDAuditConfig:
         check_count(self.num_steps, "num_steps", minimum=1)
         check_count(self.num_slots, "num_slots", minimum=2)
         check_count(self.canaries_per_step, "canaries_per_step", minimum=1, maximum=self.num_slots - 1)
-        _check_canary_rate(self.canary_rate)
+        check_canary_rate(self.canary_rate)
         check_positive(self.clip_norm, "clip_norm")
         check_positive(self.noise_multiplier, "noise_multiplier")
         check_probability(self.delta, "delta")
@@ -286,7 +286,7 @@ def _gradient_observations(model, data, training: DPSGDConfig, config: DPSGDAudi
 
 def _input_observations(model, data, config: DPSGDAuditConfig) -> GradientObservations:
     from ..canaries.inputs import make_input_canary
-    from .input_space import collect_input_observations
+    from ..observation.inputs import collect_input_observations
 
     canary_x, canary_y = make_input_canary(config.input_canary, model, data.x_train, data.y_train, seed=config.seed)
     return collect_input_observations(

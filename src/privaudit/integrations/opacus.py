@@ -278,7 +278,7 @@ def _forever(data_loader):
 
 
 def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int, *, accountant=None, seed: int = 0):
-    """A ``release(rows)`` callable for :func:`~privaudit.audits.whitebox.collect_gradient_observations`.
+    """A ``release(rows)`` callable for :func:`~privaudit.observation.gradient.collect_gradient_observations`.
 
     Each call trains one Opacus step of a private copy of ``model`` and
     ``optimizer`` (:func:`private_copy`) on a Poisson batch of
@@ -364,7 +364,7 @@ def audit_opacus(
     ``canaries_per_step`` audit coordinates; the torch global RNG is restored afterwards.
     """
     torch = require_torch()
-    from ..audits.whitebox import (
+    from ..observation.gradient import (
         collect_gradient_observations,  # the shared collector of gradient-canary observations
     )
     from ..canaries.gradient import GradientCanary

@@ -9,7 +9,7 @@ The step also carries ``audit_size`` *audit coordinates*: extra coordinates
 that no real example touches, split into ``audit_groups`` equal parameter
 groups. Per-example canary gradients (rows over those coordinates) join the
 batch and are clipped, summed and noised with it; the step returns the
-released audit coordinates for :mod:`privaudit.audits.whitebox`.
+released audit coordinates for :mod:`privaudit.observation.gradient`.
 
 The bugs of Tight Auditing §6.3, for the bug detector:
 

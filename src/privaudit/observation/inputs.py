@@ -59,7 +59,7 @@ import numpy as np
 from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
 from ..canaries.inputs import as_examples
-from .whitebox import GradientObservations, _check_canary_rate
+from .gradient import GradientObservations, check_canary_rate
 
 __all__ = ["INPUT_SCORES", "collect_input_observations"]
 
@@ -102,7 +102,7 @@ def collect_input_observations(
         raise ValueError(f"`sampling_rate` must be in (0, 1], got {rate:g}")
     learning_rate = check_positive(learning_rate, "learning_rate", allow_zero=True)
     num_steps = check_count(num_steps, "num_steps", minimum=1)
-    canary_rate = _check_canary_rate(canary_rate)
+    canary_rate = check_canary_rate(canary_rate)
     check_choice(score, "score", INPUT_SCORES)
     params = {name: p for name, p in model.named_parameters() if p.requires_grad}
     if not params:

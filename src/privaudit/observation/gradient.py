@@ -55,7 +55,7 @@ class GradientObservations:
     canary_rate: float
 
 
-def _check_canary_rate(value) -> float:
+def check_canary_rate(value) -> float:
     rate = check_positive(value, "canary_rate")
     if rate > 1.0:
         raise ValueError(f"`canary_rate` (q_c) must be in (0, 1], got {rate:g}")
@@ -178,7 +178,7 @@ def collect_gradient_observations(
     canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1, maximum=num_slots - 1)
     clip_norm = check_positive(clip_norm, "clip_norm")
     denominator = check_positive(denominator, "denominator")
-    canary_rate = _check_canary_rate(canary_rate)
+    canary_rate = check_canary_rate(canary_rate)
     num_groups = check_count(num_groups, "num_groups", minimum=1, maximum=num_slots)
     if num_slots % num_groups:
         raise ValueError(f"`num_slots` must be a multiple of `num_groups` ({num_groups}), got {num_slots}")
