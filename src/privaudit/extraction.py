@@ -94,7 +94,7 @@ def shortest_path_search(scorer: Scorer, slot_sizes: Sequence[int], *, batch_siz
             break
         if max_queries is not None and counting.queries >= max_queries:
             break
-        batch = []
+        batch: list = []
         while queue and len(batch) < batch_size:
             weight, _, prefix = heapq.heappop(queue)
             if len(prefix) == depth:
@@ -112,7 +112,7 @@ def shortest_path_search(scorer: Scorer, slot_sizes: Sequence[int], *, batch_siz
             expanded += len(nodes)
             for (weight, prefix), row in zip(nodes, bits, strict=True):
                 for symbol, cost in enumerate(row):
-                    heapq.heappush(queue, (weight + float(cost), next(tie), prefix + (symbol,)))
+                    heapq.heappush(queue, (weight + float(cost), next(tie), prefix + (symbol,)))  # type: ignore[misc]
     if best_leaf is None:
         raise ValueError("the search stopped before reaching a full-length sequence; raise `max_queries`")
     return ExtractionResult(
@@ -164,7 +164,7 @@ def brute_force_search(scorer: Scorer, slot_sizes: Sequence[int], *, max_space: 
     for slot, size in enumerate(sizes):
         bits = counting(prefixes, slot)
         weights = (weights[:, None] + bits).ravel()
-        prefixes = [prefix + (symbol,) for prefix in prefixes for symbol in range(size)]
+        prefixes = [prefix + (symbol,) for prefix in prefixes for symbol in range(size)]  # type: ignore[misc]
     best = int(np.argmin(weights))
     return ExtractionResult(
         secret=prefixes[best], log_perplexity=float(weights[best]), queries=space, calls=counting.calls, nodes_expanded=space, method="brute-force"

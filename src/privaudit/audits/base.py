@@ -66,7 +66,7 @@ class Headline:
 
 
 @cache
-def _result_adapter(cls: type):
+def _result_adapter(cls: Any) -> Any:
     from pydantic import ConfigDict, TypeAdapter
 
     if "__pydantic_config__" not in vars(cls):
@@ -86,7 +86,8 @@ class AuditResult(Result):
         """The result from a results dict; pydantic's ValidationError when a field is missing or of the wrong type."""
         if not isinstance(data, Mapping):
             raise ValueError(f"`results` must be a JSON object, got {type(data).__name__}")
-        return _result_adapter(cls).validate_python({key: value for key, value in data.items() if key not in PROVENANCE_KEYS})
+        fields = {key: value for key, value in data.items() if key not in PROVENANCE_KEYS}
+        return _result_adapter(cls).validate_python(fields)  # type: ignore[arg-type]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "results"):

@@ -249,7 +249,7 @@ def run_blackbox_audit(
     wall = time.perf_counter() - start
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)
-    common = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
+    common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
     gdp = epsilon_lower_bound(in_scores, out_scores, method="gdp", **common)
     eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)

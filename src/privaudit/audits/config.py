@@ -87,7 +87,7 @@ def _dataclasses_in(cls: type) -> list[type]:
 
 
 @cache
-def _adapter(cls: type):
+def _adapter(cls: Any) -> Any:
     from pydantic import ConfigDict, TypeAdapter
 
     for nested in _dataclasses_in(cls):
@@ -141,7 +141,7 @@ def config_from_dict(cls: type[T], values: Any, name: str = "--config") -> T:
     except (TypeError, ValueError) as error:
         raise ValueError(f"`{name}` must hold plain JSON values: {error}") from None
     try:
-        return _adapter(cls).validate_json(text, strict=True)
+        return _adapter(cls).validate_json(text, strict=True)  # type: ignore[no-any-return,arg-type]
     except ValidationError as error:
         raise ValueError(_message(cls, error, name)) from None
 

@@ -27,6 +27,7 @@ mechanism composed over its participations (the most any client can have).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -228,7 +229,7 @@ def run_fl_audit(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedAvgRun]]
     results, runs = [], []
     for participations in config.participations:
         training = dataclasses.replace(config.training, participations=participations) if config.training.sampling == "fixed" else config.training
-        settings = dict(num_observed=config.num_canaries, seed=config.seed, memory_budget_bytes=budget)
+        settings: dict[str, Any] = dict(num_observed=config.num_canaries, seed=config.seed, memory_budget_bytes=budget)
         run = simulate_fedavg(data, training, canaries, **settings)
         if run.participations.sum() == 0:
             raise ValueError("no canary participated in training: raise `num_rounds`, `clients_per_round` or `num_canaries`")

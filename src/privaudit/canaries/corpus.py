@@ -102,8 +102,8 @@ def _read_records(text: str, text_format: str, column: str | None):
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get(column), str):
                 raise ValueError(f"`corpus` line {number} must be a JSON object with a string field {column!r}")
-            records.append(record)
-        return None, records, [record[column] for record in records]
+            records.append(record)  # type: ignore[arg-type]
+        return None, records, [record[column] for record in records]  # type: ignore[index]
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if not rows or column not in rows[0]:
         raise ValueError(f"`column` must be one of the CSV header's columns {rows[0] if rows else []}, got {column!r}")

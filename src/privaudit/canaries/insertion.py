@@ -76,14 +76,14 @@ def insert_canaries(
     drawn = canary_format.sample_many(len(counts) * canaries_per_count, seed=rng, secure=secure)
     plan = [(canary, count) for canary, count in zip(drawn, [c for c in counts for _ in range(canaries_per_count)], strict=True)]
 
-    tagged = [(line, None) for line in lines]
+    tagged: list[tuple[str, int | None]] = [(line, None) for line in lines]
     for index, (canary, count) in enumerate(plan):
         for _ in range(count):
             tagged.insert(int(rng.integers(len(tagged) + 1)), (canary.text, index))
     where: dict[int, list[int]] = {index: [] for index in range(len(plan))}
-    for position, (_, index) in enumerate(tagged):
-        if index is not None:
-            where[index].append(position)
+    for position, (_, tag) in enumerate(tagged):
+        if tag is not None:
+            where[tag].append(position)
     records = tuple(
         {"text": canary.text, "secret": canary.secret, "repetitions": count, "lines": tuple(where[index])}
         for index, (canary, count) in enumerate(plan)

@@ -101,7 +101,8 @@ class CanaryFormat:
     @property
     def prefix(self) -> str:
         """The text before the first hole: what a model is primed with."""
-        return self.template[: _HOLE.search(self.template).start()]
+        first = _HOLE.search(self.template)
+        return self.template if first is None else self.template[: first.start()]
 
     def fill(self, secret: Sequence[int]) -> str:
         """The canary text for a secret (one symbol index per slot)."""
@@ -140,7 +141,8 @@ class CanaryFormat:
         if distinct and count > self.space_size:
             raise ValueError(f"`count` must be <= |R| = {self.space_size} for distinct canaries, got {count}")
         rng = None if secure else np.random.default_rng(seed)
-        out, seen = [], set()
+        out: list = []
+        seen: set = set()
         while len(out) < count:
             canary = self.sample(secure=True) if secure else self.sample(seed=rng)
             if distinct and canary.secret in seen:

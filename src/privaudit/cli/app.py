@@ -8,7 +8,7 @@ no partial output. Every command module registers on :data:`app` or
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -43,11 +43,11 @@ class OneLineErrors(TyperGroup):
     exceptions propagate unchanged.
     """
 
-    def main(self, *args, standalone_mode: bool = True, **kwargs):
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
         except ValueError as error:
             typer.echo(f"error: {' '.join(str(error).split())}", err=True)
             sys.exit(2)
@@ -60,16 +60,17 @@ class OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("error: aborted", err=True)
             sys.exit(1)
-        except Exception as error:
+        except Exception as error:  # click's usage errors, duck-typed (typer may vendor its own click)
+            usage: Any = error
             line = _usage_error_line(error)
             if line is None:
                 raise
             if type(error).__name__ == "NoArgsIsHelpError":
-                if error.format_message().strip():  # empty when rich already printed the help
-                    typer.echo(error.format_message(), err=True)
+                if usage.format_message().strip():  # empty when rich already printed the help
+                    typer.echo(usage.format_message(), err=True)
             else:
                 typer.echo(f"error: {line}", err=True)
-            sys.exit(error.exit_code)
+            sys.exit(usage.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
 

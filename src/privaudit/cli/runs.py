@@ -109,15 +109,15 @@ def history_command(
         ]
         emit(json.dumps({"store": str(path), "tolerance": tolerance, "audits": rows}, indent=2))
     else:
-        rows = []
+        table: list[list[str]] = []
         for r in records:
             change = changes.get(r.id)
             delta = "" if change is None or change.change is None else f"{change.change:+.4g}"
             flag = "REGRESSION" if change is not None and change.regression else ""
             value = "—" if r.value is None else format_value(r.value)
-            rows.append([str(r.id), r.created_at, r.model_id, r.release or "", r.audit, r.label, f"{value} ({r.kind})", delta, flag])
+            table.append([str(r.id), r.created_at, r.model_id, r.release or "", r.audit, r.label, f"{value} ({r.kind})", delta, flag])
         columns = ["id", "time", "model", "release", "audit", "headline", "value", "change", "flag"]
-        text = render_table(f"Audit history in {path} (tolerance {tolerance:g})", columns, rows)
+        text = render_table(f"Audit history in {path} (tolerance {tolerance:g})", columns, table)
         emit(text + (f"{len(regressions)} regression(s) flagged\n" if regressions else "no regressions\n"))
     if fail_on_regression and regressions:
         raise typer.Exit(1)

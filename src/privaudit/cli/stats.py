@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -107,7 +107,7 @@ def bound(
         in_scores, out_scores, delta=delta, method=family, interval=interval, confidence=confidence,
         threshold=_parse_threshold(threshold), seed=seed, one_run=one_run, claimed_epsilon=claimed_epsilon, source=source,
     )
-    result = run.result
+    result: Any = run.result  # a ScoresResult
     if output is not None:
         from ..report.runs import write_run
 

@@ -89,7 +89,7 @@ class MSTGenerator:
             else:
                 edges = np.unique(np.quantile(column, np.linspace(0, 1, self.max_bins + 1)))
                 integer = bool(np.all(column == np.round(column)))
-                self._columns.append(("bins", edges, integer))
+                self._columns.append(("bins", edges, integer))  # type: ignore[arg-type]
                 codes.append(np.clip(np.searchsorted(edges, column, side="right") - 1, 0, edges.size - 2))
         self._num_classes = int(y.max()) + 1
         codes.append(y)
@@ -131,7 +131,7 @@ class MSTGenerator:
             if column[0] == "values":
                 out[:, j] = column[1][codes[:, j]]
                 continue
-            _, edges, integer = column
+            _, edges, integer = column  # type: ignore[misc]
             low, high = edges[codes[:, j]], edges[codes[:, j] + 1]
             values = low + rng.random(codes.shape[0]) * (high - low)
             out[:, j] = np.clip(np.round(values), low, high) if integer else values

@@ -251,6 +251,7 @@ class CanaryClients:
     def _canary_reply(self, index: int, clipping_norm: float, real):
         from flwr.app import Array, ArrayRecord, Message, RecordDict
 
+        assert self._current is not None and self.canaries is not None  # set by configure_fit before any reply
         current = self._current.to_numpy_ndarrays()
         update = clipping_norm * self.canaries.direction(int(index))  # Proj(c_j; S(t)): norm exactly S(t)
         arrays, start = {}, 0

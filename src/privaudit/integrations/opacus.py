@@ -70,8 +70,10 @@ class OpacusCanaryAuditor:
         self.audit = torch.nn.Parameter(torch.zeros(self.audit_size))
         optimizer.add_param_group({"params": [self.audit], "lr": 0.0})
         self.audit.summed_grad = None  # the attribute DPOptimizer gives each parameter it manages
-        self._buffers, self._buffer_params, self._capacity = [], [], 0  # reserve()'s per-sample gradient buffers, one per model parameter
-        self._reserved = None  # (batch size, canaries, parameters, the views handed to Opacus) between reserve() and step()
+        self._buffers: list = []
+        self._buffer_params: list = []
+        self._capacity = 0  # reserve()'s per-sample gradient buffers, one per model parameter
+        self._reserved: tuple | None = None  # (batch size, canaries, parameters, the views handed to Opacus) between reserve() and step()
         self._audit_rows = torch.zeros((0, self.audit_size), dtype=self.audit.dtype)  # zero but for its last _canary_rows rows
         self._canary_rows = 0
 
@@ -212,7 +214,7 @@ def read_opacus_settings(optimizer, *, data_loader=None, accountant=None) -> Opa
         steps=steps,
         expected_batch_size=int(optimizer.expected_batch_size),
         loss_reduction=str(optimizer.loss_reduction),
-        sample_rate_source=source,
+        sample_rate_source=str(source),
     )
 
 
@@ -303,7 +305,7 @@ def opacus_release(model, optimizer, data_loader, loss_fn, audit_size: int, *, a
         loss_fn(model_copy(x), y).backward()
         return auditor.step(rows)
 
-    release.model, release.settings = model_copy, settings
+    release.model, release.settings = model_copy, settings  # type: ignore[attr-defined]
     return release, auditor
 
 

@@ -43,7 +43,8 @@ class OpacusInLoopAuditor:
         self.audit_size = check_audit_size(audit_size, canaries_per_step)
         self.canary_norm = check_positive(canary_norm, "canary_norm")
         self.rng = np.random.default_rng([seed, 3])
-        self._in, self._out = [], []
+        self._in: list = []
+        self._out: list = []
         self._core = self._hook = self._slots = None
 
     # -- attach and detach ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from ..canaries.corpus import CorpusProvenance, read_provenance, reference_secre
 try:  # the callback subclasses transformers' base class when it is installed
     from transformers import TrainerCallback as _CallbackBase
 except ImportError:  # pragma: no cover - exercised only without the hf extra
-    _CallbackBase = object
+    _CallbackBase = object  # type: ignore[misc,assignment]
 
 __all__ = ["CanaryExposureCallback", "CanaryMeasurement", "measure_canaries"]
 
@@ -158,7 +158,7 @@ class CanaryExposureCallback(_CallbackBase):
         self.references = reference_secrets(fmt, count, exclude=self.secrets, seed=seed)
         self.batch_size = batch_size
         self.history: list[dict] = []
-        self._unlogged = None
+        self._unlogged: dict | None = None
 
     def measure(self, model, step: int) -> dict:
         """Sampled exposure (bits) of each canary under ``model`` now."""

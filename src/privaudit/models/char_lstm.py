@@ -51,7 +51,7 @@ def build_char_lstm(vocab_size: int, *, embedding: int = 32, hidden: int = 256, 
     else:
         LSTM = nn.LSTM
 
-    class CharLSTM(nn.Module):
+    class CharLSTM(nn.Module):  # type: ignore[name-defined]
         def __init__(self):
             super().__init__()
             self.embedding = nn.Embedding(vocab_size, embedding)
@@ -101,7 +101,7 @@ class TrainingReport:
     device: str
 
 
-def _windows(encoded: np.ndarray, length: int) -> np.ndarray:
+def _windows(encoded: np.ndarray, length: int) -> tuple[np.ndarray, int]:
     count = (encoded.size - 1) // length
     return encoded[: count * length + 1], count
 

@@ -86,11 +86,11 @@ class CharLSTMScorer:
             codes = torch.as_tensor(self.vocabulary.encode(piece), device=self.device)
             out[:, j] = last[:, codes[0]]
             if len(piece) == 1:
-                after.append((codes, None))
+                after.append((codes, None))  # type: ignore[arg-type]
                 continue
             log_probs, new_state = self._run(codes[None, :].expand(n, -1), state)
             out[:, j] += log_probs[:, :-1].gather(2, codes[1:][None, :, None].expand(n, -1, 1)).squeeze(-1).sum(1)
-            after.append((codes, (log_probs[:, -1], new_state)))
+            after.append((codes, (log_probs[:, -1], new_state)))  # type: ignore[arg-type]
         return out, after
 
     @staticmethod
@@ -171,7 +171,7 @@ class CharLSTMScorer:
             expanded = tuple(part.expand(-1, n, -1).contiguous() for part in state)
             log_probs, _ = self._run(tokens[:, :-1], expanded) if width > 1 else (None, None)
             rest = torch.zeros(n, dtype=torch.float64)
-            if width > 1:
+            if log_probs is not None:
                 rest = (log_probs.gather(2, tokens[:, 1:, None].to(self.device)).squeeze(-1).cpu() * mask[:, 1:]).sum(1)
             out[start : start + n] = -(first + rest).numpy() / _LN2
         return out

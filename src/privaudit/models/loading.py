@@ -27,6 +27,7 @@ import importlib
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class LoadedModel:
     """
 
     kind: str
-    model: object
+    model: Any
     tokenizer: object = None
     source: str = ""
     output: str = "logits"

@@ -218,8 +218,8 @@ def collect_gradient_observations(
     twins = find_twins(blocks)
     keep = np.ones((num_steps, num_slots), dtype=bool)
     for block in np.flatnonzero(twins >= 0):
-        other = twins[block]
-        step, group = divmod(block, num_groups)
+        other = int(twins[block])
+        step, group = divmod(int(block), num_groups)
         other_step, other_group = divmod(other, num_groups)
         mine = slice(group * slots_per_group, (group + 1) * slots_per_group)
         theirs = slice(other_group * slots_per_group, (other_group + 1) * slots_per_group)

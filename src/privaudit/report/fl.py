@@ -11,6 +11,8 @@ The numbers all come from :mod:`privaudit.stats`; this module only draws.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -93,7 +95,7 @@ def plot_epsilon_vs_repetitions(repetitions, estimates, lower_bounds, path, *, a
     return save_figure(figure, path)
 
 
-def figures(run) -> dict:
+def figures(run) -> dict[str, Any]:
     """The four figures of an FL audit run: cosine densities and ε against participations, per threat model."""
     result, observations = run.result, run.observations
     labels = [str(r.participations) if r.sampling == "fixed" else r.sampling for r in result.runs]
@@ -109,7 +111,7 @@ def figures(run) -> dict:
         ),
     }
     for key, name in (("final", "final model"), ("all", "all iterates")):
-        drawings[f"epsilon_{key}.png"] = lambda path, key=key, name=name: plot_epsilon_vs_repetitions(
+        drawings[f"epsilon_{key}.png"] = lambda path, key=key, name=name: plot_epsilon_vs_repetitions(  # type: ignore[misc]
             repetitions,
             [getattr(r, key).estimate.epsilon for r in result.runs],
             [getattr(r, key).lower_bound.epsilon for r in result.runs],

@@ -39,7 +39,7 @@ def plot_panoramia(scores, result, path, *, title: str = "PANORAMIA") -> None:
     """
     bounds = result.bounds
     alpha = (1.0 - bounds.confidence) / 2.0 / (bounds.num_tests if bounds.correction == "bonferroni" else 1)
-    curves = [
+    curves: list[tuple] = [
         (f"baseline b ({result.generator})", scores.baseline, scores.is_member, "tab:blue", bounds.c_lb, "c_lb"),
         ("PANORAMIA MIA", scores.mia, scores.is_member, "tab:red", bounds.c_plus_epsilon_lb, "{c+ε}_lb"),
     ]

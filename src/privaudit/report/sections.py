@@ -125,7 +125,7 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
     claimed = _number(data.get("claimed_step_epsilon"))
     end = data.get("end_to_end") or {}
     config = data.get("config") or {}
-    details = [("claimed per-step ε", claimed)]
+    details: list[tuple[str, Any]] = [("claimed per-step ε", claimed)]
     details += [(f"per-step bound: {name} ({b.get('kind')})", b.get("epsilon")) for name, b in bounds.items()]
     details += [
         ("end-to-end ε (estimate, §5.5 composition)", end.get("epsilon")),
@@ -142,7 +142,7 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
         audit="dpsgd",
         value=_number(main.get("epsilon")),
         label="per-step ε lower bound (GDP, Clopper–Pearson)",
-        kind=main.get("kind") if main.get("kind") in KINDS else "lower bound",
+        kind=str(main.get("kind")) if main.get("kind") in KINDS else "lower bound",
         confidence=_number(main.get("confidence")),
         valid=bool(main.get("valid", True)),
         meaning=(
@@ -172,7 +172,7 @@ def _blackbox(data: dict, directory: Path | None) -> ReportSection:
         audit="blackbox",
         value=_number(data.get("epsilon_lower_bound")),
         label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
-        kind=bound.get("kind") if bound.get("kind") in KINDS else "lower bound",
+        kind=str(bound.get("kind")) if bound.get("kind") in KINDS else "lower bound",
         confidence=_number(data.get("confidence")),
         valid=bool(bound.get("valid", True)),
         meaning="With the stated confidence, training is no better than ε-DP: models trained with and without the canary were told apart this well from their final losses.",
@@ -190,7 +190,7 @@ def _blackbox(data: dict, directory: Path | None) -> ReportSection:
 
 def _fl(data: dict, directory: Path | None) -> ReportSection:
     runs = data.get("runs") or []
-    worst = max(runs, key=lambda run: run.get("participations", 0), default={})
+    worst: dict = max(runs, key=lambda run: run.get("participations", 0), default={})
     estimate = (worst.get("final") or {}).get("estimate") or {}
     details = []
     for run in runs:
@@ -283,7 +283,7 @@ def _text_number(entry: dict, key: str) -> str:
 
 
 def _generic(data: dict, directory: Path | None) -> ReportSection:
-    kind = data.get("kind") if data.get("kind") in KINDS else "estimate"
+    kind = str(data.get("kind")) if data.get("kind") in KINDS else "estimate"
     return ReportSection(
         title=f"{data.get('audit', 'audit')} ({data.get('result_type', 'result')})",
         audit=family_of(data),

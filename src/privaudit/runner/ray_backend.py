@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .._core.extras import require
 from .local import call_task
@@ -44,7 +45,7 @@ def run_ray(
     ray = require_ray()
     started = False
     if not ray.is_initialized():
-        options = {"address": address}
+        options: dict[str, Any] = {"address": address}
         if address is None:
             options.update(num_cpus=max_workers, include_dashboard=False)
         ray.init(**options)

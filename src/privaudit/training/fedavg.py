@@ -138,7 +138,7 @@ def participation_schedule(population: int, config: FedAvgConfig, rng: np.random
         epochs = -(-rounds * size // population)
         order = np.concatenate([rng.permutation(population) for _ in range(epochs)])
         return [np.sort(order[t * size : (t + 1) * size]) for t in range(rounds)]
-    slots = [[] for _ in range(rounds)]
+    slots: list[list] = [[] for _ in range(rounds)]
     for period in np.array_split(np.arange(rounds), config.participations):
         chosen = rng.choice(period, size=population)
         for client, round_index in enumerate(chosen):
