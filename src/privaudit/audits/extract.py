@@ -40,12 +40,7 @@ class ExtractionResult(AuditResult):
 
 def extract_from_run(run_dir, *, batch_size: int = 256, max_queries: int = 1_000_000) -> AuditRun:
     """Run shortest-path search on the run's model and compare its result with the run's canaries (writes nothing)."""
-    import torch
-
     from ..canaries import CanaryFormat, Provenance
-    from ..extraction import shortest_path_search
-    from ..models.char_lstm import CharVocabulary, build_char_lstm
-    from ..models.lm_scoring import CharLSTMScorer
 
     run = Path(run_dir)
     for name in ("model.pt", "provenance.json"):
@@ -57,6 +52,12 @@ def extract_from_run(run_dir, *, batch_size: int = 256, max_queries: int = 1_000
         provenance = Provenance.from_json((run / "provenance.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"`--run`: {str(run / 'provenance.json')!r} is not a provenance file written by privaudit: {error}") from None
+    from ..extraction import shortest_path_search
+    from ..models.char_lstm import CharVocabulary, build_char_lstm
+    from ..models.device import require_torch
+    from ..models.lm_scoring import CharLSTMScorer
+
+    torch = require_torch()  # after the cheap checks: bad input is named even without the extra
     try:
         saved = torch.load(run / "model.pt", weights_only=True)  # weights only: a model file cannot run code
         model = build_char_lstm(CharVocabulary().size, hidden=saved["hidden"])
