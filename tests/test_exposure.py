@@ -219,3 +219,9 @@ def test_extrapolated_exposure_fits_references_near_the_float_limits():
         assert scaled.exposures[0] == pytest.approx(plain.exposures[0], rel=1e-3)  # exposure is scale-free
     with pytest.raises(ValueError, match="`reference_losses` must span"):
         exposure_extrapolated([0.0], [1e308, -1e308, 0.0])
+
+
+@pytest.mark.parametrize(("a", "z"), [(1.8e7, -390.0), (1e3, -50.0), (1e3, -5.0)])
+def test_skewnorm_log_cdf_with_a_huge_fitted_shape(a, z):
+    # a fit to 4 references gave a = 1.8e7; the quadrature's log Φ(a t) differences lost all precision
+    assert float(skewnorm_logcdf(z, a, 0.0, 1.0)) == pytest.approx(skewnorm_logcdf_mpmath(z, a), rel=1e-8)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "as_real_array",
     "as_scores",
     "check_choice",
     "check_count",
@@ -35,15 +36,18 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
-def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np.ndarray:
-    """Return ``values`` as a finite float64 array, or raise ValueError.
+def as_real_array(values: Any, name: str) -> np.ndarray:
+    """Return ``values`` as a float64 array of any shape (NaN and inf kept), or raise ValueError.
 
-    >>> as_scores([1, 2.5], "in_scores")
-    array([1. , 2.5])
-    >>> as_scores([1.0, float("nan")], "in_scores")
+    Complex, date and non-numeric input is refused, and so are integers too
+    large for a float64, rather than converted with a loss.
+
+    >>> as_real_array(3, "mu")
+    array(3.)
+    >>> as_real_array([1j], "mu")
     Traceback (most recent call last):
     ...
-    ValueError: `in_scores` must contain only finite numbers, got 1 NaN or infinite value(s)
+    ValueError: `mu` must be an array of real numbers, got dtype complex128
     """
     try:
         raw = np.asarray(values)
@@ -57,6 +61,20 @@ def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np
             array = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning) as error:
         raise ValueError(f"`{name}` must be an array of real numbers that fit a float64, got {_describe(values)}") from error
+    return array
+
+
+def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np.ndarray:
+    """Return ``values`` as a finite float64 array, or raise ValueError.
+
+    >>> as_scores([1, 2.5], "in_scores")
+    array([1. , 2.5])
+    >>> as_scores([1.0, float("nan")], "in_scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: `in_scores` must contain only finite numbers, got 1 NaN or infinite value(s)
+    """
+    array = as_real_array(values, name)
     if ndim == 1 and array.ndim == 0:
         raise ValueError(f"`{name}` must be a 1-D array of numbers, got a scalar")
     if array.ndim != ndim:

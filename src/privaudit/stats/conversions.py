@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from .._core.validation import check_count, check_positive, check_probability, check_real
+from .._core.validation import as_real_array, check_count, check_positive, check_probability, check_real
 
 __all__ = ["gaussian_epsilon", "gaussian_noise_multiplier", "gdp_delta", "gdp_epsilon", "gdp_mu", "pld_grid_points"]
 
@@ -32,6 +32,8 @@ def _log_gdp_delta(epsilon: float, mu: float) -> float:
     a = -epsilon / mu + mu / 2.0
     b = -epsilon / mu - mu / 2.0
     log_first = special.log_ndtr(a)
+    if log_first == -np.inf:  # δ(ε) below the smallest float: ε far beyond μ²
+        return -np.inf
     log_ratio = epsilon + special.log_ndtr(b) - log_first  # < 0 for mu > 0
     return float(log_first + np.log(-np.expm1(min(log_ratio, -1e-300))))
 
@@ -52,8 +54,8 @@ def gdp_delta(epsilon, mu):
     >>> bool(abs(gdp_delta(0.0, 2.0) - (2 * norm.cdf(1.0) - 1)) < 1e-15)  # at ε = 0, δ is the TV distance
     True
     """
-    eps = np.asarray(epsilon, dtype=np.float64)
-    mus = np.asarray(mu, dtype=np.float64)
+    eps = as_real_array(epsilon, "epsilon")
+    mus = as_real_array(mu, "mu")
     if np.any(~np.isfinite(eps)) or np.any(eps < 0):
         raise ValueError(f"`epsilon` must be finite and >= 0, got {epsilon!r}")
     if np.any(~np.isfinite(mus)) or np.any(mus < 0):
@@ -77,7 +79,7 @@ def _gdp_epsilon_scalar(mu: float, delta: float, round_up: bool = False) -> floa
 
 
 def _check_mu(mu, name: str = "mu") -> np.ndarray:
-    mus = np.asarray(mu, dtype=np.float64)
+    mus = as_real_array(mu, name)
     if np.any(~np.isfinite(mus)) or np.any(mus < 0) or np.any(mus > MAX_MU):
         raise ValueError(f"`{name}` must be in [0, {MAX_MU:g}], got {mu!r}")
     return mus
@@ -111,6 +113,8 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     (0.26805, True)
     """
     epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
+    if epsilon > MAX_MU:  # μ ≈ √(2ε) would pass float range on the way
+        raise ValueError(f"`epsilon` must be in [0, {MAX_MU:g}], got {epsilon:g}")
     delta = check_probability(delta, "delta")
     log_delta = np.log(delta)
     low, high = 0.0, 1.0
@@ -215,7 +219,8 @@ def _check_mechanism(noise_multiplier, sampling_prob, num_steps):
 
 def _gdp_mu_of_mechanism(noise_multiplier: float, num_steps: int) -> float:
     """μ = √T/σ of T Gaussian steps without subsampling, or a ValueError if ε(δ) would not fit a float."""
-    mu = np.sqrt(float(num_steps)) / noise_multiplier
+    with np.errstate(over="ignore"):
+        mu = np.sqrt(float(num_steps)) / noise_multiplier
     if not mu <= MAX_MU:
         raise ValueError(
             f"`noise_multiplier` must be >= √num_steps/{MAX_MU:g} = {np.sqrt(float(num_steps)) / MAX_MU:.3g}, "
@@ -297,7 +302,12 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, *, sampling_prob: fl
         return dp_accounting.SelfComposedDpEvent(event, num_steps)
 
     if sampling_prob == 1.0:  # exactly (√T/σ)-GDP; μ rounded down makes σ err on the side of more noise
-        return float(np.sqrt(float(num_steps)) / gdp_mu(epsilon, delta))
+        mu = gdp_mu(epsilon, delta)
+        with np.errstate(over="ignore"):
+            sigma = np.sqrt(float(num_steps)) / mu if mu > 0.0 else np.inf
+        if not np.isfinite(sigma):
+            raise ValueError(f"`epsilon` must be larger, got {epsilon:g}: (ε, δ)-DP at δ = {delta:g} needs unbounded noise")
+        return float(sigma)
 
     def epsilon_of(sigma: float) -> float:
         return gaussian_epsilon(sigma, delta, sampling_prob=sampling_prob, num_steps=num_steps)

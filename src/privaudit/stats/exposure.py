@@ -110,22 +110,33 @@ class ExtrapolatedExposure(Result):
     kind: str = "estimate"
 
 
-_FAR = 1e4  # beyond this many scales the endpoint expansion is exact to ~1e-8 in log F
+_FAR = 1e4  # h'(z) beyond 1e4 √(1 + a₊²): the endpoint expansion is exact to ~1e-8 in log F
 _DEEPEST = 1e150  # |z| is clipped here (towards the bulk: a smaller exposure), so z² stays finite
 
 
-def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:
-    """log F(z) for z <= -1e4: Laplace's expansion at the endpoint of F(z) = ∫_{-∞}^z e^{h(t)} dt.
-
-    With h(t) = log 2 + log φ(t) + log Φ(a t), F(z) = e^{h(z)}/h'(z) (1 + O(h''/h'²)),
-    h'(z) = -z + a λ(a z), λ(x) = φ(x)/Φ(x); here O(h''/h'²) <= 1/z² <= 1e-8.
-    """
+def _endpoint_slope(z: np.ndarray, shape: float) -> np.ndarray:
+    """h'(z) = -z + a λ(a z) for h(t) = log 2 + log φ(t) + log Φ(a t), λ(x) = φ(x)/Φ(x)."""
     az = shape * z
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore"):
         exact = np.exp(-0.5 * np.minimum(az * az, 1e4) - 0.5 * np.log(2 * np.pi) - special.log_ndtr(np.maximum(az, -30.0)))
-    # λ(x) = -x + 1/(-x) + O(|x|⁻³) for x < -30; exact (no cancellation) above
-    mills = np.where(az < -30.0, -az - 1.0 / np.minimum(az, -30.0), exact)
-    return np.log(2.0) - 0.5 * z * z - 0.5 * np.log(2 * np.pi) + special.log_ndtr(az) - np.log(-z + shape * mills)
+        # λ(x) = -x + 1/(-x) + O(|x|⁻³) for x < -30; exact (no cancellation) above
+        mills = np.where(az < -30.0, -az - 1.0 / np.minimum(az, -30.0), exact)
+        return -z + shape * mills
+
+
+def _use_endpoint(z: np.ndarray, shape: float) -> np.ndarray:
+    """Where Laplace's endpoint expansion is exact to ~1e-8: |h''|/h'² <= (1 + a₊²)/h'² <= 1e-8."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2))
+
+
+def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:
+    """log F(z) far in the left tail: Laplace's expansion at the endpoint of F(z) = ∫_{-∞}^z e^{h(t)} dt.
+
+    F(z) = e^{h(z)}/h'(z) (1 + O(h''/h'²)) with h'(z) = -z + a λ(a z) >= |z| and
+    |h''| <= 1 + a₊²; it is used where that ratio is below 1e-8.
+    """
+    return np.log(2.0) - 0.5 * z * z - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * z) - np.log(_endpoint_slope(z, shape))
 
 
 def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
@@ -152,8 +163,8 @@ def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
 def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
     """log CDF of a skew-normal, finite wherever the density is positive.
 
-    Far in the left tail (z = (x - loc)/scale below -1e4) it uses the
-    endpoint expansion of :func:`_skewnorm_logcdf_far`; z is clipped at
+    Far in the left tail (from z = (x - loc)/scale of about -1e4, earlier
+    for a large shape a) it uses the endpoint expansion of :func:`_skewnorm_logcdf_far`; z is clipped at
     -1e150/max(1, |a|), which only lowers the exposure.
 
     >>> bool(np.isfinite(skewnorm_logcdf(-100.0, 3.0, 0.0, 1.0)))
@@ -167,7 +178,7 @@ def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
     z = np.nan_to_num(z, nan=0.0)  # inf - inf cannot arise from finite x; kept safe
     with np.errstate(divide="ignore", under="ignore"):
         out = np.asarray(stats.skewnorm.logcdf(z, shape), dtype=np.float64)
-    far = z < -_FAR
+    far = _use_endpoint(z, shape)
     deep = (~np.isfinite(out) | (out < -600.0)) & ~far  # near or past float underflow
     if np.any(far) or np.any(deep):
         out = np.array(out, dtype=np.float64, copy=True, ndmin=1)

@@ -79,7 +79,8 @@ def _log_between(z1: float, z2: float) -> float:
     else:  # straddles 0: the mass is >= the smaller half's share, no cancellation
         with np.errstate(divide="ignore"):  # both tails hold all the mass: log 0
             return float(np.log1p(-(special.ndtr(z1) + special.ndtr(-z2))))
-    return float(high + np.log1p(-np.exp(low - high)))
+    with np.errstate(divide="ignore"):  # equal tails: an empty interval, log 0
+        return float(high + np.log1p(-np.exp(low - high)))
 
 
 def _log_prob(region, mu: float, sigma: float) -> float:
