@@ -171,9 +171,14 @@ def test_panoramia(baseline, mia, is_member, confidence, levels):
         (lambda: pa.epsilon_one_run(10**400, 1, 1, delta=0.0), "`num_canaries`"),
         (lambda: pa.gdp_mu(10**400, 1e-5), "`epsilon`"),
         (lambda: pa.roc_auc([10**400], [1.0]), "`in_scores`"),
+        (lambda: pa.epsilon_one_shot([2e154, 0.0], dimension=10, delta=1e-5), "`canary_cosines`"),
+        (lambda: pa.epsilon_one_run(6_250_864_808, 6_250_864_808, 6_250_864_808, delta=1e-5), "`num_canaries`"),
+        (lambda: pa.tradeoff_gdp([0.1j], 1.0), "`alpha`"),
+        (lambda: pa.gdp_delta(10**400, 1.0), "`epsilon`"),
     ],
 )
 def test_issue_19_inputs_name_the_argument(call_, match):
-    # complex parts were dropped silently; seed 1.5 and ints beyond float raised TypeError/OverflowError
+    # complex parts were dropped silently; seed 1.5 and ints beyond float raised TypeError/OverflowError;
+    # cosines of 1e154 overflowed a variance, and 6e9 canaries asked for 47 GiB
     with pytest.raises(ValueError, match=match):
         call_()

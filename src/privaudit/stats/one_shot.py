@@ -214,8 +214,16 @@ class OneShotEstimate(Result):
     kind: str = "estimate"
 
 
+def _as_cosines(values, name: str, *, min_size: int = 1) -> np.ndarray:
+    cosines = as_scores(values, name, min_size=min_size)
+    if np.any(np.abs(cosines) > 1.0):
+        raise ValueError(f"`{name}` must lie in [-1, 1]")
+    return cosines
+
+
 def _fit(values: np.ndarray, name: str) -> tuple[float, float]:
-    std = float(values.std())  # divisor k, as the paper's σ̂ (§3)
+    scale = float(np.max(np.abs(values))) or 1.0  # scaled, so squares of values near 1e308 cannot overflow
+    std = scale * float((values / scale).std())  # divisor k, as the paper's σ̂ (§3)
     if std == 0.0:
         raise ValueError(f"`{name}` must not all be equal")
     return float(values.mean()), std
@@ -255,7 +263,7 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
     >>> result.kind, bool(2.6 < result.epsilon < 3.4)
     ('estimate', True)
     """
-    observed = as_scores(canary_cosines, "canary_cosines", min_size=2)
+    observed = _as_cosines(canary_cosines, "canary_cosines", min_size=2)
     delta = check_probability(delta, "delta")
     if (dimension is None) == (null_cosines is None):
         raise ValueError("exactly one of `dimension` and `null_cosines` must be given")
@@ -264,7 +272,7 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
         dimension = check_count(dimension, "dimension", minimum=2)
         null_mean, null_std, null, num_null = 0.0, 1.0 / np.sqrt(dimension), "N(0, 1/d)", None
     else:
-        null_values = as_scores(null_cosines, "null_cosines", min_size=2)
+        null_values = _as_cosines(null_cosines, "null_cosines", min_size=2)
         (null_mean, null_std), null, num_null = _fit(null_values, "null_cosines"), "fitted to null_cosines", null_values.size
     compared_std = null_std if equal_variance else observed_std
     return OneShotEstimate(
@@ -414,9 +422,7 @@ def epsilon_lower_bound_cosines(
     >>> result.kind, result.valid, bool(1.0 < result.epsilon < 14.4)
     ('lower bound', True, True)
     """
-    cosines = as_scores(canary_cosines, "canary_cosines")
-    if np.any(np.abs(cosines) > 1.0):
-        raise ValueError("`canary_cosines` must lie in [-1, 1]")
+    cosines = _as_cosines(canary_cosines, "canary_cosines")
     dimension = check_count(dimension, "dimension", minimum=2)
     delta = check_probability(delta, "delta")
     confidence = check_probability(confidence, "confidence")
