@@ -85,3 +85,28 @@ def test_removal_checks_the_lines():
     inserted = insert_canaries(["a", "b"], CanaryFormat("pin {digits:4}"), schedule=(1,), seed=0)
     with pytest.raises(ValueError, match="do not match the provenance"):
         remove_canaries(["a", "b", "c"], inserted.provenance)
+
+
+@pytest.mark.parametrize("template", ["{digits:5000}", "{digits:100000000}", "{digits:" + "9" * 4000 + "}", "x {words:200} {digits:100}"])
+def test_oversized_formats_are_refused_before_any_allocation(template):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"`template` holes must total at most 256"):
+        CanaryFormat(template, vocabulary=("a", "b"))
+    assert time.perf_counter() - start < 0.5
+
+
+def test_a_space_beyond_the_bit_limit_is_refused():
+    vocabulary = tuple(f"w{i}" for i in range(2**20))  # 20 bits a word
+    CanaryFormat("{words:51}", vocabulary=vocabulary)  # 1,020 bits
+    with pytest.raises(ValueError, match=r"at most 2\*\*1024 canaries"):
+        CanaryFormat("{words:52}", vocabulary=vocabulary)  # 1,040 bits
+
+
+@pytest.mark.parametrize("schedule", [(1.5, 2), ("2",), (True,), (2, None), 3, ()])
+def test_non_integer_schedules_are_refused(schedule):
+    # issue 19: [1.5, 2] inserted the canary once while the config recorded 1.5
+    with pytest.raises(ValueError, match="`schedule`"):
+        insert_canaries(["a"], CanaryFormat("pin {digits:4}"), schedule=schedule)
+    assert [c["repetitions"] for c in insert_canaries(["a"], CanaryFormat("pin {digits:4}"), schedule=(1, 2.0)).provenance.canaries] == [1, 2]

@@ -137,3 +137,63 @@ def test_families_recover_their_parameter_from_points_on_their_curve(theta):
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def gdp_epsilon_mpmath(mu, delta):
+    """ε(δ) of μ-GDP: the root of Eq. 6 in mpmath at 60 digits."""
+    mpmath.mp.dps = 60
+    m, d = mpmath.mpf(mu), mpmath.mpf(delta)
+    return mpmath.findroot(lambda e: mpmath.log(gdp_delta_mpmath(e, m)) - mpmath.log(d), mu * mu / 2 + 3 * mu)
+
+
+@pytest.mark.parametrize(("sigma", "steps", "delta"), [(1.0, 20, 1e-15), (0.5, 100, 1e-100), (3.0, 10**6, 1e-30), (1.0, 1, 1e-300)])
+def test_gaussian_epsilon_without_subsampling_is_exact_gdp_at_small_delta(sigma, steps, delta):
+    # issue 19: (1.0, 1e-15, 20 steps) gave inf; T Gaussian steps are exactly (√T/σ)-GDP
+    expected = float(gdp_epsilon_mpmath(np.sqrt(steps) / sigma, delta))
+    upper = gaussian_epsilon(sigma, delta, num_steps=steps)
+    lower = gaussian_epsilon(sigma, delta, num_steps=steps, pessimistic=False)
+    assert lower <= expected <= upper
+    assert upper == pytest.approx(expected, rel=1e-9)
+    assert lower == pytest.approx(expected, rel=1e-9)
+
+
+def test_gaussian_epsilon_at_the_issue_values():
+    assert round(gaussian_epsilon(1.0, 1e-15, sampling_prob=1, num_steps=20), 2) == 44.94
+
+
+@pytest.mark.parametrize("sampling_prob", [1.0, 0.5])
+def test_extreme_noise_gives_zero_or_names_the_argument(sampling_prob):
+    # σ = 1e300: μ = 1e-300, δ(0) = 2Φ(μ/2) - 1 < δ, so ε = 0 (subsampling only lowers it)
+    assert gaussian_epsilon(1e300, 1e-5, sampling_prob=sampling_prob, num_steps=10) == 0.0
+    with pytest.raises(ValueError, match="`noise_multiplier`"):
+        gaussian_epsilon(1e-300, 1e-5, sampling_prob=sampling_prob, num_steps=10)
+    with pytest.raises(ValueError, match="`num_steps`"):
+        gaussian_epsilon(1.0, 1e-5, num_steps=10**400)
+
+
+def test_oversized_plds_are_refused_up_front_with_the_estimate():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"`noise_multiplier`.*about [0-9.e+]+ grid points"):
+        gaussian_epsilon(0.1, 1e-5, sampling_prob=0.5, num_steps=10**5)
+    assert time.perf_counter() - start < 1.0  # refused before any PLD is built
+
+
+def test_pld_grid_estimate_tracks_dp_accounting():
+    from privaudit.stats.conversions import pld_grid_points
+
+    # dp_accounting's composed grids, counted once: 69,657, 311,087, 36,685 and 20,545 points
+    for args, actual in [((1.0, 0.01, 10**5, 1e-3), 69_657), ((0.1, 1e-12, 10**5, 1e-3), 311_087), ((0.3, 1e-12, 10**5, 1e-3), 36_685), ((1.0, 0.01, 1000, 1e-3), 20_545)]:
+        assert actual / 2 <= pld_grid_points(*args) <= 2 * actual
+
+
+def test_many_steps_with_tiny_sampling_compose_by_squaring():
+    # q = 1e-12, T = 1e9 (issue 19: > 400 s). dp_accounting's RDP accountant, an upper bound, gives ε = 0,
+    # so the true ε is 0 and the pessimistic PLD may only add its discretisation (1e-4 per grid step)
+    import dp_accounting
+
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(1e-12, dp_accounting.GaussianDpEvent(1.0)), 10**9)
+    assert dp_accounting.rdp.RdpAccountant().compose(event).get_epsilon(1e-5) == 0.0
+    value = gaussian_epsilon(1.0, 1e-5, sampling_prob=1e-12, num_steps=10**9)
+    assert 0.0 <= value <= 10 * 1e-4

@@ -174,3 +174,54 @@ def test_epsilon_from_exposure_is_zero_on_null_data():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def skewnorm_logcdf_mpmath(z, a):
+    """log of 2 ∫_{-∞}^z φ(t) Φ(a t) dt at 50 digits, integrated in u = z - t."""
+    import mpmath
+
+    mpmath.mp.dps = 50
+    z, a = mpmath.mpf(z), mpmath.mpf(a)
+    rate = abs(z) * (1 + max(a, 0) ** 2)
+    value = mpmath.quad(lambda u: 2 * mpmath.npdf(z - u) * mpmath.ncdf(a * (z - u)), [0, 1 / rate, 10 / rate, mpmath.inf])
+    return float(mpmath.log(value))
+
+
+@pytest.mark.parametrize("a", [-5.0, 0.0, 0.5, 3.0, 30.0])
+@pytest.mark.parametrize("z", [-50.0, -1e3, -2e4, -1e10])
+def test_skewnorm_log_cdf_matches_mpmath_far_in_the_tail(a, z):
+    assert float(skewnorm_logcdf(z, a, 0.0, 1.0)) == pytest.approx(skewnorm_logcdf_mpmath(z, a), rel=1e-9)
+
+
+def test_extrapolated_exposure_of_extreme_losses_is_finite_and_ordered():
+    # issue 19: canary losses of -1e10 or less gave NaN and RuntimeWarnings
+    import warnings
+
+    rng = np.random.default_rng(4)
+    references = rng.normal(0.0, 1.0, 2000)
+    canaries = np.array([-4.0, -1e3, -1e10, -1e300, -1.7e308, 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = exposure_extrapolated(canaries, references)
+    bits = result.exposures
+    assert np.all(np.isfinite(bits)) and bits[-1] == pytest.approx(0.0, abs=1e-12)
+    assert np.all(np.diff(bits[:5]) >= 0)  # lower loss, more exposure; clipping never reverses it
+    z = (-1e10 - result.loc) / result.scale
+    assert bits[2] == pytest.approx(-skewnorm_logcdf_mpmath(z, result.shape) / np.log(2), rel=1e-9)
+
+
+def test_extrapolated_exposure_fits_references_near_the_float_limits():
+    rng = np.random.default_rng(6)
+    base = rng.normal(0.0, 1.0, 500)
+    for scale in (1e-300, 1e300):
+        scaled = exposure_extrapolated([-4.0 * scale], base * scale)
+        plain = exposure_extrapolated([-4.0], base)
+        assert scaled.exposures[0] == pytest.approx(plain.exposures[0], rel=1e-3)  # exposure is scale-free
+    with pytest.raises(ValueError, match="`reference_losses` must span"):
+        exposure_extrapolated([0.0], [1e308, -1e308, 0.0])
+
+
+@pytest.mark.parametrize(("a", "z"), [(1.8e7, -390.0), (1e3, -50.0), (1e3, -5.0)])
+def test_skewnorm_log_cdf_with_a_huge_fitted_shape(a, z):
+    # a fit to 4 references gave a = 1.8e7; the quadrature's log Φ(a t) differences lost all precision
+    assert float(skewnorm_logcdf(z, a, 0.0, 1.0)) == pytest.approx(skewnorm_logcdf_mpmath(z, a), rel=1e-8)

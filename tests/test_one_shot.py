@@ -174,3 +174,28 @@ def test_anderson_darling_statistic_matches_its_formula():
     check = anderson_gaussianity(values)
     assert check.statistic == pytest.approx(statistic, rel=1e-9)
     assert 0.01 <= check.pvalue <= 0.15 and check.rejected == (check.pvalue < 0.05)
+
+
+@pytest.mark.parametrize(
+    ("params", "scale", "shift"),
+    [((0.0, 2.0, 1.0, 3.0), 1e-300, 0.0), ((0.0, 2.0, 1.0, 3.0), 1e300, 0.0), ((0.0, 1.0, 1.0, 1.5), 1e150, -3e151), ((0.0, 1.0, 1.0, 1.5), 1e-150, 7e-150)],
+)
+def test_two_gaussians_is_invariant_under_affine_maps_down_to_the_float_limits(params, scale, shift):
+    # issue 19: σ ≈ 1e-300 or means near 1e300 gave tracebacks; ε is invariant under x -> scale·x + shift
+    mu0, s0, mu1, s1 = params
+    expected = epsilon_two_gaussians(mu0, s0, mu1, s1, delta=1e-5)
+    moved = epsilon_two_gaussians(scale * mu0 + shift, scale * s0, scale * mu1 + shift, scale * s1, delta=1e-5)
+    assert moved == pytest.approx(expected, rel=1e-6)
+
+
+def test_two_gaussians_far_apart_or_with_extreme_variance_ratios():
+    # means 1e300 standard deviations apart: ε > 1e8 at every δ, reported as inf (the documented cap)
+    assert epsilon_two_gaussians(0.0, 1.0, 1e300, 1.0, delta=1e-5) == np.inf
+    assert epsilon_two_gaussians(-1e300, 1.0, 1e300, 1.0, delta=0.5) == np.inf
+    assert epsilon_two_gaussians(0.0, 1e-300, 1.0, 1e-300, delta=1e-5) == np.inf
+    # a tiny variance next to a wide one: the narrow law's loss is unbounded. The old expanded
+    # discriminant b² - 4ac cancelled to the wrong sign and reported ε = 0 for N(0, 1) vs N(30, 1e-16)
+    assert epsilon_two_gaussians(0.0, 1.0, 30.0, 1e-8, delta=1e-5) == np.inf
+    with pytest.raises(ValueError, match=r"`sigma1`/`sigma0`"):
+        epsilon_two_gaussians(0.0, 1e-300, 0.0, 1.0, delta=1e-5)
+

@@ -100,3 +100,16 @@ def test_bad_input_names_the_argument(kwargs, match):
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=match):
         panoramia_bounds(arguments.pop("baseline_scores"), arguments.pop("mia_scores"), arguments.pop("is_member"), **arguments)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_one_class_audit_sets_are_refused(value):
+    # issue 19: no generated samples gave c_lb = {c+ε}_lb = 4.13 from precision 1 alone
+    from privaudit.stats.panoramia import real_non_member_bound
+
+    rng = np.random.default_rng(0)
+    member = np.full(200, value)
+    with pytest.raises(ValueError, match="`is_member`"):
+        panoramia_bounds(rng.normal(size=200), rng.normal(size=200), member)
+    with pytest.raises(ValueError, match="`is_member`"):
+        real_non_member_bound(rng.normal(size=200), member)

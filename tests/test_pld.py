@@ -83,3 +83,33 @@ def test_step_to_end_with_subsampling_uses_the_accountant():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_without_subsampling_the_family_is_exact_gdp():
+    # issue 19: sampling_prob = 1 must not go through a PLD. σ bound = √T/μ with μ the GDP bound
+    rng = np.random.default_rng(3)
+    in_scores, out_scores = rng.normal(1.0, 1.0, 5000), rng.normal(0.0, 1.0, 5000)
+    steps = 10**9  # far beyond any PLD
+    pld = epsilon_lower_bound(in_scores, out_scores, delta=1e-5, method=SubsampledGaussian(1.0, steps), threshold=0.5)
+    gdp = epsilon_lower_bound(in_scores, out_scores, delta=1e-5, threshold=0.5)
+    assert pld.parameter == pytest.approx(np.sqrt(steps) / gdp.parameter, rel=1e-9)
+    assert pld.epsilon == pytest.approx(gdp.epsilon, rel=1e-9) and pld.epsilon <= gdp.epsilon
+    assert SubsampledGaussian(1.0, 4).tradeoff(ALPHAS, 2.0) == pytest.approx(tradeoff_gdp(ALPHAS, 1.0), abs=1e-15)
+
+
+def test_mechanisms_too_large_for_a_pld_are_refused_quickly_with_the_estimate():
+    import time
+
+    # issue 19: q = 1e-12, T = 1e9 ran > 400 s; the optimistic PLD drifts one grid step per step
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"`num_steps` 1000000000 .*about 1e\+09 grid points"):
+        epsilon_lower_bound(np.ones(10), np.zeros(10), delta=1e-5, method=SubsampledGaussian(1e-12, 10**9), threshold=0.5)
+    assert time.perf_counter() - start < 5.0
+
+
+def test_the_noise_search_starts_at_the_smallest_noise_whose_pld_fits():
+    from privaudit.stats.conversions import MAX_PLD_POINTS, pld_grid_points
+
+    mechanism = SubsampledGaussian(0.5, 10**5)
+    sigma = mechanism.smallest_noise()
+    assert pld_grid_points(sigma, 0.5, 10**5, 1e-3, False) <= MAX_PLD_POINTS < pld_grid_points(sigma / 1.01, 0.5, 10**5, 1e-3, False)

@@ -8,12 +8,14 @@ its allowed range, in the form "`delta` must be in (0, 1), got 1.5".
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "as_real_array",
     "as_scores",
     "check_choice",
     "check_count",
@@ -23,11 +25,43 @@ __all__ = [
     "check_real",
 ]
 
+#: Largest count accepted where no maximum is given: the int64 range numpy works in.
+MAX_COUNT = 2**63 - 1
+
 
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def as_real_array(values: Any, name: str) -> np.ndarray:
+    """Return ``values`` as a float64 array of any shape (NaN and inf kept), or raise ValueError.
+
+    Complex, date and non-numeric input is refused, and so are integers too
+    large for a float64, rather than converted with a loss.
+
+    >>> as_real_array(3, "mu")
+    array(3.)
+    >>> as_real_array([1j], "mu")
+    Traceback (most recent call last):
+    ...
+    ValueError: `mu` must be an array of real numbers, got dtype complex128
+    """
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError, OverflowError) as error:  # ragged nesting, unconvertible objects
+        raise ValueError(f"`{name}` must be an array of numbers, got {_describe(values)}") from error
+    if raw.dtype.kind in "cMmV":  # complex would lose its imaginary part; dates are not scores
+        raise ValueError(f"`{name}` must be an array of real numbers, got dtype {raw.dtype}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)  # complex objects in an object array
+            array = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning) as error:
+        raise ValueError(f"`{name}` must be an array of real numbers that fit a float64, got {_describe(values)}") from error
+    return array
 
 
 def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np.ndarray:
@@ -40,10 +74,7 @@ def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np
     ...
     ValueError: `in_scores` must contain only finite numbers, got 1 NaN or infinite value(s)
     """
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"`{name}` must be an array of numbers, got {_describe(values)}") from error
+    array = as_real_array(values, name)
     if ndim == 1 and array.ndim == 0:
         raise ValueError(f"`{name}` must be a 1-D array of numbers, got a scalar")
     if array.ndim != ndim:
@@ -57,12 +88,14 @@ def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np
 
 
 def _as_float(value: Any, name: str) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
         raise ValueError(f"`{name}` must be a real number, got {value!r}")
+    if isinstance(value, np.ndarray) and (value.ndim or value.dtype.kind == "c"):
+        raise ValueError(f"`{name}` must be a real number, got {_describe(value)}")
     try:
         number = float(value)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"`{name}` must be a real number, got {_describe(value)}") from error
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ValueError(f"`{name}` must be a real number that fits a float64, got {_describe(value)}") from error
     if math.isnan(number):
         raise ValueError(f"`{name}` must be a real number, got nan")
     return number
@@ -73,6 +106,10 @@ def check_real(value: Any, name: str) -> float:
 
     >>> check_real(2, "threshold")
     2.0
+    >>> check_real(1 + 2j, "threshold")
+    Traceback (most recent call last):
+    ...
+    ValueError: `threshold` must be a real number, got (1+2j)
     """
     number = _as_float(value, name)
     if not math.isfinite(number):
@@ -138,6 +175,8 @@ def check_count(value: Any, name: str, *, minimum: int = 0, maximum: int | None 
     number = int(value)
     if number < minimum or (maximum is not None and number > maximum):
         raise ValueError(f"`{name}` must be {allowed}, got {number}")
+    if number > MAX_COUNT:
+        raise ValueError(f"`{name}` must be an integer in [{minimum}, {MAX_COUNT}], got {_describe(number)}")
     return number
 
 

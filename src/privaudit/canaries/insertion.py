@@ -13,9 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._core.results import Result
+from .._core.validation import check_count
 from .text import CanaryFormat
 
-__all__ = ["InsertedCorpus", "Provenance", "insert_canaries", "remove_canaries"]
+__all__ = ["InsertedCorpus", "Provenance", "check_schedule", "insert_canaries", "remove_canaries"]
+
+#: Most copies of one canary: each copy is a line of the corpus.
+MAX_REPETITIONS = 10**6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +50,31 @@ class InsertedCorpus:
     provenance: Provenance
 
 
+def check_schedule(schedule) -> list[int]:
+    """The repetition counts of ``schedule`` as ints >= 1; 1.5 or "2" is refused, never rounded.
+
+    >>> check_schedule((1, 2.0, 4))
+    [1, 2, 4]
+    >>> check_schedule([1.5, 2])
+    Traceback (most recent call last):
+    ...
+    ValueError: `schedule` repetition counts must be integers >= 1, got [1.5, 2]
+    """
+    try:
+        values = list(schedule)
+    except TypeError:
+        raise ValueError(f"`schedule` must be a sequence of integers >= 1, got {schedule!r}") from None
+    counts = []
+    for value in values:
+        try:
+            counts.append(check_count(value, "schedule", minimum=1, maximum=MAX_REPETITIONS))
+        except ValueError:
+            raise ValueError(f"`schedule` repetition counts must be integers >= 1, got {values!r}") from None
+    if not counts:
+        raise ValueError("`schedule` must hold at least one repetition count, got none")
+    return counts
+
+
 def insert_canaries(
     corpus_lines: Sequence[str],
     canary_format: CanaryFormat,
@@ -67,11 +96,8 @@ def insert_canaries(
     lines = list(corpus_lines)
     if not lines:
         raise ValueError("`corpus_lines` must not be empty")
-    counts = [int(count) for count in schedule]
-    if not counts or min(counts) <= 0:
-        raise ValueError(f"`schedule` repetition counts must all be >= 1, got {list(schedule)!r}")
-    if canaries_per_count < 1:
-        raise ValueError(f"`canaries_per_count` must be >= 1, got {canaries_per_count}")
+    counts = check_schedule(schedule)
+    canaries_per_count = check_count(canaries_per_count, "canaries_per_count", minimum=1)
     rng = np.random.default_rng(seed)
     drawn = canary_format.sample_many(len(counts) * canaries_per_count, seed=rng, secure=secure)
     plan = [(canary, count) for canary, count in zip(drawn, [c for c in counts for _ in range(canaries_per_count)], strict=True)]

@@ -23,10 +23,14 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["Canary", "CanaryFormat", "MAX_ENUMERATION"]
+__all__ = ["Canary", "CanaryFormat", "MAX_ENUMERATION", "MAX_SLOTS", "MAX_SPACE_BITS"]
 
 #: Largest randomness space that may be enumerated (exact exposure, brute force).
 MAX_ENUMERATION = 10**7
+#: Most symbols a format's holes may hold together; a canary is a short secret, not a document.
+MAX_SLOTS = 256
+#: Largest randomness space, in bits: exposure is measured in bits and log2 |R| must stay a float.
+MAX_SPACE_BITS = 1024
 
 _HOLE = re.compile(r"\{(\w+):(\d+)\}")
 _FIXED_ALPHABETS = {"digits": tuple(string.digits), "letters": tuple(string.ascii_lowercase)}
@@ -49,6 +53,10 @@ class CanaryFormat:
     (1000000, 'my pin is ', 6)
     >>> fmt.fill((0, 1, 2, 3, 4, 5))
     'my pin is 012345'
+    >>> CanaryFormat("{digits:5000}")
+    Traceback (most recent call last):
+    ...
+    ValueError: `template` holes must total at most 256 symbols, got '{digits:5000}'
     """
 
     template: str
@@ -61,6 +69,9 @@ class CanaryFormat:
         holes = _HOLE.findall(self.template)
         if not holes:
             raise ValueError(f"`template` must contain at least one hole such as {{digits:6}}, got {self.template!r}")
+        # refuse absurd sizes from the digits alone, before any int() of a huge string or any allocation
+        if any(len(length.lstrip("0")) > 6 for _, length in holes) or sum(int(length) for _, length in holes) > MAX_SLOTS:
+            raise ValueError(f"`template` holes must total at most {MAX_SLOTS} symbols, got {self.template[:80]!r}")
         for kind, length in holes:
             if kind not in ("digits", "letters", "chars", "words"):
                 raise ValueError(f"`template` hole type must be one of 'digits', 'letters', 'chars', 'words', got {kind!r}")
@@ -70,6 +81,11 @@ class CanaryFormat:
                 raise ValueError("`alphabet` must hold at least 2 distinct symbols for a {chars:N} hole")
             if kind == "words" and len(set(self.vocabulary)) < 2:
                 raise ValueError("`vocabulary` must hold at least 2 distinct words for a {words:N} hole")
+        if self.space_size.bit_length() > MAX_SPACE_BITS:
+            raise ValueError(
+                f"`template` randomness space must be at most 2**{MAX_SPACE_BITS} canaries, "
+                f"got about 2**{self.space_size.bit_length() - 1} for {self.template[:80]!r}"
+            )
 
     def _holes(self) -> list[tuple[str, int]]:
         return [(kind, int(length)) for kind, length in _HOLE.findall(self.template)]

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from .._core.results import Result
+from .._core.seeding import check_seed
 from .._core.validation import as_scores, check_choice, check_probability
 from .bayes import posterior_quantiles
 from .families import EpsilonDelta, GaussianDP
@@ -224,7 +225,7 @@ def epsilon_lower_bound(
     family = _resolve_family(method, delta)
     interval = _check_interval(interval, family)
     strategy = resolve_threshold(threshold)
-    rng = np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(None if seed is None else check_seed(seed))
     proxy = getattr(family, "proxy", family)
 
     thresholds, eval_in, eval_out, num_selection, valid = _plan(strategy, in_scores, out_scores, proxy, confidence, rng)

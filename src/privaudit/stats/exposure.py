@@ -17,6 +17,7 @@ where "lower is more member-like".
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 from scipy import integrate, special, stats
@@ -109,37 +110,83 @@ class ExtrapolatedExposure(Result):
     kind: str = "estimate"
 
 
+_FAR = 1e4  # h'(z) beyond 1e4 √(1 + a₊²): the endpoint expansion is exact to ~1e-8 in log F
+_DEEPEST = 1e150  # |z| is clipped here (towards the bulk: a smaller exposure), so z² stays finite
+
+
+def _endpoint_slope(z: np.ndarray, shape: float) -> np.ndarray:
+    """h'(z) = -z + a λ(a z) for h(t) = log 2 + log φ(t) + log Φ(a t), λ(x) = φ(x)/Φ(x)."""
+    az = shape * z
+    with np.errstate(under="ignore", over="ignore"):
+        exact = np.exp(-0.5 * np.minimum(az * az, 1e4) - 0.5 * np.log(2 * np.pi) - special.log_ndtr(np.maximum(az, -30.0)))
+        # λ(x) = -x + 1/(-x) + O(|x|⁻³) for x < -30; exact (no cancellation) above
+        mills = np.where(az < -30.0, -az - 1.0 / np.minimum(az, -30.0), exact)
+        return -z + shape * mills
+
+
+def _use_endpoint(z: np.ndarray, shape: float) -> np.ndarray:
+    """Where Laplace's endpoint expansion is exact to ~1e-8: |h''|/h'² <= (1 + a₊²)/h'² <= 1e-8."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2))
+
+
+def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:
+    """log F(z) far in the left tail: Laplace's expansion at the endpoint of F(z) = ∫_{-∞}^z e^{h(t)} dt.
+
+    F(z) = e^{h(z)}/h'(z) (1 + O(h''/h'²)) with h'(z) = -z + a λ(a z) >= |z| and
+    |h''| <= 1 + a₊²; it is used where that ratio is below 1e-8.
+    """
+    return np.log(2.0) - 0.5 * z * z - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * z) - np.log(_endpoint_slope(z, shape))
+
+
 def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
-    """log F(z) for the standard skew-normal far in the left tail, where scipy underflows.
+    """log F(z) for the standard skew-normal in the left tail, where scipy underflows.
 
     F(z) = 2 ∫_{-∞}^{z} φ(t) Φ(a t) dt; with t = z - u the integrand is
-    factored by its value at u = 0, so the remaining integral is O(1).
+    factored by its value at u = 0, so the remaining integral is O(1). The
+    normal part of the ratio is exp(z u - u²/2), written without the
+    cancellation of t² - z².
     """
+    log_tail_z = special.log_ndtr(shape * z)
 
-    def log_integrand(u):
-        t = z - u
-        return -0.5 * t * t - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * t)
+    def ratio(v):
+        u = v / rate
+        return np.exp(z * u - 0.5 * u * u + special.log_ndtr(shape * (z - u)) - log_tail_z)
 
-    peak = log_integrand(0.0)
+    peak = -0.5 * z * z - 0.5 * np.log(2 * np.pi) + log_tail_z
     # the integrand decays like exp(-rate · u); integrate in v = rate · u so the mass sits at v ~ 1
     rate = abs(z) * (1.0 + max(shape, 0.0) ** 2) + 1.0
-    value, _ = integrate.quad(lambda v: np.exp(log_integrand(v / rate) - peak), 0.0, np.inf, limit=200)
+    value, _ = integrate.quad(ratio, 0.0, np.inf, limit=200)
     return float(np.log(2.0) + peak + np.log(value / rate))
 
 
 def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
     """log CDF of a skew-normal, finite wherever the density is positive.
 
+    Far in the left tail (from z = (x - loc)/scale of about -1e4, earlier
+    for a large shape a) it uses the endpoint expansion of :func:`_skewnorm_logcdf_far`; z is clipped at
+    -1e150/max(1, |a|), which only lowers the exposure.
+
     >>> bool(np.isfinite(skewnorm_logcdf(-100.0, 3.0, 0.0, 1.0)))
     True
+    >>> float(skewnorm_logcdf(-1e10, 0.0, 0.0, 1.0))  # log Φ(-1e10) = -5e19 - log(1e10 √(2π))
+    -5e+19
     """
-    z = (np.asarray(x, dtype=np.float64) - loc) / scale
-    with np.errstate(divide="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # x - loc may overflow to ±inf: clipped below
+        deepest = _DEEPEST / max(1.0, abs(shape))  # so (a z)² stays finite too
+        z = np.clip((np.asarray(x, dtype=np.float64) - loc) / scale, -deepest, deepest)
+    z = np.nan_to_num(z, nan=0.0)  # inf - inf cannot arise from finite x; kept safe
+    with np.errstate(divide="ignore", under="ignore"):
         out = np.asarray(stats.skewnorm.logcdf(z, shape), dtype=np.float64)
-    deep = ~np.isfinite(out) | (out < -600.0)  # near or past float underflow
-    if np.any(deep):
-        out = out.copy()
-        out[deep] = [_skewnorm_logcdf_tail(value, shape) for value in np.atleast_1d(z)[np.atleast_1d(deep)]]
+    far = _use_endpoint(z, shape)
+    deep = (~np.isfinite(out) | (out < -600.0)) & ~far  # near or past float underflow
+    if np.any(far) or np.any(deep):
+        out = np.array(out, dtype=np.float64, copy=True, ndmin=1)
+        z1 = np.atleast_1d(z)
+        far1, deep1 = np.atleast_1d(far), np.atleast_1d(deep)
+        out[far1] = _skewnorm_logcdf_far(z1[far1], shape)
+        out[deep1] = [_skewnorm_logcdf_tail(value, shape) for value in z1[deep1]]
+        out = out.reshape(np.shape(z))
     return out
 
 
@@ -157,10 +204,20 @@ def exposure_extrapolated(canary_losses, reference_losses) -> ExtrapolatedExposu
     """
     canaries = as_scores(canary_losses, "canary_losses")
     references = as_scores(reference_losses, "reference_losses", min_size=3)
-    if np.ptp(references) == 0:
+    with np.errstate(over="ignore"):
+        spread = float(np.ptp(references))
+    if spread == 0:
         raise ValueError("`reference_losses` must not all be equal: a skew-normal cannot be fitted")
-    shape, loc, scale = stats.skewnorm.fit(references)
-    ks = stats.kstest(references, "skewnorm", args=(shape, loc, scale))
+    if not np.isfinite(spread):
+        raise ValueError(f"`reference_losses` must span less than {np.finfo(float).max:.3g}, got max - min = inf")
+    # fit on standardised references: scipy's optimiser fails on values near 1e±300
+    center = float(np.median(references))
+    standard = (references - center) / spread
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser's trial steps; the KS statistic reports the fit
+        shape, loc, scale = stats.skewnorm.fit(standard)
+    ks = stats.kstest(standard, "skewnorm", args=(shape, loc, scale))
+    loc, scale = center + spread * loc, spread * scale
     exposures = -skewnorm_logcdf(canaries, shape, loc, scale) / _LN2
     return ExtrapolatedExposure(
         exposures=exposures,

@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 BINOMIAL_METHODS = ("clopper-pearson", "jeffreys")
+_MAX_COUNT = 2.0**62  # below int64's limit after float rounding
 
 
 def validate_counts(successes, trials, *, successes_name="successes", trials_name="trials"):
@@ -38,13 +39,17 @@ def validate_counts(successes, trials, *, successes_name="successes", trials_nam
     >>> validate_counts(3, 10)
     (array(3), array(10))
     """
-    k = np.asarray(successes)
-    n = np.asarray(trials)
+    try:
+        k = np.asarray(successes)
+        n = np.asarray(trials)
+    except (TypeError, ValueError) as error:  # ragged nesting
+        raise ValueError(f"`{successes_name}` and `{trials_name}` must be arrays of integer counts") from error
     for array, name in ((k, successes_name), (n, trials_name)):
-        if array.dtype == bool or not np.issubdtype(array.dtype, np.number):
+        # complex, bool, object and string arrays are refused; so are counts beyond int64
+        if array.dtype.kind not in "iuf":
             raise ValueError(f"`{name}` must be a non-negative integer count, got {array!r}")
-        if np.any(~np.isfinite(array)) or np.any(array != np.round(array)) or np.any(array < 0):
-            raise ValueError(f"`{name}` must be a non-negative integer count, got {array!r}")
+        if np.any(~np.isfinite(array)) or np.any(array != np.round(array)) or np.any(array < 0) or np.any(array > _MAX_COUNT):
+            raise ValueError(f"`{name}` must be a non-negative integer count (at most 2**62), got {array!r}")
     k = k.astype(np.int64)
     n = n.astype(np.int64)
     if np.any(n < 1):

@@ -40,6 +40,8 @@ __all__ = ["OneRunBound", "OneRunSweep", "epsilon_one_run", "epsilon_one_run_swe
 
 _XTOL = 1e-10
 _MAX_EPSILON = 1e3
+#: The δ slack sums over up to m windows, one array entry each.
+MAX_CANARIES = 10**8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +118,7 @@ def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence
     >>> epsilon_one_run(1000, 100, 50, delta=1e-5).epsilon  # chance level
     0.0
     """
-    m = check_count(num_canaries, "num_canaries", minimum=1)
+    m = check_count(num_canaries, "num_canaries", minimum=1, maximum=MAX_CANARIES)
     r = check_count(num_guesses, "num_guesses", maximum=m)
     v = check_count(num_correct, "num_correct", maximum=r)
     delta = _check_delta(delta)

@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 _MAX_EPSILON = 1e8  # past this the two laws are reported as disjoint (ε = inf)
+_MAX_SHIFT = 1e6  # means this many standard deviations apart: ε > _MAX_EPSILON at every δ
+_MAX_SIGMA_RATIO = 1e30  # keeps the loss quadratic's coefficients far inside float range
 _LOG_FLOOR = -1e300  # finite stand-in for log 0, so brentq never sees -inf
 _XTOL = 1e-12
 _FAR_TAIL = -600.0  # below this scipy's log(sf) is near underflow; integrate instead
@@ -75,8 +77,10 @@ def _log_between(z1: float, z2: float) -> float:
     elif z1 >= 0.0:  # both in the right tail
         high, low = special.log_ndtr(-z1), special.log_ndtr(-z2)
     else:  # straddles 0: the mass is >= the smaller half's share, no cancellation
-        return float(np.log1p(-(special.ndtr(z1) + special.ndtr(-z2))))
-    return float(high + np.log1p(-np.exp(low - high)))
+        with np.errstate(divide="ignore"):  # both tails hold all the mass: log 0
+            return float(np.log1p(-(special.ndtr(z1) + special.ndtr(-z2))))
+    with np.errstate(divide="ignore"):  # equal tails: an empty interval, log 0
+        return float(high + np.log1p(-np.exp(low - high)))
 
 
 def _log_prob(region, mu: float, sigma: float) -> float:
@@ -95,7 +99,8 @@ def _loss_region(epsilon, mu_p, sigma_p, mu_q, sigma_q):
             return [(-np.inf, np.inf)] if c > 0 else []
         root = -c / b
         return [(root, np.inf)] if b > 0 else [(-np.inf, root)]
-    discriminant = b * b - 4 * a * c
+    # b² - 4ac in closed form: the expanded difference cancels catastrophically when σ_q << σ_p
+    discriminant = ((mu_p - mu_q) / (sigma_p * sigma_q)) ** 2 - 4 * a * (np.log(sigma_q / sigma_p) - epsilon)
     if discriminant <= 0.0:
         return [(-np.inf, np.inf)] if a > 0 else []
     sqrt_disc = np.sqrt(discriminant)
@@ -154,7 +159,8 @@ def epsilon_two_gaussians(mu0, sigma0, mu1, sigma1, *, delta) -> float:
     -------
     float
         ε >= 0, rounded up by ~1e-12 (an estimate errs towards more leakage);
-        ``inf`` beyond 1e8.
+        ``inf`` beyond 1e8 (means more than 1e6 ``sigma0`` apart included).
+        A standard-deviation ratio beyond 1e±30 is refused with a ValueError.
 
     Examples
     --------
@@ -169,12 +175,18 @@ def epsilon_two_gaussians(mu0, sigma0, mu1, sigma1, *, delta) -> float:
     mu0, mu1 = check_real(mu0, "mu0"), check_real(mu1, "mu1")
     sigma0, sigma1 = check_positive(sigma0, "sigma0"), check_positive(sigma1, "sigma1")
     log_delta = np.log(check_probability(delta, "delta"))
-    return float(
-        max(
-            _epsilon_for_delta(log_delta, mu0, sigma0, mu1, sigma1),
-            _epsilon_for_delta(log_delta, mu1, sigma1, mu0, sigma0),
+    # ε is invariant under x -> (x - mu0)/sigma0: compare N(0, 1) with N(d, r²), free of overflow
+    log_ratio = float(np.log(sigma1) - np.log(sigma0))
+    if abs(log_ratio) > np.log(_MAX_SIGMA_RATIO):
+        raise ValueError(
+            f"`sigma1`/`sigma0` must be in [{1 / _MAX_SIGMA_RATIO:g}, {_MAX_SIGMA_RATIO:g}], got exp({log_ratio:.4g})"
         )
-    )
+    with np.errstate(over="ignore"):
+        shift = 2.0 * ((0.5 * mu1 - 0.5 * mu0) / sigma0)  # halves: the difference itself cannot overflow
+    if not abs(shift) <= _MAX_SHIFT:
+        return np.inf  # ε >= d²/2 - 8.3 d > 1e8 for every δ a float can hold
+    ratio = float(np.exp(log_ratio))
+    return float(max(_epsilon_for_delta(log_delta, 0.0, 1.0, shift, ratio), _epsilon_for_delta(log_delta, shift, ratio, 0.0, 1.0)))
 
 
 # --- ε_est (Algorithms 1–3) ----------------------------------------------------------------
@@ -202,8 +214,16 @@ class OneShotEstimate(Result):
     kind: str = "estimate"
 
 
+def _as_cosines(values, name: str, *, min_size: int = 1) -> np.ndarray:
+    cosines = as_scores(values, name, min_size=min_size)
+    if np.any(np.abs(cosines) > 1.0):
+        raise ValueError(f"`{name}` must lie in [-1, 1]")
+    return cosines
+
+
 def _fit(values: np.ndarray, name: str) -> tuple[float, float]:
-    std = float(values.std())  # divisor k, as the paper's σ̂ (§3)
+    scale = float(np.max(np.abs(values))) or 1.0  # scaled, so squares of values near 1e308 cannot overflow
+    std = scale * float((values / scale).std())  # divisor k, as the paper's σ̂ (§3)
     if std == 0.0:
         raise ValueError(f"`{name}` must not all be equal")
     return float(values.mean()), std
@@ -243,7 +263,7 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
     >>> result.kind, bool(2.6 < result.epsilon < 3.4)
     ('estimate', True)
     """
-    observed = as_scores(canary_cosines, "canary_cosines", min_size=2)
+    observed = _as_cosines(canary_cosines, "canary_cosines", min_size=2)
     delta = check_probability(delta, "delta")
     if (dimension is None) == (null_cosines is None):
         raise ValueError("exactly one of `dimension` and `null_cosines` must be given")
@@ -252,7 +272,7 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
         dimension = check_count(dimension, "dimension", minimum=2)
         null_mean, null_std, null, num_null = 0.0, 1.0 / np.sqrt(dimension), "N(0, 1/d)", None
     else:
-        null_values = as_scores(null_cosines, "null_cosines", min_size=2)
+        null_values = _as_cosines(null_cosines, "null_cosines", min_size=2)
         (null_mean, null_std), null, num_null = _fit(null_values, "null_cosines"), "fitted to null_cosines", null_values.size
     compared_std = null_std if equal_variance else observed_std
     return OneShotEstimate(
@@ -402,9 +422,7 @@ def epsilon_lower_bound_cosines(
     >>> result.kind, result.valid, bool(1.0 < result.epsilon < 14.4)
     ('lower bound', True, True)
     """
-    cosines = as_scores(canary_cosines, "canary_cosines")
-    if np.any(np.abs(cosines) > 1.0):
-        raise ValueError("`canary_cosines` must lie in [-1, 1]")
+    cosines = _as_cosines(canary_cosines, "canary_cosines")
     dimension = check_count(dimension, "dimension", minimum=2)
     delta = check_probability(delta, "delta")
     confidence = check_probability(confidence, "confidence")

@@ -126,9 +126,9 @@ def panoramia_bounds(
     member = np.asarray(is_member)
     if mia.shape != baseline.shape:
         raise ValueError(f"`mia_scores` must have the shape of `baseline_scores` {baseline.shape}, got {mia.shape}")
-    if member.shape != baseline.shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
+    if member.shape != baseline.shape or member.dtype.kind not in "biuf" or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
         raise ValueError(f"`is_member` must be a boolean array of shape {baseline.shape}")
-    member = member.astype(bool)
+    member = _check_both_classes(member.astype(bool))
     confidence = check_probability(confidence, "confidence")
     method = check_choice(method, "method", METHODS)
     correction = check_choice(correction, "correction", CORRECTIONS)
@@ -167,12 +167,20 @@ def _recall_levels(m: int, num_recall_levels: int) -> np.ndarray:
     return np.unique(np.geomspace(1, m, min(num_recall_levels, m)).round().astype(np.int64))
 
 
+def _check_both_classes(member: np.ndarray) -> np.ndarray:
+    # with one class only every prediction is right (or wrong) whatever the scores: no test
+    if member.all() or not member.any():
+        kind = "generated (or real non-) members" if member.all() else "real members"
+        raise ValueError(f"`is_member` must mark members (True) and non-members (False), got no {kind}")
+    return member
+
+
 def _check_scores_and_members(scores, is_member, name: str):
     values = as_scores(scores, name)
     member = np.asarray(is_member)
-    if member.shape != values.shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
+    if member.shape != values.shape or member.dtype.kind not in "biuf" or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
         raise ValueError(f"`is_member` must be a boolean array of shape {values.shape}")
-    return values, member.astype(bool)
+    return values, _check_both_classes(member.astype(bool))
 
 
 def privacy_recall_curve(scores, is_member, *, alpha, method="binomial") -> dict:

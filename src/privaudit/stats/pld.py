@@ -30,8 +30,9 @@ import functools
 import numpy as np
 
 from .._core.results import Result
-from .._core.validation import check_count, check_positive, check_probability
-from .conversions import _gaussian_pld, gaussian_epsilon, gdp_epsilon, gdp_mu
+from .._core.validation import check_count, check_positive, check_probability, check_real
+from .conversions import MAX_PLD_POINTS, _gaussian_pld, gaussian_epsilon, gdp_epsilon, gdp_mu, pld_grid_points
+from .tradeoff import tradeoff_gdp
 from .families import GaussianDP
 
 __all__ = ["StepToEndEstimate", "SubsampledGaussian", "step_to_end_epsilon"]
@@ -58,26 +59,34 @@ class SubsampledGaussian:
     num_lines: int = 64
 
     def __post_init__(self):
-        if not 0.0 < float(self.sampling_prob) <= 1.0:
+        sampling_prob = check_real(self.sampling_prob, "sampling_prob")
+        if not 0.0 < sampling_prob <= 1.0:
             raise ValueError(f"`sampling_prob` must be in (0, 1], got {self.sampling_prob!r}")
-        check_count(self.num_steps, "num_steps", minimum=1)
-        check_count(self.num_lines, "num_lines", minimum=2)
+        object.__setattr__(self, "sampling_prob", sampling_prob)
+        object.__setattr__(self, "num_steps", check_count(self.num_steps, "num_steps", minimum=1))
+        object.__setattr__(self, "num_lines", check_count(self.num_lines, "num_lines", minimum=2))
 
     def family_for(self, delta: float) -> _PLDFamily:
+        self.smallest_noise(_DISCRETIZATION)  # refuses, with the estimate, a mechanism no noise level fits
         return _PLDFamily(self, delta)
 
     def tradeoff(self, alpha, noise_multiplier: float):
         """Lower envelope of the mechanism's trade-off curve at FPR ``alpha``.
 
-        With one step and no subsampling it approaches G_{1/σ}:
+        Without subsampling T steps are exactly (√T/σ)-GDP and the curve is
+        G_{√T/σ} itself, no PLD needed:
 
         >>> from privaudit.stats.tradeoff import tradeoff_gdp
-        >>> mechanism = SubsampledGaussian(num_lines=256)
+        >>> SubsampledGaussian(num_steps=4).tradeoff(0.1, 2.0) == tradeoff_gdp(0.1, 1.0)
+        True
+        >>> mechanism = SubsampledGaussian(sampling_prob=0.999, num_lines=256)
         >>> bool(abs(mechanism.tradeoff(0.1, 1.0) - tradeoff_gdp(0.1, 1.0)) < 0.01)
         True
         """
         noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
         alpha = np.asarray(alpha, dtype=np.float64)
+        if self.sampling_prob == 1.0:
+            return tradeoff_gdp(alpha, np.sqrt(float(self.num_steps)) / noise_multiplier)
         epsilons, deltas = _supporting_lines(self, noise_multiplier)
         lines = np.maximum(
             1.0 - deltas[:, None] - np.exp(epsilons)[:, None] * alpha.ravel()[None, :],
@@ -85,6 +94,30 @@ class SubsampledGaussian:
         )
         out = np.maximum(lines.max(axis=0), 0.0).reshape(alpha.shape)
         return out if out.ndim else float(out)
+
+    def smallest_noise(self, discretization: float = 1e-3) -> float:
+        """The smallest σ in the search range whose PLD fits ``MAX_PLD_POINTS`` grid points.
+
+        >>> SubsampledGaussian(0.01, 1000).smallest_noise()
+        0.1
+        >>> bool(SubsampledGaussian(0.5, 10**5).smallest_noise() > 1.0)
+        True
+        """
+        low, high = _SIGMA_RANGE
+        # the optimistic PLD that reports ε must fit as well as the pessimistic one that draws the lines
+        fits = lambda sigma: pld_grid_points(sigma, self.sampling_prob, self.num_steps, discretization, False) <= MAX_PLD_POINTS  # noqa: E731
+        if self.sampling_prob == 1.0 or fits(low):
+            return low
+        if not fits(high):
+            raise ValueError(
+                f"`num_steps` {self.num_steps} with `sampling_prob` {self.sampling_prob:g} needs a privacy-loss "
+                f"distribution of about {pld_grid_points(high, self.sampling_prob, self.num_steps, discretization, False):.2g} "
+                f"grid points even at noise {high:g}, more than the {MAX_PLD_POINTS:.0e} that fit in about a minute"
+            )
+        while high / low > 1.0 + _RELATIVE_TOLERANCE:
+            middle = np.sqrt(low * high)
+            low, high = (low, middle) if fits(middle) else (middle, high)
+        return high
 
 
 @functools.lru_cache(maxsize=256)
@@ -113,7 +146,11 @@ class _PLDFamily:
     def parameter_from_errors(self, fpr, fnr) -> float:
         """Upper bound on σ: the least noise the error bounds rule out (inf if none)."""
         fpr, fnr = float(fpr), float(fnr)
-        low, high = _SIGMA_RANGE
+        if self.mechanism.sampling_prob == 1.0:  # exactly (√T/σ)-GDP: σ <= √T/μ, rounded up
+            mu = float(self.proxy.parameter_from_errors(fpr, fnr))
+            return np.sqrt(float(self.mechanism.num_steps)) / mu * (1.0 + 1e-12) if mu > 0.0 else np.inf
+        # below the smallest noise whose PLD fits, report that noise: an upper bound on σ all the same
+        low, high = self.mechanism.smallest_noise(_DISCRETIZATION), _SIGMA_RANGE[1]
         if not self._rejected(high, fpr, fnr):
             return np.inf
         if self._rejected(low, fpr, fnr):
@@ -130,7 +167,12 @@ class _PLDFamily:
         if not np.isfinite(sigma):
             return 0.0
         m = self.mechanism
-        return max(0.0, gaussian_epsilon(sigma, self.delta, sampling_prob=m.sampling_prob, num_steps=m.num_steps, pessimistic=False))
+        if m.sampling_prob == 1.0:
+            return gdp_epsilon(np.sqrt(float(m.num_steps)) / sigma, self.delta)
+        # the finest grid that fits; a coarser optimistic PLD only lowers ε
+        grid = next((d for d in (1e-4, _DISCRETIZATION) if pld_grid_points(sigma, m.sampling_prob, m.num_steps, d, False) <= MAX_PLD_POINTS), _DISCRETIZATION)
+        epsilon = gaussian_epsilon(sigma, self.delta, sampling_prob=m.sampling_prob, num_steps=m.num_steps, pessimistic=False, discretization=grid)
+        return max(0.0, epsilon)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +205,7 @@ def step_to_end_epsilon(step_epsilon: float, *, delta: float, num_steps: int, sa
     step_epsilon = check_positive(step_epsilon, "step_epsilon", allow_zero=True)
     delta = check_probability(delta, "delta")
     num_steps = check_count(num_steps, "num_steps", minimum=1)
-    sampling_prob = float(sampling_prob)
+    sampling_prob = check_real(sampling_prob, "sampling_prob")
     if not 0.0 < sampling_prob <= 1.0:
         raise ValueError(f"`sampling_prob` must be in (0, 1], got {sampling_prob:g}")
     mu = gdp_mu(step_epsilon, delta) if step_epsilon > 0 else 0.0

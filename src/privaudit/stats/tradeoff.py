@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .._core.validation import check_positive
+from .._core.validation import as_real_array, check_positive
 
 __all__ = ["tradeoff_eps_delta", "tradeoff_gdp"]
 
 
 def _as_rates(alpha) -> np.ndarray:
-    rates = np.asarray(alpha, dtype=np.float64)
+    rates = as_real_array(alpha, "alpha")
     if np.any(~np.isfinite(rates)) or np.any((rates < 0) | (rates > 1)):
         raise ValueError(f"`alpha` must be in [0, 1], got {alpha!r}")
     return rates
@@ -65,6 +65,7 @@ def tradeoff_eps_delta(alpha, epsilon: float, delta: float):
 
 
 def _eps_delta_curve(alpha: np.ndarray, epsilon, delta: float) -> np.ndarray:
-    first = 1.0 - delta - np.exp(epsilon) * alpha
-    second = np.exp(-epsilon) * (1.0 - delta - alpha)
+    with np.errstate(over="ignore", divide="ignore"):  # e^ε α in logs: α = 0 gives 0, huge ε gives inf, never nan
+        first = 1.0 - delta - np.exp(epsilon + np.log(alpha))
+        second = np.exp(-epsilon) * (1.0 - delta - alpha)
     return np.maximum(0.0, np.maximum(first, second))
