@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .messages import describe_value
+
 __all__ = [
     "as_real_array",
     "as_scores",
@@ -32,8 +34,7 @@ MAX_COUNT = 2**63 - 1
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+    return describe_value(value)
 
 
 def as_real_array(values: Any, name: str) -> np.ndarray:
@@ -89,7 +90,7 @@ def as_scores(values: Any, name: str, *, min_size: int = 1, ndim: int = 1) -> np
 
 def _as_float(value: Any, name: str) -> float:
     if isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
-        raise ValueError(f"`{name}` must be a real number, got {value!r}")
+        raise ValueError(f"`{name}` must be a real number, got {describe_value(value)}")
     if isinstance(value, np.ndarray) and (value.ndim or value.dtype.kind == "c"):
         raise ValueError(f"`{name}` must be a real number, got {_describe(value)}")
     try:
@@ -171,7 +172,7 @@ def check_count(value: Any, name: str, *, minimum: int = 0, maximum: int | None 
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise ValueError(f"`{name}` must be {allowed}, got {_describe(value)}")
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise ValueError(f"`{name}` must be {allowed}, got {value!r}")
+        raise ValueError(f"`{name}` must be {allowed}, got {describe_value(value)}")
     number = int(value)
     if number < minimum or (maximum is not None and number > maximum):
         raise ValueError(f"`{name}` must be {allowed}, got {number}")
@@ -191,5 +192,5 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     options = list(choices)
     if value not in options:
         listed = ", ".join(repr(option) for option in options)
-        raise ValueError(f"`{name}` must be one of {listed}, got {value!r}")
+        raise ValueError(f"`{name}` must be one of {listed}, got {describe_value(value)}")
     return value

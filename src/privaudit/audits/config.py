@@ -115,7 +115,7 @@ def _message(cls: type, error: Any, name: str) -> str:
     unknown = [problem for problem in problems if problem["type"] == "unexpected_keyword_argument"]
     if unknown:
         parent = tuple(unknown[0]["loc"][:-1])
-        keys = sorted(str(problem["loc"][-1]) for problem in unknown if tuple(problem["loc"][:-1]) == parent)
+        keys = sorted(_echo(str(problem["loc"][-1])).strip("'") for problem in unknown if tuple(problem["loc"][:-1]) == parent)
         where = f"`{name}`" if not parent else f"`{name}: {'.'.join(map(str, parent))}`"
         return f"{where}: unknown keys {', '.join(keys)}; allowed: {', '.join(_allowed_keys(cls, parent))}"
     problem = problems[0]
