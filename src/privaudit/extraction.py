@@ -29,7 +29,7 @@ import numpy as np
 
 from ._core.results import Result
 
-__all__ = ["ExtractionResult", "beam_search", "brute_force_search", "greedy_search", "shortest_path_search"]
+__all__ = ["BudgetExhausted", "ExtractionResult", "beam_search", "brute_force_search", "greedy_search", "shortest_path_search"]
 
 Scorer = Callable[[list, int], np.ndarray]
 _LOG2 = np.log(2.0)
@@ -65,6 +65,14 @@ class _CountingScorer:
         if bits.shape != (len(prefixes), self.sizes[slot]):
             raise ValueError(f"scorer returned shape {bits.shape} for slot {slot}, expected {(len(prefixes), self.sizes[slot])}")
         return bits
+
+
+class BudgetExhausted(ValueError):
+    """A search that spent its query budget before completing any sequence: nothing was extracted within it."""
+
+    def __init__(self, message: str, queries: int):
+        super().__init__(message)
+        self.queries = queries
 
 
 def shortest_path_search(scorer: Scorer, slot_sizes: Sequence[int], *, batch_size: int = 64, max_queries: int | None = None):
@@ -114,7 +122,7 @@ def shortest_path_search(scorer: Scorer, slot_sizes: Sequence[int], *, batch_siz
                 for symbol, cost in enumerate(row):
                     heapq.heappush(queue, (weight + float(cost), next(tie), prefix + (symbol,)))  # type: ignore[misc]
     if best_leaf is None:
-        raise ValueError("the search stopped before reaching a full-length sequence; raise `max_queries`")
+        raise BudgetExhausted(f"the search stopped after {counting.queries} queries before reaching a full-length sequence; raise `max_queries`", counting.queries)
     return ExtractionResult(
         secret=best_leaf[1],
         log_perplexity=best_leaf[0],

@@ -158,6 +158,10 @@ class Audit:
 
         return config if seed is None else dataclasses.replace(config, seed=check_seed(seed, "--seed"))
 
+    def memory_estimate(self, config: Any) -> tuple[int, str]:
+        """A rough lower estimate of the bytes ``run(config)`` holds at once, and the settings that drive it (0: negligible)."""
+        return 0, ""
+
     def tiny_config(self) -> Any:
         """A config that runs in seconds, for the contract tests and ``--quick`` smoke runs."""
         raise NotImplementedError

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -211,6 +213,11 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         trainer.step(empty)
     with torch.no_grad():
         logits = model(torch.from_numpy(canary_x)[None])
+    if not torch.isfinite(logits).all():
+        raise ValueError(
+            f"run {int(config['index'])}: training diverged (the model's outputs are not finite after {int(config['num_steps'])} steps); "
+            f"lower `learning_rate` (got {config['learning_rate']:g})"
+        )
     return {
         "index": int(config["index"]),
         "with_canary": bool(config["with_canary"]),
@@ -287,6 +294,10 @@ class BlackBoxAudit(Audit):
     requires = ("torch", "sklearn")
     checkpointed = True
 
+    def memory_estimate(self, config: BlackBoxConfig) -> tuple[int, str]:
+        # every model's result (about 1 KiB each, with its config) is held to compute the bounds
+        return 1024 * 2 * config.num_models_per_side, f"`num_models_per_side` = {config.num_models_per_side}"
+
     def tiny_config(self) -> BlackBoxConfig:
         return BlackBoxConfig(num_steps=2, num_models_per_side=MIN_MODELS_PER_SIDE)
 
@@ -310,8 +321,17 @@ class BlackBoxAudit(Audit):
 
         require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
         (progress or no_progress)("training models", detail=f"{2 * config.num_models_per_side} models, backend {backend}")
-        with tempfile.TemporaryDirectory() as scratch:
-            result = run_blackbox_audit(config, scratch if checkpoints is None else checkpoints, backend=backend, max_workers=max_workers, address=address)
+        created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]
+        try:
+            with tempfile.TemporaryDirectory() as scratch:
+                result = run_blackbox_audit(config, scratch if checkpoints is None else checkpoints, backend=backend, max_workers=max_workers, address=address)
+        except (ValueError, RuntimeError) as error:
+            cause = error if isinstance(error, ValueError) else error.__cause__
+            if not isinstance(cause, ValueError):  # a crash, not bad settings: keep the finished runs for a rerun
+                raise
+            for path in created:  # bad settings (a diverging training, say): leave no folder this call created
+                shutil.rmtree(path, ignore_errors=True)
+            raise ValueError(str(cause)) from None
         return AuditRun(self.name, config, result)
 
 

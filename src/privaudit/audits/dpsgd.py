@@ -336,6 +336,11 @@ class DPSGDAudit(Audit):
     default_resource = "dpsgd.json"
     requires = ("torch", "sklearn")
 
+    def memory_estimate(self, config: DPSGDAuditConfig) -> tuple[int, str]:
+        # canary directions and released audit coordinates for every step, plus one step's canary rows (float64)
+        width = config.num_slots * config.canary_slot_size
+        return 8 * (2 * config.num_steps * width + config.canaries_per_step * width), f"`num_steps` × `num_slots` × `canary_slot_size` = {config.num_steps} × {config.num_slots} × {config.canary_slot_size}"
+
     def tiny_config(self) -> DPSGDAuditConfig:
         return dataclasses.replace(self.default_config(), num_steps=3, canaries_per_step=10, num_slots=100)
 

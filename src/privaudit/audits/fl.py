@@ -253,6 +253,11 @@ class FLAudit(Audit):
     default_resource = "fl.json"
     requires = ("sklearn",)
 
+    def memory_estimate(self, config: FLAuditConfig) -> tuple[int, str]:
+        # the model's d parameters for every client update of a round (float64)
+        dimension = model_dimension(64, 10, config.training.hidden)
+        return 8 * dimension * (config.training.clients_per_round + 4), f"`training.hidden` = {config.training.hidden}"
+
     def tiny_config(self) -> FLAuditConfig:
         return FLAuditConfig.from_dict({
             "num_canaries": 20, "num_unobserved": 20, "measure_canary_effect": False,

@@ -165,13 +165,17 @@ def _measure(model, fmt, records, references, config, say, device):
         # rank each canary by its own entry of the enumeration: one computation path for all of R
         exact = exact_exposure(everything[[_enumeration_index(fmt, secret) for secret in canary_secrets]], everything)
     found = None
+    exhausted = None
     if config.extract:
-        from ..extraction import shortest_path_search
+        from ..extraction import BudgetExhausted, shortest_path_search
 
         say("extraction", None, None, "shortest-path search")
-        found = shortest_path_search(
-            scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
-        )
+        try:
+            found = shortest_path_search(
+                scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
+            )
+        except BudgetExhausted as error:  # a result, not a failure: nothing was extracted within the budget
+            exhausted = error.queries
     canaries = [
         {
             "text": record["text"],
@@ -182,12 +186,15 @@ def _measure(model, fmt, records, references, config, say, device):
             "exposure_extrapolated": float(extrapolated.exposures[index]),
             "rank_exact": int(exact.ranks[index]) if exact is not None else None,
             "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
-            "extracted": None if found is None else found.secret == canary_secrets[index],
+            "extracted": (None if exhausted is None else False) if found is None else found.secret == canary_secrets[index],
             "extraction_queries": None if found is None else found.queries,
         }
         for index, record in enumerate(records)
     ]
     search = None if found is None else {"text": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
+    if exhausted is not None:
+        search = {"text": None, "queries": exhausted, "calls": None, "nodes_expanded": None,
+                  "outcome": f"not extracted within {config.max_extraction_queries} queries"}
     return canaries, canary_bits, reference_bits, extrapolated, search
 
 
@@ -264,6 +271,13 @@ class SecretSharerAudit(Audit):
     result_type = SecretSharerResult
     default_resource = "secret-sharer.json"
     requires = ("torch",)
+
+    def memory_estimate(self, config: SecretSharerConfig) -> tuple[int, str]:
+        # LSTM weights with gradients and Adam's two moments (float32), and one batch of gate activations
+        hidden, vocabulary = config.hidden, 128
+        weights = 4 * hidden * (hidden + vocabulary + 1) + hidden * vocabulary
+        activations = config.batch_size * config.sequence_length * 4 * hidden
+        return 4 * (4 * weights + 2 * activations), f"`hidden` = {hidden}"
 
     def tiny_config(self) -> SecretSharerConfig:
         return SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16, extract=False)

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .._core.files import check_output_dir
+from .._core.resources import check_memory
 from ..audits.registry import get_audit, names
 from .app import audit_app
 from .options import HistoryOption, JsonOption, ModelIdOption, NoHistoryOption, ReleaseOption, emit, history_recorder, progress_bars
@@ -124,6 +125,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
         config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
+        check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
         record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun

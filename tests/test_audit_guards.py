@@ -1,0 +1,68 @@
+"""Guards an audit applies before or while it runs: memory estimates, an exhausted extraction budget, a diverging training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from privaudit._core.resources import available_memory, check_memory
+from privaudit.audits.registry import get_audit
+from privaudit.cli import main
+
+
+def _cli(argv, capsys):
+    with pytest.raises(SystemExit) as code:
+        main([str(part) for part in argv])
+    captured = capsys.readouterr()
+    return code.value.code, captured.out, captured.err
+
+
+def test_check_memory_compares_with_what_is_available():
+    check_memory(available_memory() // 2, "half")
+    with pytest.raises(ValueError, match="`x` = 3 needs about"):
+        check_memory(available_memory() + 2**30, "`x` = 3")
+
+
+@pytest.mark.parametrize("name, values, setting", [
+    ("dpsgd", {"num_slots": 10**9, "canaries_per_step": 10}, "`num_slots`"),
+    ("secret-sharer", {"hidden": 10**6}, "`hidden`"),
+    ("blackbox", {"num_models_per_side": 10**12}, "`num_models_per_side`"),
+    ("fl", {"num_canaries": 10, "num_unobserved": 10, "training": {"hidden": 10**8}}, "`training.hidden`"),
+])
+def test_sizes_the_machine_cannot_hold_are_refused_before_any_work(name, values, setting, tmp_path, capsys):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(values))
+    code, out, err = _cli(["audit", name, "--config", config, "--output", tmp_path / "out", "--no-history"], capsys)
+    assert code == 2 and out == "" and setting in err and "GiB" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    estimate, what = get_audit(name).memory_estimate(get_audit(name).load_config(config))
+    assert estimate > available_memory() and setting in what
+
+
+def test_the_defaults_fit_on_this_machine():
+    for name in ("dpsgd", "secret-sharer", "blackbox", "fl"):
+        audit = get_audit(name)
+        estimate, _ = audit.memory_estimate(audit.default_config())
+        assert 0 < estimate < available_memory()
+
+
+def test_an_exhausted_extraction_budget_is_recorded_not_fatal():
+    pytest.importorskip("torch")
+    from privaudit.audits.secret_sharer import SecretSharerConfig
+
+    config = SecretSharerConfig(template="pin {digits:3}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16,
+                                extract=True, max_extraction_queries=5, extraction_batch_size=2)
+    result = get_audit("secret-sharer").run(config).result
+    assert result.extraction["text"] is None and result.extraction["outcome"] == "not extracted within 5 queries"
+    assert all(canary["extracted"] is False for canary in result.canaries)
+
+
+def test_a_diverging_blackbox_training_says_so_and_leaves_no_checkpoints(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"learning_rate": 1e300, "num_steps": 2, "num_models_per_side": 5}))
+    code, out, err = _cli(["audit", "blackbox", "--config", config, "--output", tmp_path / "out", "--no-history", "--workers", "1"], capsys)
+    assert code == 2 and "training diverged" in err and "`learning_rate`" in err
+    assert not (tmp_path / "out").exists()
