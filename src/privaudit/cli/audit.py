@@ -62,6 +62,9 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--max-corpus-chars", Optional[int], "Use only the first N characters of the corpus.", config="max_corpus_chars"),
         Flag("--hidden", Optional[int], "LSTM hidden units.", config="hidden"),
         Flag("--secure-canaries", bool, "Draw canaries from the OS's secure randomness (not reproducible from --seed).", config="secure_canaries"),
+        Flag("--model", Optional[Path], "Your Hugging Face causal LM (a save_pretrained directory with its tokenizer), trained on the corpus of `privaudit canaries insert`: measured instead of training the built-in LSTM.", run="model"),
+        Flag("--provenance", Optional[Path], "The provenance.json written by `privaudit canaries insert` (with --model).", run="provenance"),
+        Flag("--num-references", Optional[int], "Reference candidates (never inserted) that exposure ranks canaries among.", config="num_references"),
     ),
     "blackbox": (
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
