@@ -11,6 +11,7 @@ random-guessing baselines, and optionally shortest-path extraction.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -54,6 +55,20 @@ class OwnModelSecretSharerResult(AuditResult):
         return Headline(value=largest, label=f"largest canary exposure ({column}, bits)", kind="statistic", confidence=None, valid=True, flag=flag)
 
 
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers' own progress bars off while loading: stderr keeps privaudit's progress and its one error line."""
+    from transformers.utils import logging
+
+    enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            logging.enable_progress_bar()
+
+
 def _check_settings(config, default, record) -> None:
     """Refuse the options that only mean something when privaudit trains the model itself."""
     if config.target_epsilon is not None or config.compare_dp_epsilon is not None:
@@ -78,7 +93,8 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
     record = read_provenance(provenance)
     _check_settings(config, default, record)
     say("loading the model", None, None, str(model))
-    loaded = load_model(model, kind="huggingface", device=device)
+    with _quiet_transformers():
+        loaded = load_model(model, kind="huggingface", device=device)
     say("scoring canaries and references", None, None, f"|R| = {record.canary_format.space_size}")
     measured, canary_bits, reference_bits, fit = measure_canaries_with_scores(
         loaded, record, num_references=config.num_references, max_exact=MAX_EXACT, extract=config.extract,
