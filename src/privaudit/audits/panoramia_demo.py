@@ -181,21 +181,53 @@ def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict
     return results, scores
 
 
+MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
+
+
+def _user_target(model_path, model_kind, factory, spec_path, x, y):
+    """(loss function, spec of the helper) of the user's model; the helper is the model's architecture or an MLP."""
+    check_choice(model_kind, "--model-kind", MODEL_KINDS)
+    if model_kind == "privaudit":
+        if factory is not None:
+            raise ValueError("`--factory` builds a torch architecture: give it with `--model-kind torch`")
+        target, spec = load_model(model_path, spec_path)
+        if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
+            raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
+        return target.loss, spec
+    if spec_path is not None:
+        raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
+    from ..models.loading import load_model as load_user_model
+
+    loaded = load_user_model(model_path, kind=model_kind, factory=factory)
+    try:
+        loaded.loss(x[:2], y[:2])  # the members fit the model: features accepted, labels within its outputs
+    except ValueError as error:
+        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {error}") from None
+    except Exception as error:  # a framework's own error on inputs of the wrong shape
+        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {type(error).__name__}: {' '.join(str(error).split())[:200]}") from None
+    # the architecture is unknown: the helper is a privaudit MLP on the members' features
+    return loaded.loss, {"architecture": "mlp", "input_dim": int(x.shape[1]), "num_classes": int(y.max()) + 1, "hidden": 64, "depth": 1}
+
+
 def run_panoramia_on_model(
     model_path, members_path, *, spec_path=None, non_members_path=None, inclusion_randomised=False,
     generator="mst", helper_epochs: int = 10, settings: PanoramiaSettings = PanoramiaSettings(),
+    model_kind: str = "privaudit", factory: str | None = None,
 ) -> tuple[dict, object]:
     """Audit a user's saved classifier on its members (file formats in :mod:`.panoramia_targets`).
 
-    The helper has the model's architecture and is trained for ``helper_epochs``
-    on generated data; ``inclusion_randomised`` declares that members and
-    non-members were split by fair coins before training (enables O(1)).
+    ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
+    spec, and the helper has the model's architecture; any other kind is
+    loaded by :func:`privaudit.models.loading.load_model` (``factory`` for
+    "torch"), and the helper is a privaudit MLP (64 hidden units) of the
+    members' input dimension, since the model's architecture is unknown. The
+    helper is trained for ``helper_epochs`` on generated data;
+    ``inclusion_randomised`` declares that members and non-members were split
+    by fair coins before training (enables O(1)).
     """
     make_generator(generator)  # a bad name fails before any file is read
-    target, spec = load_model(model_path, spec_path)
     x, y = load_members(members_path)
-    if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
-        raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
+    loss, spec = _user_target(model_path, model_kind, factory, spec_path, x, y)
     non_members = load_members(non_members_path, "non-members") if non_members_path is not None else None
     if inclusion_randomised and non_members is None:
         raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
@@ -210,7 +242,7 @@ def run_panoramia_on_model(
 
     timings = {}
     result, game = run_panoramia(
-        target.loss, x, y, generator=make_generator(generator), train_helper=train_helper, settings=settings,
+        loss, x, y, generator=make_generator(generator), train_helper=train_helper, settings=settings,
         num_classes=spec["num_classes"], non_members=non_members, one_run_candidates=candidates,
         target_name=str(model_path), generator_name=generator, timings=timings,
     )
@@ -282,7 +314,7 @@ class PanoramiaAudit(Audit):
 
     def run(self, config: PanoramiaDemoConfig, *, progress: Progress | None = None, model=None, members=None, spec=None,
             non_members=None, inclusion_randomised: bool = False, generator: str = "mst", helper_epochs: int = 10,
-            audit_size: int = 1000, confidence: float = 0.95) -> AuditRun:
+            audit_size: int = 1000, confidence: float = 0.95, model_kind: str = "privaudit", factory: str | None = None) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
         if (model is None) != (members is None):
@@ -295,9 +327,9 @@ class PanoramiaAudit(Audit):
             say("auditing your model", detail=str(model))
             results, scores = run_panoramia_on_model(
                 model, members, spec_path=spec, non_members_path=non_members, inclusion_randomised=inclusion_randomised,
-                generator=generator, helper_epochs=helper_epochs, settings=settings,
+                generator=generator, helper_epochs=helper_epochs, settings=settings, model_kind=model_kind, factory=factory,
             )
-            inputs = {"model": str(model), "members": str(members), "settings": dataclasses.asdict(settings)}
+            inputs = {"model": str(model), "model_kind": model_kind, "factory": factory, "members": str(members), "settings": dataclasses.asdict(settings)}
         result = PanoramiaResults(config=inputs, targets=_targets(results))
         return AuditRun(self.name, config, result, observations={"scores": scores})
 

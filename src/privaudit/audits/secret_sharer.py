@@ -11,6 +11,10 @@ Steps, each recorded in ``results.json``:
 4. bound ε from the exposures (Jagielski's note; group privacy over the
    largest repetition count) next to the random-guessing baselines;
 5. optionally run shortest-path extraction for each canary.
+
+With ``run(..., model=DIR, provenance=FILE)`` steps 1-2 are the user's
+(``privaudit canaries insert``, then their own training) and steps 3-5 run
+on their Hugging Face model (:mod:`.secret_sharer_own`).
 """
 
 from __future__ import annotations
@@ -282,8 +286,18 @@ class SecretSharerAudit(Audit):
     def tiny_config(self) -> SecretSharerConfig:
         return SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16, extract=False)
 
-    def run(self, config: SecretSharerConfig, *, progress: Progress | None = None, device=None) -> AuditRun:
-        """Insert, train, measure; the model and the provenance record come back as the run's artifacts."""
+    def run(self, config: SecretSharerConfig, *, progress: Progress | None = None, device=None, model=None, provenance=None) -> AuditRun:
+        """Insert, train, measure; the model and the provenance record come back as the run's artifacts.
+
+        With ``model`` (a ``save_pretrained`` directory) and ``provenance``
+        (what ``privaudit canaries insert`` wrote), nothing is inserted or
+        trained: the canaries are measured under the user's model
+        (:mod:`privaudit.audits.secret_sharer_own`).
+        """
+        if model is not None or provenance is not None:
+            from .secret_sharer_own import run_own_model
+
+            return run_own_model(config, self.default_config(), model, provenance, progress or no_progress, device)
         return _run(config, progress or no_progress, time.perf_counter(), device)
 
 

@@ -4,6 +4,7 @@
 * :mod:`.options`: the options, tables, progress bars and history recorder the commands share;
 * :mod:`.audit`: ``privaudit audit FAMILY``, one command per registered audit;
 * :mod:`.stats`: ``exposure`` and ``bound`` on score files;
+* :mod:`.canaries`: ``canaries insert``, phase one of the Secret Sharer on the user's corpus;
 * :mod:`.runs`: ``demo``, ``report``, ``history`` and ``extract``.
 
 Imports flow one way: the command modules import :mod:`.app` and
@@ -12,7 +13,7 @@ Imports flow one way: the command modules import :mod:`.app` and
 
 from __future__ import annotations
 
-from . import audit, runs, stats  # noqa: F401  (each registers its commands)
+from . import audit, canaries, runs, stats  # noqa: F401  (each registers its commands)
 from .app import app
 
 __all__ = ["app", "main"]

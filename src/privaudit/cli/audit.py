@@ -63,6 +63,9 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--max-corpus-chars", Optional[int], "Use only the first N characters of the corpus.", config="max_corpus_chars"),
         Flag("--hidden", Optional[int], "LSTM hidden units.", config="hidden"),
         Flag("--secure-canaries", bool, "Draw canaries from the OS's secure randomness (not reproducible from --seed).", config="secure_canaries"),
+        Flag("--model", Optional[Path], "Your Hugging Face causal LM (a save_pretrained directory with its tokenizer), trained on the corpus of `privaudit canaries insert`: measured instead of training the built-in LSTM.", run="model"),
+        Flag("--provenance", Optional[Path], "The provenance.json written by `privaudit canaries insert` (with --model).", run="provenance"),
+        Flag("--num-references", Optional[int], "Reference candidates (never inserted) that exposure ranks canaries among.", config="num_references"),
     ),
     "blackbox": (
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
@@ -70,20 +73,22 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
     ),
     "panoramia": (
-        Flag("--model", Optional[Path], "Your model: a torch.save'd state_dict of a privaudit classifier (loaded weights-only).", run="model"),
+        Flag("--model", Optional[Path], "Your classifier: a privaudit classifier's state_dict (default), or a file of --model-kind.", run="model"),
+        Flag("--model-kind", str, "privaudit (a privaudit linear/mlp/cnn state_dict with --spec), torch (weights, with --factory), torch-export, skops or onnx.", run="model_kind"),
+        Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
         Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
         Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv whose last column is the label.", run="members"),
         Flag("--non-members", Optional[Path], "Real non-members (same formats), for the RM;RN comparison.", run="non_members"),
         Flag("--inclusion-randomised", bool, "Members and non-members were split by independent fair coins before training: add the O(1) audit.", run="inclusion_randomised"),
         Flag("--generator", str, "Generator of non-members for --model: mst (tabular) or vae (images in [0, 1]).", run="generator"),
-        Flag("--helper-epochs", int, "Training epochs of the helper model (same architecture as --model).", run="helper_epochs"),
+        Flag("--helper-epochs", int, "Training epochs of the helper model (the architecture of a privaudit --model, else an MLP on the members' features).", run="helper_epochs"),
         Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
         Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
     ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
-_FLAG_DEFAULTS = {"--backend": "local", "--generator": "mst", "--helper-epochs": 10, "--audit-size": 1000, "--confidence": 0.95, "--inclusion-randomised": False, "--secure-canaries": False}
+_FLAG_DEFAULTS = {"--backend": "local", "--generator": "mst", "--helper-epochs": 10, "--model-kind": "privaudit", "--audit-size": 1000, "--confidence": 0.95, "--inclusion-randomised": False, "--secure-canaries": False}
 
 
 def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:

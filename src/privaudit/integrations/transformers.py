@@ -28,7 +28,7 @@ try:  # the callback subclasses transformers' base class when it is installed
 except ImportError:  # pragma: no cover - exercised only without the hf extra
     _CallbackBase = object  # type: ignore[misc,assignment]
 
-__all__ = ["CanaryExposureCallback", "CanaryMeasurement", "measure_canaries"]
+__all__ = ["CanaryExposureCallback", "CanaryMeasurement", "measure_canaries", "measure_canaries_with_scores"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +60,19 @@ def _scorer(model, tokenizer, batch_size, device):
     return HFCausalLMScorer(model, tokenizer, batch_size=batch_size, device=device), type(model).__name__
 
 
-def measure_canaries(
+def measure_canaries(model, provenance, **options) -> CanaryMeasurement:
+    """Measure the inserted canaries under ``model`` (a save_pretrained directory, a LoadedModel, or a model with ``tokenizer``).
+
+    ``provenance`` is the directory or ``provenance.json`` of phase one, or a
+    :class:`~privaudit.canaries.corpus.CorpusProvenance`. Exact exposure
+    scores all of R when |R| <= ``max_exact``; references are ``num_references``
+    distinct non-canary secrets (all of them when R is smaller). The options
+    are those of :func:`measure_canaries_with_scores`.
+    """
+    return measure_canaries_with_scores(model, provenance, **options)[0]
+
+
+def measure_canaries_with_scores(
     model,
     provenance,
     *,
@@ -73,13 +85,12 @@ def measure_canaries(
     batch_size: int = 64,
     seed: int = 0,
     device=None,
-) -> CanaryMeasurement:
-    """Measure the inserted canaries under ``model`` (a save_pretrained directory, a LoadedModel, or a model with ``tokenizer``).
+) -> tuple:
+    """:func:`measure_canaries`, and the scores it ranked: ``(measurement, canary_bits, reference_bits, fit)``.
 
-    ``provenance`` is the directory or ``provenance.json`` of phase one, or a
-    :class:`~privaudit.canaries.corpus.CorpusProvenance`. Exact exposure
-    scores all of R when |R| <= ``max_exact``; references are ``num_references``
-    distinct non-canary secrets (all of them when R is smaller).
+    ``fit`` is the skew-normal fit of the references
+    (:func:`privaudit.stats.exposure.exposure_extrapolated`); the arrays are
+    what figures are drawn from.
     """
     from ..stats.exposure import (
         epsilon_from_exposure,
@@ -127,7 +138,7 @@ def measure_canaries(
     search = None
     if found is not None:
         search = {"text": fmt.fill(found.secret), "log_perplexity_bits": found.log_perplexity, "queries": found.queries, "calls": found.calls}
-    return CanaryMeasurement(
+    measurement = CanaryMeasurement(
         canaries=canaries,
         space_size=fmt.space_size,
         num_references=len(references),
@@ -137,6 +148,7 @@ def measure_canaries(
         model_source=source,
         corpus_sha256=record.corpus_sha256,
     )
+    return measurement, canary_bits, reference_bits, extrapolated
 
 
 class CanaryExposureCallback(_CallbackBase):
