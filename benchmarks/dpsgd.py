@@ -193,11 +193,11 @@ def main() -> None:
         steps = args.steps or ARCHITECTURES[architecture][2]
         params = count_parameters(_model(data, architecture))
         timings = {
-            "reference, no audit": lambda n, seed: _reference(data, architecture, n, args.canaries, seed, False),
-            "reference, audited": lambda n, seed: _reference(data, architecture, n, args.canaries, seed, True),
-            "reference, paper's two batches per step": lambda n, seed: _reference(data, architecture, n, args.canaries, seed, False, paired=True),
-            "opacus, no audit": lambda n, seed: _opacus(data, architecture, n, args.canaries, seed, False),
-            "opacus, audited": lambda n, seed: _opacus(data, architecture, n, args.canaries, seed, True),
+            "reference, no audit": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, False),
+            "reference, audited": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, True),
+            "reference, paper's two batches per step": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, False, paired=True),
+            "opacus, no audit": lambda n, seed, architecture=architecture: _opacus(data, architecture, n, args.canaries, seed, False),
+            "opacus, audited": lambda n, seed, architecture=architecture: _opacus(data, architecture, n, args.canaries, seed, True),
         }
         for run in timings.values():
             run(max(steps // 4, 10), 0)  # warm-up

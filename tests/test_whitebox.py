@@ -177,7 +177,7 @@ def test_a_release_of_the_wrong_size_is_refused():
 def test_find_twins_pairs_shared_values_wherever_they_sit():
     """The hash prefilter drops no repeated value: a brute-force count of shared values per row pair agrees."""
     rng = np.random.default_rng(6)
-    for trial in range(50):
+    for _ in range(50):
         rows, width = rng.integers(2, 30), rng.integers(1, 20)
         blocks = rng.integers(0, rng.integers(2, 400), (rows, width)).astype(float)  # few distinct values: many repeats
         blocks[blocks == 1.0] = -0.0  # -0.0 == 0.0

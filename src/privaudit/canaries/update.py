@@ -100,7 +100,7 @@ class UpdateCanaries:
             chunk = indices[start : start + rows]
             block = np.empty((chunk.size, self.dimension), dtype=np.float32)
             # numpy releases the GIL while it fills, so rows are drawn on every core
-            list(_pool().map(lambda row: self._raw(int(chunk[row]), out=block[row]), range(chunk.size)))
+            list(_pool().map(lambda row, chunk=chunk, block=block: self._raw(int(chunk[row]), out=block[row]), range(chunk.size)))
             norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))
             block /= norms[:, None].astype(np.float32)
             yield chunk, block
