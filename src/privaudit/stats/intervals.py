@@ -16,7 +16,7 @@ bounds quantile ``1 - confidence``; a two-sided interval at confidence c puts
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,6 +34,7 @@ __all__ = [
 
 BINOMIAL_METHODS = ("clopper-pearson", "jeffreys")
 _MAX_COUNT = 2.0**62  # below int64's limit after float rounding
+_Counts: TypeAlias = "NDArray[np.int64] | np.int64"
 
 
 def validate_counts(
@@ -64,8 +65,8 @@ def validate_counts(
     return k, n
 
 
-def _upper(k: NDArray[np.int64], n: NDArray[np.int64], level: float, method: str) -> NDArray[np.float64]:
-    b: NDArray[np.number[Any]]
+def _upper(k: _Counts, n: _Counts, level: float, method: str) -> NDArray[np.float64]:
+    b: NDArray[np.number[Any]] | np.number[Any]
     if method == "clopper-pearson":
         a, b = k + 1.0, n - k
     else:
@@ -76,7 +77,7 @@ def _upper(k: NDArray[np.int64], n: NDArray[np.int64], level: float, method: str
     return np.where(full, 1.0, bound)
 
 
-def _lower(k: NDArray[np.int64], n: NDArray[np.int64], level: float, method: str) -> NDArray[np.float64]:
+def _lower(k: _Counts, n: _Counts, level: float, method: str) -> NDArray[np.float64]:
     # P(X >= k) symmetry: lower bound on p is 1 - upper bound on 1 - p.
     return 1.0 - _upper(n - k, n, level, method)
 
