@@ -16,8 +16,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeAlias
 
 from .messages import describe_value, printable
 
@@ -27,10 +28,12 @@ MAX_JSON_BYTES = 64 * 2**20
 _STAGING = ".privaudit-staging-"
 _LOCK = ".privaudit-lock"
 _STAGING_NAME = re.compile(r"^\.(?P<name>.+)" + re.escape(_STAGING) + r"(?P<pid>\d+)-[A-Za-z0-9_]+$")
+StrPath: TypeAlias = "str | os.PathLike[str]"
+
 _SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
-def _shown(path) -> str:
+def _shown(path: StrPath) -> str:
     """A path quoted for a message: whole (the file name matters), control characters escaped."""
     return printable(repr(str(path)))
 
@@ -63,7 +66,7 @@ def _check_location(path: Path, name: str, what: str) -> None:
             raise ValueError(f"`{name}` must be {what} in a writable place, but {_shown(folder)} is not writable")
 
 
-def check_output_dir(path, name: str = "--output") -> Path:
+def check_output_dir(path: StrPath | None, name: str = "--output") -> Path:
     """``path`` as a Path if a command can create or fill it as its output directory; ValueError otherwise.
 
     Call it before any work: it refuses an existing file, a path under a file,
@@ -87,7 +90,7 @@ def check_output_dir(path, name: str = "--output") -> Path:
     return path
 
 
-def check_output_file(path, name: str = "--output") -> Path:
+def check_output_file(path: StrPath | None, name: str = "--output") -> Path:
     """``path`` as a Path if a command can write it as its output file (e.g. report.html); ValueError otherwise.
 
     Refuses a directory, a path under a file, under /proc, /sys or /dev, and
@@ -146,7 +149,7 @@ def _owner_gone(folder: Path, pid: int) -> bool:
         os.close(fd)
 
 
-def remove_stale_staging(parent, name: str | None = None) -> list[Path]:
+def remove_stale_staging(parent: StrPath, name: str | None = None) -> list[Path]:
     """Remove the scratch folders :func:`staged_output` left in ``parent`` when killed; return them.
 
     Only folders named ``.{name}.privaudit-staging-{pid}-{random}`` (``name``
@@ -156,7 +159,7 @@ def remove_stale_staging(parent, name: str | None = None) -> list[Path]:
     >>> remove_stale_staging(tempfile.mkdtemp())
     []
     """
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(parent))
     except OSError:
@@ -176,7 +179,7 @@ def remove_stale_staging(parent, name: str | None = None) -> list[Path]:
 
 
 @contextlib.contextmanager
-def staged_output(output):
+def staged_output(output: StrPath) -> Iterator[Path]:
     """Yield a scratch directory beside ``output``; move its files into ``output`` only on success.
 
     The scratch folder ``.{name}.privaudit-staging-{pid}-{random}`` holds a
@@ -225,7 +228,7 @@ def _hold_lock(path: Path) -> int | None:
     return fd
 
 
-def write_json_atomic(path, data) -> None:
+def write_json_atomic(path: StrPath, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` through a temporary file and a rename.
 
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -245,7 +248,7 @@ def write_json_atomic(path, data) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def read_text_limited(path, name: str, *, max_bytes: int = MAX_JSON_BYTES) -> str:
+def read_text_limited(path: StrPath, name: str, *, max_bytes: int = MAX_JSON_BYTES) -> str:
     """The UTF-8 text of the file ``path``; a ValueError naming ``name`` if it is missing, too large or not UTF-8."""
     path = Path(path)
     shown = _shown(path)
@@ -265,11 +268,11 @@ def read_text_limited(path, name: str, *, max_bytes: int = MAX_JSON_BYTES) -> st
         raise ValueError(f"`{name}`: cannot read {shown}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
-def _refuse_constant(constant: str):
+def _refuse_constant(constant: str) -> NoReturn:
     raise ValueError(f"{constant} is not a JSON number")
 
 
-def read_json(path, name: str = "--config", *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def read_json(path: StrPath, name: str = "--config", *, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """The parsed JSON file ``path``; a ValueError naming ``name`` for every way it can be unusable.
 
     Refuses a missing file, a directory, a file larger than ``max_bytes``,

@@ -61,7 +61,7 @@ def printable(text: Any) -> str:
     """
     text = str(text)
 
-    def escape(match: re.Match) -> str:
+    def escape(match: re.Match[str]) -> str:
         code = ord(match.group())
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 

@@ -21,8 +21,10 @@ from a real ``.npz`` archive with the same checks.
 from __future__ import annotations
 
 import math
+import os
 import zipfile
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -35,7 +37,7 @@ MAX_TEXT_BYTES = 256 * 2**20
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
 
-def _npy_header(file, available: int) -> tuple[tuple, bool, np.dtype]:
+def _npy_header(file: IO[bytes], available: int) -> tuple[tuple[int, ...], bool, np.dtype]:
     """Shape, Fortran order and dtype of the .npy stream ``file``, checked against the ``available`` bytes before any allocation."""
     try:
         version = np.lib.format.read_magic(file)
@@ -73,7 +75,7 @@ def _read_npy(path: Path) -> np.ndarray:
     return values.reshape(shape, order="F" if fortran_order else "C")
 
 
-def read_npz(path, name: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+def read_npz(path: str | os.PathLike[str], name: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The arrays ``keys`` of the ``.npz`` archive ``path``, each header checked before allocation; ``name`` is the option shown in errors.
 
     Refuses a file that is not a zip archive, a missing key, pickled
@@ -148,7 +150,7 @@ def _read_text(path: Path, name: str, *, csv: bool) -> np.ndarray:
     rows = [(number, line.strip()) for number, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
     if csv and rows and _is_header(rows[0][1]):
         rows = rows[1:]
-    values = []
+    values: list[float] = []
     for number, line in rows:
         cells = [cell.strip().strip("\"") for cell in line.split(",")] if csv else [line]
         if len(cells) > 1 and len(rows) > 1:
@@ -157,7 +159,7 @@ def _read_text(path: Path, name: str, *, csv: bool) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def read_numbers(path, name: str) -> np.ndarray:
+def read_numbers(path: str | os.PathLike[str], name: str) -> np.ndarray:
     """Read a 1-D array of finite numbers from ``path``; ``name`` is the option shown in errors.
 
     Parameters
@@ -215,7 +217,7 @@ def read_numbers(path, name: str) -> np.ndarray:
 _TRUE, _FALSE = {"1", "true", "yes", "in", "member"}, {"0", "false", "no", "out", "non-member"}
 
 
-def read_score_table(path, score_column: str, member_column: str, name: str = "--scores") -> tuple[np.ndarray, np.ndarray]:
+def read_score_table(path: str | os.PathLike[str], score_column: str, member_column: str, name: str = "--scores") -> tuple[np.ndarray, np.ndarray]:
     """Scores and membership from a CSV file with a header row: two named columns, one row per example.
 
     The score column must hold finite numbers; the membership column 1/0,

@@ -68,7 +68,7 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as plain Python values, plus type and versions."""
-        out = {"result_type": type(self).__name__}
+        out: dict[str, Any] = {"result_type": type(self).__name__}
         out.update(to_plain(self))
         out["versions"] = dict(library_versions())
         return out

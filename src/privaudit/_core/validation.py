@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -193,4 +193,4 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     if value not in options:
         listed = ", ".join(repr(option) for option in options)
         raise ValueError(f"`{name}` must be one of {listed}, got {describe_value(value)}")
-    return value
+    return cast(str, value)  # equal to one of the str choices

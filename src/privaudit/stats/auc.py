@@ -48,8 +48,10 @@ package does.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, special, stats
 
 from .._core.results import Result
@@ -111,7 +113,7 @@ def _binormal_variance(auc: float, n_in: int, n_out: int) -> float:
 
 def _binormal_score_lower(auc: float, n_in: int, n_out: int, z: float) -> float:
     """Smallest A <= auc with auc - A <= z·sd(A), the standard deviation taken at A itself."""
-    gap = lambda a: auc - a - z * np.sqrt(_binormal_variance(a, n_in, n_out))  # noqa: E731 - decreasing in a
+    gap: Callable[[float], float] = lambda a: auc - a - z * np.sqrt(_binormal_variance(a, n_in, n_out))  # noqa: E731 - decreasing in a
     floor = 1e-12
     if auc <= floor or gap(floor) <= 0.0:
         return floor
@@ -124,7 +126,7 @@ def _max_variance_lower(auc: float, size: int, z: float) -> float:
     return float((-b - np.sqrt(max(b * b - 4.0 * a * c, 0.0))) / (2.0 * a))
 
 
-def gdp_auc_lower_bound(in_scores, out_scores, *, delta: float, confidence: float = 0.95) -> GDPAUCLowerBound:
+def gdp_auc_lower_bound(in_scores: ArrayLike, out_scores: ArrayLike, *, delta: float, confidence: float = 0.95) -> GDPAUCLowerBound:
     """Approximate lower bound on μ and ε(δ) of a GDP mechanism from the AUC of its observations.
 
     Parameters

@@ -49,8 +49,17 @@ statement about the posterior, and results say so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
+
+if TYPE_CHECKING:
+    from .families import EpsilonDelta, GaussianDP
+
+    Family = GaussianDP | EpsilonDelta
 
 __all__ = ["posterior_quantiles"]
 
@@ -59,7 +68,9 @@ _MAX_PARAMETER = 256.0
 _XTOL = 1e-9
 
 
-def _posterior_cdf_factory(family, false_positives, num_out, false_negatives, num_in, num_nodes):
+def _posterior_cdf_factory(
+    family: Family, false_positives: float, num_out: float, false_negatives: float, num_in: float, num_nodes: int
+) -> Callable[[float], float]:
     probabilities = (np.arange(num_nodes) + 0.5) / num_nodes
     alphas = stats.beta.ppf(probabilities, 0.5 + false_positives, 0.5 + num_out - false_positives)
     a, b = 0.5 + false_negatives, 0.5 + num_in - false_negatives
@@ -73,7 +84,16 @@ def _posterior_cdf_factory(family, false_positives, num_out, false_negatives, nu
     return posterior_cdf
 
 
-def posterior_quantiles(family, false_positives, num_out, false_negatives, num_in, probabilities, *, num_nodes=NUM_NODES):
+def posterior_quantiles(
+    family: Family,
+    false_positives: float,
+    num_out: float,
+    false_negatives: float,
+    num_in: float,
+    probabilities: ArrayLike,
+    *,
+    num_nodes: int = NUM_NODES,
+) -> NDArray[np.float64]:
     """Quantiles of the posterior of θ⁺, the leakage in the attack's direction, rounded down.
 
     Counts are trusted (validated by the caller). The quantile at p is the
@@ -88,7 +108,7 @@ def posterior_quantiles(family, false_positives, num_out, false_negatives, num_i
     [0.0, 0.0]
     """
     posterior_cdf = _posterior_cdf_factory(family, false_positives, num_out, false_negatives, num_in, num_nodes)
-    out = []
+    out: list[float] = []
     for probability in np.atleast_1d(probabilities):
         if posterior_cdf(0.0) >= probability:
             out.append(0.0)

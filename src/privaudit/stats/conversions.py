@@ -13,7 +13,10 @@ pessimistic (upper) ε, as an accountant should, unless asked otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
 from .._core.validation import as_real_array, check_count, check_positive, check_probability, check_real
@@ -38,7 +41,7 @@ def _log_gdp_delta(epsilon: float, mu: float) -> float:
     return float(log_first + np.log(-np.expm1(min(log_ratio, -1e-300))))
 
 
-def gdp_delta(epsilon, mu):
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> NDArray[np.float64] | float:
     """δ(ε) of a μ-GDP mechanism (Tight Auditing, Eq. 6), vectorised.
 
     Parameters
@@ -74,18 +77,18 @@ def _gdp_epsilon_scalar(mu: float, delta: float, round_up: bool = False) -> floa
         high *= 2.0
     root = optimize.brentq(lambda e: _log_gdp_delta(e, mu) - log_delta, 0.0, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
     if round_up:  # an accountant's ε: δ(returned ε) <= δ
-        return root + 2 * _XTOL * (1 + root)
-    return max(0.0, root - 2 * _XTOL * (1 + root))  # round down: safe for lower bounds
+        return float(root + 2 * _XTOL * (1 + root))
+    return float(max(0.0, root - 2 * _XTOL * (1 + root)))  # round down: safe for lower bounds
 
 
-def _check_mu(mu, name: str = "mu") -> np.ndarray:
+def _check_mu(mu: ArrayLike, name: str = "mu") -> NDArray[np.float64]:
     mus = as_real_array(mu, name)
     if np.any(~np.isfinite(mus)) or np.any(mus < 0) or np.any(mus > MAX_MU):
         raise ValueError(f"`{name}` must be in [0, {MAX_MU:g}], got {mu!r}")
     return mus
 
 
-def gdp_epsilon(mu, delta: float):
+def gdp_epsilon(mu: ArrayLike, delta: float) -> NDArray[np.float64] | float:
     """Smallest ε with (ε, δ)-DP implied by μ-GDP, rounded down (safe for lower bounds).
 
     Examples
@@ -121,7 +124,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     while _log_gdp_delta(epsilon, high) < log_delta:
         low, high = high, 2.0 * high
     root = optimize.brentq(lambda m: _log_gdp_delta(epsilon, m) - log_delta, low, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
-    return max(0.0, root - 2 * _XTOL * (1 + root))
+    return float(max(0.0, root - 2 * _XTOL * (1 + root)))
 
 
 #: Largest privacy-loss grid a PLD may need: ~10⁷ points compose in seconds and ~1 GiB.
@@ -162,7 +165,7 @@ def pld_grid_points(noise_multiplier: float, sampling_prob: float, num_steps: in
     return float(width / discretization + drift) if np.isfinite(width) else np.inf
 
 
-def _check_pld_size(noise_multiplier, sampling_prob, num_steps, discretization, pessimistic):
+def _check_pld_size(noise_multiplier: float, sampling_prob: float, num_steps: int, discretization: float, pessimistic: bool) -> None:
     points = pld_grid_points(noise_multiplier, sampling_prob, num_steps, discretization, pessimistic)
     if points > MAX_PLD_POINTS:
         raise ValueError(
@@ -173,7 +176,7 @@ def _check_pld_size(noise_multiplier, sampling_prob, num_steps, discretization, 
         )
 
 
-def _compose(pld, num_steps: int):
+def _compose(pld: Any, num_steps: int) -> Any:  # dp_accounting PrivacyLossDistribution (untyped)
     """``pld`` composed ``num_steps`` times, by repeated squaring for large counts.
 
     dp_accounting's ``self_compose`` first evaluates |support|^T as an exact
@@ -193,7 +196,7 @@ def _compose(pld, num_steps: int):
     return result
 
 
-def _gaussian_pld(noise_multiplier: float, sampling_prob: float, num_steps: int, pessimistic: bool, discretization: float):
+def _gaussian_pld(noise_multiplier: float, sampling_prob: float, num_steps: int, pessimistic: bool, discretization: float) -> Any:
     from dp_accounting.pld import privacy_loss_distribution
 
     _check_pld_size(noise_multiplier, sampling_prob, num_steps, discretization, pessimistic)
@@ -208,7 +211,7 @@ def _gaussian_pld(noise_multiplier: float, sampling_prob: float, num_steps: int,
     return _compose(pld, num_steps)
 
 
-def _check_mechanism(noise_multiplier, sampling_prob, num_steps):
+def _check_mechanism(noise_multiplier: Any, sampling_prob: Any, num_steps: Any) -> tuple[float, float, int]:
     noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
     sampling_prob = check_real(sampling_prob, "sampling_prob")
     if not 0.0 < sampling_prob <= 1.0:
@@ -295,7 +298,7 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, *, sampling_prob: fl
     delta = check_probability(delta, "delta")
     _, sampling_prob, num_steps = _check_mechanism(1.0, sampling_prob, num_steps)
 
-    def make_event(sigma: float):
+    def make_event(sigma: float) -> Any:
         event = dp_accounting.GaussianDpEvent(sigma)
         if sampling_prob < 1.0:
             event = dp_accounting.PoissonSampledDpEvent(sampling_prob, event)

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import integrate, special, stats
 
 from .._core.results import Result
@@ -56,7 +58,7 @@ def _ranks(canary_losses: np.ndarray, reference_losses: np.ndarray) -> np.ndarra
     return np.searchsorted(np.sort(reference_losses), canary_losses, side="right")
 
 
-def exposure(canary_losses, reference_losses) -> ExposureResult:
+def exposure(canary_losses: ArrayLike, reference_losses: ArrayLike) -> ExposureResult:
     """Exposure of each canary among sampled references: log2 n - log2(1 + #refs with loss <= canary's).
 
     >>> result = exposure([0.5, 2.0], [1.0, 2.0, 3.0, 4.0])
@@ -70,7 +72,7 @@ def exposure(canary_losses, reference_losses) -> ExposureResult:
     return ExposureResult(exposures=exposures, ranks=ranks, num_references=references.size, method="sampled")
 
 
-def exact_exposure(canary_losses, candidate_losses) -> ExposureResult:
+def exact_exposure(canary_losses: ArrayLike, candidate_losses: ArrayLike) -> ExposureResult:
     """Exposure over the whole randomness space: log2 |R| - log2 rank (Secret Sharer Def. 3).
 
     ``candidate_losses`` holds the loss of every candidate in R, the inserted
@@ -127,7 +129,9 @@ def _endpoint_slope(z: np.ndarray, shape: float) -> np.ndarray:
 def _use_endpoint(z: np.ndarray, shape: float) -> np.ndarray:
     """Where Laplace's endpoint expansion is exact to ~1e-8: |h''|/h'² <= (1 + a₊²)/h'² <= 1e-8."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2))
+        return cast(
+            "np.ndarray", (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2))
+        )
 
 
 def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:
@@ -136,7 +140,7 @@ def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:
     F(z) = e^{h(z)}/h'(z) (1 + O(h''/h'²)) with h'(z) = -z + a λ(a z) >= |z| and
     |h''| <= 1 + a₊²; it is used where that ratio is below 1e-8.
     """
-    return np.log(2.0) - 0.5 * z * z - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * z) - np.log(_endpoint_slope(z, shape))
+    return cast("np.ndarray", np.log(2.0) - 0.5 * z * z - 0.5 * np.log(2 * np.pi) + special.log_ndtr(shape * z) - np.log(_endpoint_slope(z, shape)))
 
 
 def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
@@ -149,9 +153,9 @@ def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
     """
     log_tail_z = special.log_ndtr(shape * z)
 
-    def ratio(v):
+    def ratio(v: float) -> float:
         u = v / rate
-        return np.exp(z * u - 0.5 * u * u + special.log_ndtr(shape * (z - u)) - log_tail_z)
+        return cast(float, np.exp(z * u - 0.5 * u * u + special.log_ndtr(shape * (z - u)) - log_tail_z))
 
     peak = -0.5 * z * z - 0.5 * np.log(2 * np.pi) + log_tail_z
     # the integrand decays like exp(-rate · u); integrate in v = rate · u so the mass sits at v ~ 1
@@ -160,7 +164,7 @@ def _skewnorm_logcdf_tail(z: float, shape: float) -> float:
     return float(np.log(2.0) + peak + np.log(value / rate))
 
 
-def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
+def skewnorm_logcdf(x: ArrayLike, shape: float, loc: float, scale: float) -> np.ndarray:
     """log CDF of a skew-normal, finite wherever the density is positive.
 
     Far in the left tail (from z = (x - loc)/scale of about -1e4, earlier
@@ -190,7 +194,7 @@ def skewnorm_logcdf(x, shape: float, loc: float, scale: float) -> np.ndarray:
     return out
 
 
-def exposure_extrapolated(canary_losses, reference_losses) -> ExtrapolatedExposure:
+def exposure_extrapolated(canary_losses: ArrayLike, reference_losses: ArrayLike) -> ExtrapolatedExposure:
     """Exposure -log2 F(loss) under a skew-normal F fitted to the reference losses (Secret Sharer §4.3).
 
     It estimates the exposure the canary would have among a randomness space
@@ -290,7 +294,9 @@ class EpsilonFromExposure(Result):
     kind: str = "lower bound"
 
 
-def epsilon_from_exposure(canary_losses, reference_losses, *, quantile=0.5, confidence=0.95, duplicates=1):
+def epsilon_from_exposure(
+    canary_losses: ArrayLike, reference_losses: ArrayLike, *, quantile: float = 0.5, confidence: float = 0.95, duplicates: int = 1
+) -> EpsilonFromExposure:
     """Lower-bound pure ε from canary exposures (Jagielski's note, with sampling error).
 
     The attack calls a sequence "in" when its loss is <= t, where t is the

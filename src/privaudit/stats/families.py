@@ -17,8 +17,10 @@ The region of a symmetric trade-off function f is f(α) <= β <= 1 - f(1 - α).
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .conversions import gdp_epsilon
@@ -40,15 +42,15 @@ class GaussianDP:
     name: str = "gdp"
     parameter_name: str = "mu"
 
-    def parameter_from_errors(self, fpr, fnr):
+    def parameter_from_errors(self, fpr: ArrayLike, fnr: ArrayLike) -> NDArray[np.float64]:
         with np.errstate(divide="ignore"):
             mu = stats.norm.isf(fpr) - stats.norm.ppf(fnr)
-        return np.maximum(mu, 0.0)
+        return cast("NDArray[np.float64]", np.maximum(mu, 0.0))
 
     def epsilon(self, theta: float) -> float:
         return gdp_epsilon(float(theta), self.delta) if np.isfinite(theta) else np.inf
 
-    def region(self, alpha: np.ndarray, theta: float):
+    def region(self, alpha: NDArray[np.float64], theta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         z = stats.norm.isf(alpha)
         return stats.norm.cdf(z - theta), stats.norm.cdf(z + theta)
 
@@ -67,7 +69,7 @@ class EpsilonDelta:
     name: str = "eps-delta"
     parameter_name: str = "epsilon"
 
-    def parameter_from_errors(self, fpr, fnr):
+    def parameter_from_errors(self, fpr: ArrayLike, fnr: ArrayLike) -> NDArray[np.float64]:
         fpr = np.asarray(fpr, dtype=np.float64)
         fnr = np.asarray(fnr, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -81,7 +83,7 @@ class EpsilonDelta:
     def epsilon(self, theta: float) -> float:
         return float(theta)
 
-    def region(self, alpha: np.ndarray, theta: float):
+    def region(self, alpha: NDArray[np.float64], theta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         low = _eps_delta_curve(alpha, theta, self.delta)
         high = 1.0 - _eps_delta_curve(1.0 - alpha, theta, self.delta)
         return low, high

@@ -16,7 +16,10 @@ bounds quantile ``1 - confidence``; a two-sided interval at confidence c puts
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._core.validation import check_choice, check_probability
@@ -31,9 +34,12 @@ __all__ = [
 
 BINOMIAL_METHODS = ("clopper-pearson", "jeffreys")
 _MAX_COUNT = 2.0**62  # below int64's limit after float rounding
+_Counts: TypeAlias = "NDArray[np.int64] | np.int64"
 
 
-def validate_counts(successes, trials, *, successes_name="successes", trials_name="trials"):
+def validate_counts(
+    successes: ArrayLike, trials: ArrayLike, *, successes_name: str = "successes", trials_name: str = "trials"
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Return (successes, trials) as int64 arrays with 0 <= successes <= trials, trials >= 1.
 
     >>> validate_counts(3, 10)
@@ -59,7 +65,8 @@ def validate_counts(successes, trials, *, successes_name="successes", trials_nam
     return k, n
 
 
-def _upper(k: np.ndarray, n: np.ndarray, level: float, method: str) -> np.ndarray:
+def _upper(k: _Counts, n: _Counts, level: float, method: str) -> NDArray[np.float64]:
+    b: NDArray[np.number[Any]] | np.number[Any]
     if method == "clopper-pearson":
         a, b = k + 1.0, n - k
     else:
@@ -70,12 +77,14 @@ def _upper(k: np.ndarray, n: np.ndarray, level: float, method: str) -> np.ndarra
     return np.where(full, 1.0, bound)
 
 
-def _lower(k: np.ndarray, n: np.ndarray, level: float, method: str) -> np.ndarray:
+def _lower(k: _Counts, n: _Counts, level: float, method: str) -> NDArray[np.float64]:
     # P(X >= k) symmetry: lower bound on p is 1 - upper bound on 1 - p.
     return 1.0 - _upper(n - k, n, level, method)
 
 
-def binomial_upper_bound(successes, trials, *, confidence: float = 0.95, method: str = "clopper-pearson"):
+def binomial_upper_bound(
+    successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson"
+) -> NDArray[np.float64]:
     """One-sided upper confidence bound on a binomial proportion.
 
     Parameters
@@ -99,7 +108,9 @@ def binomial_upper_bound(successes, trials, *, confidence: float = 0.95, method:
     return _upper(k, n, confidence, method)
 
 
-def binomial_lower_bound(successes, trials, *, confidence: float = 0.95, method: str = "clopper-pearson"):
+def binomial_lower_bound(
+    successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson"
+) -> NDArray[np.float64]:
     """One-sided lower confidence bound on a binomial proportion.
 
     >>> float(binomial_lower_bound(10, 10, confidence=0.95))  # 0.05**(1/10)
@@ -113,7 +124,9 @@ def binomial_lower_bound(successes, trials, *, confidence: float = 0.95, method:
     return _lower(k, n, confidence, method)
 
 
-def binomial_interval(successes, trials, *, confidence: float = 0.95, method: str = "clopper-pearson"):
+def binomial_interval(
+    successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson"
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Two-sided equal-tailed interval ``(low, high)`` on a binomial proportion.
 
     >>> low, high = binomial_interval(5, 10)

@@ -17,8 +17,10 @@ Conventions (the conservative readings):
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._core.results import Result
@@ -36,11 +38,13 @@ class RocCurve(Result):
     thresholds: np.ndarray
 
 
-def _validate(in_scores, out_scores):
+def _validate(in_scores: ArrayLike, out_scores: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
 
 
-def _roc(in_scores: np.ndarray, out_scores: np.ndarray):
+def _roc(
+    in_scores: NDArray[np.float64], out_scores: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     thresholds = np.unique(np.concatenate([in_scores, out_scores]))[::-1]
     # #scores >= t, for each distinct t, by binary search on the sorted scores
     true_positives = in_scores.size - np.searchsorted(np.sort(in_scores), thresholds, side="left")
@@ -50,17 +54,19 @@ def _roc(in_scores: np.ndarray, out_scores: np.ndarray):
     return fpr, tpr, np.r_[np.inf, thresholds]
 
 
-def _roc_at_targets(in_scores, out_scores, values, name: str):
+def _roc_at_targets(
+    in_scores: ArrayLike, out_scores: ArrayLike, values: ArrayLike, name: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int, int]:
     """Validated scores and targets, and the ROC points: (targets, fpr, tpr, n_in, n_out)."""
-    in_scores, out_scores = _validate(in_scores, out_scores)
+    in_scores_array, out_scores_array = _validate(in_scores, out_scores)
     targets = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if targets.ndim != 1 or targets.size == 0 or np.any(~np.isfinite(targets)) or np.any((targets < 0) | (targets > 1)):
         raise ValueError(f"`{name}` must be one or more numbers in [0, 1], got {values!r}")
-    fprs, tprs, _ = _roc(in_scores, out_scores)
-    return targets, fprs, tprs, in_scores.size, out_scores.size
+    fprs, tprs, _ = _roc(in_scores_array, out_scores_array)
+    return targets, fprs, tprs, in_scores_array.size, out_scores_array.size
 
 
-def roc_curve(in_scores, out_scores) -> RocCurve:
+def roc_curve(in_scores: ArrayLike, out_scores: ArrayLike) -> RocCurve:
     """ROC curve of the attack "in iff score >= t", one point per distinct score.
 
     Parameters
@@ -86,7 +92,7 @@ def roc_curve(in_scores, out_scores) -> RocCurve:
     return RocCurve(fpr=fpr, tpr=tpr, thresholds=thresholds)
 
 
-def roc_auc(in_scores, out_scores) -> float:
+def roc_auc(in_scores: ArrayLike, out_scores: ArrayLike) -> float:
     """Area under the ROC curve: P(in-score > out-score) + ½ P(tie), by the rank-sum formula.
 
     Parameters
@@ -111,7 +117,7 @@ def roc_auc(in_scores, out_scores) -> float:
     return float(u / (n_in * n_out))
 
 
-def tpr_at_fpr(in_scores, out_scores, fpr=(0.001, 0.01, 0.1)) -> np.ndarray:
+def tpr_at_fpr(in_scores: ArrayLike, out_scores: ArrayLike, fpr: ArrayLike = (0.001, 0.01, 0.1)) -> NDArray[np.float64]:
     """Highest TPR among thresholds whose empirical FPR is <= each target.
 
     The reading is on the ROC step function (no interpolation between points,
@@ -138,10 +144,10 @@ def tpr_at_fpr(in_scores, out_scores, fpr=(0.001, 0.01, 0.1)) -> np.ndarray:
     targets, fprs, tprs, _, _ = _roc_at_targets(in_scores, out_scores, fpr, "fpr")
     # fpr is non-decreasing along the curve: the last point with fpr <= target has the largest tpr
     last = np.searchsorted(fprs, targets, side="right") - 1
-    return tprs[last]
+    return cast("NDArray[np.float64]", tprs[last])
 
 
-def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.ndarray:
+def precision_at_recall(in_scores: ArrayLike, out_scores: ArrayLike, recall: ArrayLike = (0.1, 0.5, 0.9)) -> NDArray[np.float64]:
     """Highest precision among thresholds whose recall (TPR) is >= each target.
 
     Precision is TP / (TP + FP) on these scores, so it depends on the ratio of
@@ -172,4 +178,4 @@ def precision_at_recall(in_scores, out_scores, recall=(0.1, 0.5, 0.9)) -> np.nda
     # best precision among points at or beyond each recall: suffix maximum
     suffix_best = np.maximum.accumulate(precision[::-1])[::-1]
     first = np.searchsorted(recall_values, targets, side="left")
-    return suffix_best[np.minimum(first, recall_values.size - 1)]
+    return cast("NDArray[np.float64]", suffix_best[np.minimum(first, recall_values.size - 1)])

@@ -37,13 +37,17 @@ Readings of the paper, each taken in the conservative direction:
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeAlias, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, optimize, special, stats
 
 from .._core.results import Result
 from .._core.validation import as_scores, check_choice, check_count, check_positive, check_probability, check_real
 from .intervals import BINOMIAL_METHODS, _upper
+
+_Region: TypeAlias = "list[tuple[float, float]]"  # disjoint open intervals (low, high)
 
 __all__ = [
     "CosineLowerBound",
@@ -83,13 +87,13 @@ def _log_between(z1: float, z2: float) -> float:
         return float(high + np.log1p(-np.exp(low - high)))
 
 
-def _log_prob(region, mu: float, sigma: float) -> float:
+def _log_prob(region: _Region, mu: float, sigma: float) -> float:
     """log P(X in region) for X ~ N(mu, sigma²); region is a list of disjoint (low, high)."""
     terms = [_log_between((low - mu) / sigma, (high - mu) / sigma) for low, high in region]
     return float(np.logaddexp.reduce(terms)) if terms else -np.inf
 
 
-def _loss_region(epsilon, mu_p, sigma_p, mu_q, sigma_q):
+def _loss_region(epsilon: float, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float) -> _Region:
     """The set {x : log p(x)/q(x) > ε} = {a x² + b x + c > 0} as disjoint intervals."""
     a = 0.5 / sigma_q**2 - 0.5 / sigma_p**2
     b = mu_p / sigma_p**2 - mu_q / sigma_q**2
@@ -109,7 +113,7 @@ def _loss_region(epsilon, mu_p, sigma_p, mu_q, sigma_q):
     return [(-np.inf, low), (high, np.inf)] if a > 0 else [(low, high)]
 
 
-def _log_hockey_stick(epsilon, mu_p, sigma_p, mu_q, sigma_q) -> float:
+def _log_hockey_stick(epsilon: float, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float) -> float:
     """log δ(ε) = log(P(L > ε) - e^ε Q(L > ε)), L = log p(X)/q(X) the privacy loss."""
     region = _loss_region(epsilon, mu_p, sigma_p, mu_q, sigma_q)
     log_p = _log_prob(region, mu_p, sigma_p)
@@ -119,10 +123,10 @@ def _log_hockey_stick(epsilon, mu_p, sigma_p, mu_q, sigma_q) -> float:
     return float(log_p + np.log(-np.expm1(log_ratio))) if log_ratio < 0 else -np.inf
 
 
-def _epsilon_for_delta(log_delta, mu_p, sigma_p, mu_q, sigma_q) -> float:
+def _epsilon_for_delta(log_delta: float, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float) -> float:
     """Smallest ε with δ(ε) <= δ for the ordered pair (P, Q), rounded up."""
 
-    def gap(epsilon):
+    def gap(epsilon: float) -> float:
         return max(_log_hockey_stick(epsilon, mu_p, sigma_p, mu_q, sigma_q), _LOG_FLOOR) - log_delta
 
     if gap(0.0) <= 0.0:
@@ -133,10 +137,10 @@ def _epsilon_for_delta(log_delta, mu_p, sigma_p, mu_q, sigma_q) -> float:
         if high > _MAX_EPSILON:
             return np.inf
     root = optimize.brentq(gap, low, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
-    return root + 2 * _XTOL * (1 + root)  # round up: δ(returned ε) <= δ
+    return float(root + 2 * _XTOL * (1 + root))  # round up: δ(returned ε) <= δ
 
 
-def epsilon_two_gaussians(mu0, sigma0, mu1, sigma1, *, delta) -> float:
+def epsilon_two_gaussians(mu0: float, sigma0: float, mu1: float, sigma1: float, *, delta: float) -> float:
     """Optimal ε(δ) between N(mu0, sigma0²) and N(mu1, sigma1²), both ways (One-shot §3.2).
 
     For an ordered pair (P, Q) the region {L > ε} of the privacy loss
@@ -214,7 +218,7 @@ class OneShotEstimate(Result):
     kind: str = "estimate"
 
 
-def _as_cosines(values, name: str, *, min_size: int = 1) -> np.ndarray:
+def _as_cosines(values: ArrayLike, name: str, *, min_size: int = 1) -> NDArray[np.float64]:
     cosines = as_scores(values, name, min_size=min_size)
     if np.any(np.abs(cosines) > 1.0):
         raise ValueError(f"`{name}` must lie in [-1, 1]")
@@ -229,7 +233,14 @@ def _fit(values: np.ndarray, name: str) -> tuple[float, float]:
     return float(values.mean()), std
 
 
-def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta, equal_variance=False) -> OneShotEstimate:
+def epsilon_one_shot(
+    canary_cosines: ArrayLike,
+    null_cosines: ArrayLike | None = None,
+    *,
+    dimension: int | None = None,
+    delta: float,
+    equal_variance: bool = False,
+) -> OneShotEstimate:
     """The one-shot estimate ε_est (One-shot Algorithms 1–3).
 
     Parameters
@@ -272,7 +283,7 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
         dimension = check_count(dimension, "dimension", minimum=2)
         null_mean, null_std, null, num_null = 0.0, 1.0 / np.sqrt(dimension), "N(0, 1/d)", None
     else:
-        null_values = _as_cosines(null_cosines, "null_cosines", min_size=2)
+        null_values = _as_cosines(cast("ArrayLike", null_cosines), "null_cosines", min_size=2)  # not None: checked above
         (null_mean, null_std), null, num_null = _fit(null_values, "null_cosines"), "fitted to null_cosines", null_values.size
     compared_std = null_std if equal_variance else observed_std
     return OneShotEstimate(
@@ -293,9 +304,9 @@ def epsilon_one_shot(canary_cosines, null_cosines=None, *, dimension=None, delta
 # --- the exact null law and ε_lo (Theorem 3.1, §5.1) ---------------------------------------
 
 
-def _log_null_density(t, dimension: int):
+def _log_null_density(t: float, dimension: int) -> float:
     log_norm = special.gammaln(dimension / 2) - special.gammaln((dimension - 1) / 2) - 0.5 * np.log(np.pi)
-    return log_norm + 0.5 * (dimension - 3) * (np.log1p(-t) + np.log1p(t))  # 1 - t² without cancellation
+    return cast(float, log_norm + 0.5 * (dimension - 3) * (np.log1p(-t) + np.log1p(t)))  # 1 - t² without cancellation
 
 
 def _far_tail_logsf(t: float, dimension: int) -> float:
@@ -307,16 +318,16 @@ def _far_tail_logsf(t: float, dimension: int) -> float:
     rate = (dimension - 3) * t / (1 - t * t)
     log_f = _log_null_density(t, dimension)
 
-    def scaled(u):
+    def scaled(u: float) -> float:
         with np.errstate(divide="ignore"):  # log 0 at cos = 1 exactly: density 0
-            return np.exp(_log_null_density(t + u / rate, dimension) - log_f)
+            return cast(float, np.exp(_log_null_density(t + u / rate, dimension) - log_f))
 
     upper = min(rate * (1 - t), 800.0)  # the integrand is below e^-800 beyond
     integral = integrate.quad(scaled, 0.0, upper, points=[1.0, 10.0] if upper > 10 else None, epsabs=0.0, epsrel=1e-10)[0]
     return float(log_f - np.log(rate) + np.log(integral))
 
 
-def null_cosine_logsf(threshold, dimension: int):
+def null_cosine_logsf(threshold: ArrayLike, dimension: int) -> NDArray[np.float64] | float:
     """log P(cos > t) for a uniform random unit vector in R^d (One-shot Theorem 3.1).
 
     Uses (1 + cos)/2 ~ Beta((d - 1)/2, (d - 1)/2); deep in the tail, where
@@ -366,14 +377,14 @@ class CosineLowerBound(Result):
 
 
 def epsilon_lower_bound_cosines(
-    canary_cosines,
+    canary_cosines: ArrayLike,
     *,
-    dimension,
-    delta,
-    confidence=0.95,
-    interval="jeffreys",
-    correction="bonferroni",
-    num_thresholds=16,
+    dimension: int,
+    delta: float,
+    confidence: float = 0.95,
+    interval: str = "jeffreys",
+    correction: str = "bonferroni",
+    num_thresholds: int = 16,
 ) -> CosineLowerBound:
     """The one-shot lower bound ε_lo (One-shot §5.1) from inserted canaries' cosines.
 
@@ -487,7 +498,7 @@ class GaussianityCheck(Result):
     test: str = "Anderson-Darling, normal with estimated mean and variance"
 
 
-def anderson_gaussianity(values, *, alpha=0.05) -> GaussianityCheck:
+def anderson_gaussianity(values: ArrayLike, *, alpha: float = 0.05) -> GaussianityCheck:
     """The Anderson–Darling check of One-shot Appendix B, via ``scipy.stats.anderson``.
 
     Parameters

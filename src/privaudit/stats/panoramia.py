@@ -28,8 +28,10 @@ Conservative choices:
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from .._core.results import Result
@@ -64,19 +66,21 @@ class PanoramiaResult(Result):
     epsilon_tilde_kind: str = "estimate"
 
 
-def _precision_lower_bounds(true_positives, predictions, alpha: float, method: str) -> np.ndarray:
+def _precision_lower_bounds(true_positives: ArrayLike, predictions: ArrayLike, alpha: float, method: str) -> NDArray[np.float64]:
     """Lower bound on the success probability p from tp of r, rejecting with level alpha."""
     tp = np.asarray(true_positives, dtype=np.float64)
     r = np.asarray(predictions, dtype=np.float64)
     if method == "hoeffding":
-        return tp / r - np.sqrt(np.log(1.0 / alpha) / (2.0 * r))
+        return cast("NDArray[np.float64]", tp / r - np.sqrt(np.log(1.0 / alpha) / (2.0 * r)))
     # largest p with P[Bin(r, p) >= tp] <= alpha: the Clopper–Pearson lower bound
     with np.errstate(invalid="ignore"):
         bound = stats.beta.ppf(alpha, tp, r - tp + 1.0)
     return np.where(tp > 0, bound, 0.0)
 
 
-def _best_test(scores, member, counts, alpha, method):
+def _best_test(
+    scores: NDArray[np.float64], member: NDArray[np.bool_], counts: NDArray[np.int64], alpha: float, method: str
+) -> tuple[float, int, float, float]:
     ordered = member[np.argsort(-scores, kind="stable")]
     true_positives = np.cumsum(ordered)[counts - 1]
     bounds = _precision_lower_bounds(true_positives, counts, alpha, method)
@@ -87,14 +91,14 @@ def _best_test(scores, member, counts, alpha, method):
 
 
 def panoramia_bounds(
-    baseline_scores,
-    mia_scores,
-    is_member,
+    baseline_scores: ArrayLike,
+    mia_scores: ArrayLike,
+    is_member: ArrayLike,
     *,
-    confidence=0.95,
-    method="binomial",
-    correction="bonferroni",
-    num_recall_levels=16,
+    confidence: float = 0.95,
+    method: str = "binomial",
+    correction: str = "bonferroni",
+    num_recall_levels: int = 16,
 ) -> PanoramiaResult:
     """PANORAMIA's c_lb, {c+ε}_lb and ε̃ from baseline and MIA scores on one audit set.
 
@@ -175,7 +179,7 @@ def _check_both_classes(member: np.ndarray) -> np.ndarray:
     return member
 
 
-def _check_scores_and_members(scores, is_member, name: str):
+def _check_scores_and_members(scores: ArrayLike, is_member: ArrayLike, name: str) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     values = as_scores(scores, name)
     member = np.asarray(is_member)
     if member.shape != values.shape or member.dtype.kind not in "biuf" or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
@@ -183,7 +187,7 @@ def _check_scores_and_members(scores, is_member, name: str):
     return values, _check_both_classes(member.astype(bool))
 
 
-def privacy_recall_curve(scores, is_member, *, alpha, method="binomial") -> dict:
+def privacy_recall_curve(scores: ArrayLike, is_member: ArrayLike, *, alpha: float, method: str = "binomial") -> dict[str, NDArray[np.float64]]:
     """Precision, recall and the logit of the precision lower bound at every prediction count r = 1..m.
 
     The bound at each r is the one-sided test of level ``alpha`` (for the
@@ -229,7 +233,14 @@ class RealNonMemberBound(Result):
     kind: str = "lower bound"
 
 
-def real_non_member_bound(mia_scores, is_member, *, confidence=0.95, method="binomial", num_recall_levels=16) -> RealNonMemberBound:
+def real_non_member_bound(
+    mia_scores: ArrayLike,
+    is_member: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    method: str = "binomial",
+    num_recall_levels: int = 16,
+) -> RealNonMemberBound:
     """PANORAMIA's MIA test with real non-members (RM;RN): the baseline's c is 0, so {c+ε}_lb bounds ε.
 
     With non-members drawn from the members' distribution, no baseline is

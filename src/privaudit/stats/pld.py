@@ -27,7 +27,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core.results import Result
 from .._core.validation import check_count, check_positive, check_probability, check_real
@@ -58,7 +61,7 @@ class SubsampledGaussian:
     num_steps: int = 1
     num_lines: int = 64
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         sampling_prob = check_real(self.sampling_prob, "sampling_prob")
         if not 0.0 < sampling_prob <= 1.0:
             raise ValueError(f"`sampling_prob` must be in (0, 1], got {self.sampling_prob!r}")
@@ -70,7 +73,7 @@ class SubsampledGaussian:
         self.smallest_noise(_DISCRETIZATION)  # refuses, with the estimate, a mechanism no noise level fits
         return _PLDFamily(self, delta)
 
-    def tradeoff(self, alpha, noise_multiplier: float):
+    def tradeoff(self, alpha: ArrayLike, noise_multiplier: float) -> NDArray[np.float64] | float:
         """Lower envelope of the mechanism's trade-off curve at FPR ``alpha``.
 
         Without subsampling T steps are exactly (√T/σ)-GDP and the curve is
@@ -84,15 +87,15 @@ class SubsampledGaussian:
         True
         """
         noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
-        alpha = np.asarray(alpha, dtype=np.float64)
+        rates = np.asarray(alpha, dtype=np.float64)
         if self.sampling_prob == 1.0:
-            return tradeoff_gdp(alpha, np.sqrt(float(self.num_steps)) / noise_multiplier)
+            return tradeoff_gdp(rates, np.sqrt(float(self.num_steps)) / noise_multiplier)
         epsilons, deltas = _supporting_lines(self, noise_multiplier)
         lines = np.maximum(
-            1.0 - deltas[:, None] - np.exp(epsilons)[:, None] * alpha.ravel()[None, :],
-            np.exp(-epsilons)[:, None] * (1.0 - deltas[:, None] - alpha.ravel()[None, :]),
+            1.0 - deltas[:, None] - np.exp(epsilons)[:, None] * rates.ravel()[None, :],
+            np.exp(-epsilons)[:, None] * (1.0 - deltas[:, None] - rates.ravel()[None, :]),
         )
-        out = np.maximum(lines.max(axis=0), 0.0).reshape(alpha.shape)
+        out = np.maximum(lines.max(axis=0), 0.0).reshape(rates.shape)
         return out if out.ndim else float(out)
 
     def smallest_noise(self, discretization: float = 1e-3) -> float:
@@ -105,7 +108,7 @@ class SubsampledGaussian:
         """
         low, high = _SIGMA_RANGE
         # the optimistic PLD that reports ε must fit as well as the pessimistic one that draws the lines
-        fits = lambda sigma: pld_grid_points(sigma, self.sampling_prob, self.num_steps, discretization, False) <= MAX_PLD_POINTS  # noqa: E731
+        fits: Callable[[float], bool] = lambda sigma: pld_grid_points(sigma, self.sampling_prob, self.num_steps, discretization, False) <= MAX_PLD_POINTS  # noqa: E731
         if self.sampling_prob == 1.0 or fits(low):
             return low
         if not fits(high):
@@ -121,7 +124,7 @@ class SubsampledGaussian:
 
 
 @functools.lru_cache(maxsize=256)
-def _supporting_lines(mechanism: SubsampledGaussian, noise_multiplier: float):
+def _supporting_lines(mechanism: SubsampledGaussian, noise_multiplier: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     pld = _gaussian_pld(noise_multiplier, mechanism.sampling_prob, mechanism.num_steps, True, _DISCRETIZATION)
     # lines with ε > 50 only matter for α < e^-50: beyond any audit's resolution
     top = min(max(float(pld.get_epsilon_for_delta(1e-12)), 1e-3), 50.0)
@@ -141,9 +144,9 @@ class _PLDFamily:
         return GaussianDP(self.delta)
 
     def _rejected(self, sigma: float, fpr: float, fnr: float) -> bool:
-        return fnr < self.mechanism.tradeoff(fpr, sigma)
+        return bool(fnr < self.mechanism.tradeoff(fpr, sigma))  # a float: fpr is a float
 
-    def parameter_from_errors(self, fpr, fnr) -> float:
+    def parameter_from_errors(self, fpr: float, fnr: float) -> float:
         """Upper bound on σ: the least noise the error bounds rule out (inf if none)."""
         fpr, fnr = float(fpr), float(fnr)
         if self.mechanism.sampling_prob == 1.0:  # exactly (√T/σ)-GDP: σ <= √T/μ, rounded up
@@ -168,7 +171,7 @@ class _PLDFamily:
             return 0.0
         m = self.mechanism
         if m.sampling_prob == 1.0:
-            return gdp_epsilon(np.sqrt(float(m.num_steps)) / sigma, self.delta)
+            return float(gdp_epsilon(np.sqrt(float(m.num_steps)) / sigma, self.delta))  # already a float for a scalar
         # the finest grid that fits; a coarser optimistic PLD only lowers ε
         grid = next((d for d in (1e-4, _DISCRETIZATION) if pld_grid_points(sigma, m.sampling_prob, m.num_steps, d, False) <= MAX_PLD_POINTS), _DISCRETIZATION)
         epsilon = gaussian_epsilon(sigma, self.delta, sampling_prob=m.sampling_prob, num_steps=m.num_steps, pessimistic=False, discretization=grid)
@@ -210,6 +213,7 @@ def step_to_end_epsilon(step_epsilon: float, *, delta: float, num_steps: int, sa
         raise ValueError(f"`sampling_prob` must be in (0, 1], got {sampling_prob:g}")
     mu = gdp_mu(step_epsilon, delta) if step_epsilon > 0 else 0.0
     sigma = 1.0 / mu if mu > 0 else np.inf
+    epsilon: float | NDArray[np.float64]
     if mu == 0.0:
         epsilon = 0.0
     elif sampling_prob == 1.0:

@@ -12,7 +12,10 @@ or above f, and, by symmetry of neighbouring, (1 - α, 1 - β) does too.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._core.validation import as_real_array, check_positive
@@ -20,18 +23,18 @@ from .._core.validation import as_real_array, check_positive
 __all__ = ["tradeoff_eps_delta", "tradeoff_gdp"]
 
 
-def _as_rates(alpha) -> np.ndarray:
+def _as_rates(alpha: ArrayLike) -> NDArray[np.float64]:
     rates = as_real_array(alpha, "alpha")
     if np.any(~np.isfinite(rates)) or np.any((rates < 0) | (rates > 1)):
         raise ValueError(f"`alpha` must be in [0, 1], got {alpha!r}")
     return rates
 
 
-def _unwrap(array: np.ndarray):
+def _unwrap(array: NDArray[np.float64]) -> NDArray[np.float64] | float:
     return array if array.ndim else float(array)
 
 
-def tradeoff_gdp(alpha, mu: float):
+def tradeoff_gdp(alpha: ArrayLike, mu: float) -> NDArray[np.float64] | float:
     """G_μ(α) = Φ(Φ⁻¹(1 - α) - μ): the trade-off function of μ-GDP.
 
     Examples
@@ -46,7 +49,7 @@ def tradeoff_gdp(alpha, mu: float):
     return _unwrap(stats.norm.cdf(stats.norm.isf(rates) - mu))
 
 
-def tradeoff_eps_delta(alpha, epsilon: float, delta: float):
+def tradeoff_eps_delta(alpha: ArrayLike, epsilon: float, delta: float) -> NDArray[np.float64] | float:
     """f_{ε,δ}(α) = max(0, 1 - δ - e^ε α, e^{-ε}(1 - δ - α)) (Tight Auditing Eq. 4).
 
     Examples
@@ -64,8 +67,8 @@ def tradeoff_eps_delta(alpha, epsilon: float, delta: float):
     return _unwrap(_eps_delta_curve(rates, epsilon, delta))
 
 
-def _eps_delta_curve(alpha: np.ndarray, epsilon, delta: float) -> np.ndarray:
+def _eps_delta_curve(alpha: NDArray[np.float64], epsilon: float | NDArray[np.float64], delta: float) -> NDArray[np.float64]:
     with np.errstate(over="ignore", divide="ignore"):  # e^ε α in logs: α = 0 gives 0, huge ε gives inf, never nan
         first = 1.0 - delta - np.exp(epsilon + np.log(alpha))
         second = np.exp(-epsilon) * (1.0 - delta - alpha)
-    return np.maximum(0.0, np.maximum(first, second))
+    return cast("NDArray[np.float64]", np.maximum(0.0, np.maximum(first, second)))
