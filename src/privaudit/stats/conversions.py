@@ -13,7 +13,7 @@ pessimistic (upper) ε, as an accountant should, unless asked otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -39,6 +39,12 @@ def _log_gdp_delta(epsilon: float, mu: float) -> float:
         return -np.inf
     log_ratio = epsilon + special.log_ndtr(b) - log_first  # < 0 for mu > 0
     return float(log_first + np.log(-np.expm1(min(log_ratio, -1e-300))))
+
+
+@overload
+def gdp_delta(epsilon: float, mu: float) -> float: ...
+@overload
+def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> NDArray[np.float64] | float: ...
 
 
 def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> NDArray[np.float64] | float:
@@ -86,6 +92,12 @@ def _check_mu(mu: ArrayLike, name: str = "mu") -> NDArray[np.float64]:
     if np.any(~np.isfinite(mus)) or np.any(mus < 0) or np.any(mus > MAX_MU):
         raise ValueError(f"`{name}` must be in [0, {MAX_MU:g}], got {mu!r}")
     return mus
+
+
+@overload
+def gdp_epsilon(mu: float, delta: float) -> float: ...
+@overload
+def gdp_epsilon(mu: ArrayLike, delta: float) -> NDArray[np.float64] | float: ...
 
 
 def gdp_epsilon(mu: ArrayLike, delta: float) -> NDArray[np.float64] | float:

@@ -129,9 +129,7 @@ def _endpoint_slope(z: np.ndarray, shape: float) -> np.ndarray:
 def _use_endpoint(z: np.ndarray, shape: float) -> np.ndarray:
     """Where Laplace's endpoint expansion is exact to ~1e-8: |h''|/h'² <= (1 + a₊²)/h'² <= 1e-8."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return cast(
-            "np.ndarray", (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2))
-        )
+        return cast("np.ndarray", (z < -1.0) & (_endpoint_slope(np.minimum(z, -1.0), shape) >= _FAR * np.sqrt(1.0 + max(shape, 0.0) ** 2)))
 
 
 def _skewnorm_logcdf_far(z: np.ndarray, shape: float) -> np.ndarray:

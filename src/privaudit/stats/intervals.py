@@ -82,9 +82,7 @@ def _lower(k: _Counts, n: _Counts, level: float, method: str) -> NDArray[np.floa
     return 1.0 - _upper(n - k, n, level, method)
 
 
-def binomial_upper_bound(
-    successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson"
-) -> NDArray[np.float64]:
+def binomial_upper_bound(successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson") -> NDArray[np.float64]:
     """One-sided upper confidence bound on a binomial proportion.
 
     Parameters
@@ -108,9 +106,7 @@ def binomial_upper_bound(
     return _upper(k, n, confidence, method)
 
 
-def binomial_lower_bound(
-    successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson"
-) -> NDArray[np.float64]:
+def binomial_lower_bound(successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95, method: str = "clopper-pearson") -> NDArray[np.float64]:
     """One-sided lower confidence bound on a binomial proportion.
 
     >>> float(binomial_lower_bound(10, 10, confidence=0.95))  # 0.05**(1/10)

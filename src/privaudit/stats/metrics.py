@@ -42,9 +42,7 @@ def _validate(in_scores: ArrayLike, out_scores: ArrayLike) -> tuple[NDArray[np.f
     return as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
 
 
-def _roc(
-    in_scores: NDArray[np.float64], out_scores: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+def _roc(in_scores: NDArray[np.float64], out_scores: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     thresholds = np.unique(np.concatenate([in_scores, out_scores]))[::-1]
     # #scores >= t, for each distinct t, by binary search on the sorted scores
     true_positives = in_scores.size - np.searchsorted(np.sort(in_scores), thresholds, side="left")

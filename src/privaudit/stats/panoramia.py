@@ -78,9 +78,7 @@ def _precision_lower_bounds(true_positives: ArrayLike, predictions: ArrayLike, a
     return np.where(tp > 0, bound, 0.0)
 
 
-def _best_test(
-    scores: NDArray[np.float64], member: NDArray[np.bool_], counts: NDArray[np.int64], alpha: float, method: str
-) -> tuple[float, int, float, float]:
+def _best_test(scores: NDArray[np.float64], member: NDArray[np.bool_], counts: NDArray[np.int64], alpha: float, method: str) -> tuple[float, int, float, float]:
     ordered = member[np.argsort(-scores, kind="stable")]
     true_positives = np.cumsum(ordered)[counts - 1]
     bounds = _precision_lower_bounds(true_positives, counts, alpha, method)
