@@ -31,6 +31,7 @@ trains many models and lives in :mod:`privaudit.audits.blackbox`.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def claimed_step_epsilon(noise_multiplier: float, delta: float, canary_rate: flo
     1.27
     """
     if canary_rate == 1.0:
-        return gdp_epsilon(1.0 / noise_multiplier, delta)
+        return float(gdp_epsilon(1.0 / noise_multiplier, delta))
     return gaussian_epsilon(noise_multiplier, delta, sampling_prob=canary_rate, num_steps=1)
 
 
@@ -72,7 +73,7 @@ def bound_step_observations(
     rate = observations.canary_rate
     family = "gdp" if rate == 1.0 else SubsampledGaussian(sampling_prob=rate, num_steps=1)
     common = dict(delta=delta, confidence=confidence, threshold=threshold, seed=seed)
-    bounds = {
+    bounds: dict[str, Any] = {
         "gdp_clopper_pearson": epsilon_lower_bound(observations.in_scores, observations.out_scores, method=family, **common),
         "eps_delta_clopper_pearson": epsilon_lower_bound(observations.in_scores, observations.out_scores, method="eps-delta", **common),
     }
@@ -192,8 +193,8 @@ def prefix_sizes(num_in: int, num_out: int, sizes=None) -> list[tuple[int, int]]
     if sizes is None:
         in_sizes = np.rint(np.geomspace(min(_PREFIX_START, num_in), num_in, _PREFIX_STEPS)).astype(int)
     else:
-        in_sizes = [check_count(size, "sizes", minimum=1, maximum=num_in) for size in np.atleast_1d(sizes)]
-        if not in_sizes:
+        in_sizes = np.array([check_count(size, "sizes", minimum=1, maximum=num_in) for size in np.atleast_1d(sizes)], dtype=int)
+        if not in_sizes.size:
             raise ValueError("`sizes` must hold at least one value, got none")
     # rounding can repeat sizes for short arrays; each prefix is computed once, in increasing order
     return [(n, max(1, int(np.rint(n * num_out / num_in)))) for n in sorted({int(n) for n in in_sizes})]

@@ -180,7 +180,7 @@ class FLAuditResult(AuditResult):
 def _estimate_run(run: FedAvgRun, config: FLAuditConfig, training: FedAvgConfig, population: int, accuracy_without) -> FLRunResult:
     k = run.num_observed
     observed_final, observed_max, null_max = run.final_cosines[:k], run.max_cosines[:k], run.max_cosines[k:]
-    common = dict(delta=config.delta)
+    common: dict[str, Any] = dict(delta=config.delta)
     final = ThreatModelEstimate(
         threat_model=THREAT_MODELS["final"],
         estimate=epsilon_one_shot(observed_final, dimension=run.dimension, equal_variance=config.equal_variance, **common),

@@ -128,8 +128,8 @@ def _load(config: PanoramiaDemoConfig):
         return x, np.concatenate([data.y_train, data.y_test]), data.num_classes, data.image_shape
     from ..data.statsmodels_data import load_statsmodels_dataset
 
-    data = load_statsmodels_dataset(config.dataset)
-    return data.x, data.y, data.num_classes, None
+    tabular = load_statsmodels_dataset(config.dataset)
+    return tabular.x, tabular.y, tabular.num_classes, None
 
 
 def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict, dict]:
@@ -213,7 +213,7 @@ def run_panoramia_on_model(
     model_path, members_path, *, spec_path=None, non_members_path=None, inclusion_randomised=False,
     generator="mst", helper_epochs: int = 10, settings: PanoramiaSettings = PanoramiaSettings(),
     model_kind: str = "privaudit", factory: str | None = None,
-) -> tuple[dict, object]:
+) -> tuple[dict, dict]:
     """Audit a user's saved classifier on its members (file formats in :mod:`.panoramia_targets`).
 
     ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
@@ -232,7 +232,7 @@ def run_panoramia_on_model(
     if inclusion_randomised and non_members is None:
         raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
     candidates = None
-    if inclusion_randomised:
+    if inclusion_randomised and non_members is not None:
         candidates = (np.r_[x, non_members[0]], np.r_[y, non_members[1]], np.r_[np.ones(len(x), bool), np.zeros(len(non_members[0]), bool)])
     recipe = TrainingRecipe(architecture=spec["architecture"], hidden=spec.get("hidden", 64), depth=spec.get("depth", 1), epochs=helper_epochs)
     image_shape = spec.get("image_shape")
@@ -240,7 +240,7 @@ def run_panoramia_on_model(
     def train_helper(hx, hy, seed):
         return train_classifier(hx, hy, recipe, num_classes=spec["num_classes"], image_shape=image_shape, seed=seed).loss
 
-    timings = {}
+    timings: dict[str, float] = {}
     result, game = run_panoramia(
         loss, x, y, generator=make_generator(generator), train_helper=train_helper, settings=settings,
         num_classes=spec["num_classes"], non_members=non_members, one_run_candidates=candidates,
