@@ -141,6 +141,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
 
 #: Largest privacy-loss grid a PLD may need: ~10⁷ points compose in seconds and ~1 GiB.
 MAX_PLD_POINTS = 10_000_000
+_COARSEST = 1e-2  # a privacy-loss grid coarser than this moves ε by too much to report
 _MAX_PLD_SIGMA = 1e100  # dp_accounting squares σ
 _TAIL_SIGMAS = 9.0  # dp_accounting truncates each step's Gaussian tails near 1e-15 (8.2σ)
 _SPREAD_SIGMAS = 17.0  # 2 × 8.5: the composed loss's truncation bounds, one per side
@@ -211,6 +212,9 @@ def _compose(pld: Any, num_steps: int) -> Any:  # dp_accounting PrivacyLossDistr
 def _gaussian_pld(noise_multiplier: float, sampling_prob: float, num_steps: int, pessimistic: bool, discretization: float) -> Any:
     from dp_accounting.pld import privacy_loss_distribution
 
+    # a coarser grid keeps either estimate on its safe side (pessimistic rounds losses up, optimistic down), only less tight
+    while discretization < _COARSEST and pld_grid_points(noise_multiplier, sampling_prob, num_steps, discretization, pessimistic) > MAX_PLD_POINTS:
+        discretization = min(2.0 * discretization, _COARSEST)
     _check_pld_size(noise_multiplier, sampling_prob, num_steps, discretization, pessimistic)
     pld = privacy_loss_distribution.from_gaussian_mechanism(
         noise_multiplier,
@@ -263,7 +267,9 @@ def gaussian_epsilon(
     (default) gives an upper bound on the true ε(δ), as accounting requires;
     ``pessimistic=False`` a lower estimate, which is the safe side when the
     result feeds a lower bound. A PLD that would need more than
-    ``MAX_PLD_POINTS`` grid points is refused with the estimate.
+    ``MAX_PLD_POINTS`` grid points is computed on a coarser grid (either
+    estimate stays on its side), up to a grid step of 0.01; beyond that it
+    is refused with the estimate.
 
     >>> round(gaussian_epsilon(1.0, 1e-5), 2)  # one step: equals μ-GDP with μ = 1
     4.38
