@@ -16,9 +16,10 @@ import platform
 import tempfile
 from pathlib import Path
 
-from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
-from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
+
+from privaudit._core.results import library_versions
+from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
 
 
 def main() -> None:

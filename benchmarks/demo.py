@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
+
+from privaudit._core.results import library_versions
 
 
 def main() -> None:
@@ -35,7 +36,10 @@ def main() -> None:
         started = time.perf_counter()
         completed = subprocess.run(
             [sys.executable, "-m", "privaudit", "demo", "--output", str(folder), "--seed", str(args.seed)],
-            capture_output=True, text=True, env=environment, check=False,
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
         )
         wall = time.perf_counter() - started
         if completed.returncode != 0:

@@ -46,14 +46,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
-from privaudit.observation.gradient import collect_gradient_observations
+from privaudit._core.results import library_versions
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.data.tabular import load_dataset
 from privaudit.models.classifiers import build_classifier, count_parameters
-from privaudit._core.results import library_versions
+from privaudit.observation.gradient import collect_gradient_observations
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD
-from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 SLOTS = 1000
 CANARY = GradientCanary(slot_size=1, norm=100.0)
@@ -107,7 +107,9 @@ def _reference(data, architecture, steps, canaries, seed, audited: bool, paired:
     empty = np.zeros((0, SLOTS if audited else 0))
     started = time.perf_counter()
     if audited:
-        collect_gradient_observations(trainer.step, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=trainer.denominator, canary=CANARY)
+        collect_gradient_observations(
+            trainer.step, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=trainer.denominator, canary=CANARY
+        )
     else:
         for _ in range(steps * (2 if paired else 1)):
             trainer.step(empty)
@@ -137,7 +139,9 @@ def _opacus(data, architecture, steps, canaries, seed, audited: bool) -> float:
         started = time.perf_counter()
         if audited:
             release, auditor = opacus_release(model, optimizer, loader, loss, SLOTS)
-            collect_gradient_observations(release, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=auditor.denominator, canary=CANARY)
+            collect_gradient_observations(
+                release, num_steps=steps, canaries_per_step=canaries, num_slots=SLOTS, clip_norm=1.0, denominator=auditor.denominator, canary=CANARY
+            )
         else:
             done = 0
             while done < steps:
@@ -171,7 +175,12 @@ def _overheads(samples) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=None, help="steps per run for every model (default: 250 for the small models, 150 for mlp-deep, 80 for mlp-1024, 30 for cnn-wide)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per run for every model (default: 250 for the small models, 150 for mlp-deep, 80 for mlp-1024, 30 for cnn-wide)",
+    )
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--canaries", type=int, default=10, help="canaries per step (Opacus pads every per-sample gradient by this many rows)")
     parser.add_argument("--architectures", default=",".join(ARCHITECTURES), help="comma-separated subset of " + ", ".join(ARCHITECTURES))
@@ -195,7 +204,9 @@ def main() -> None:
         timings = {
             "reference, no audit": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, False),
             "reference, audited": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, True),
-            "reference, paper's two batches per step": lambda n, seed, architecture=architecture: _reference(data, architecture, n, args.canaries, seed, False, paired=True),
+            "reference, paper's two batches per step": lambda n, seed, architecture=architecture: _reference(
+                data, architecture, n, args.canaries, seed, False, paired=True
+            ),
             "opacus, no audit": lambda n, seed, architecture=architecture: _opacus(data, architecture, n, args.canaries, seed, False),
             "opacus, audited": lambda n, seed, architecture=architecture: _opacus(data, architecture, n, args.canaries, seed, True),
         }
@@ -217,7 +228,11 @@ def main() -> None:
             "minor_page_faults_per_step": {name: statistics.median(values) for name, values in faults.items()},
             "runs": samples,
         }
-        print(architecture, json.dumps({key: cases[architecture][key] for key in ("parameters", "seconds_per_step", "overheads", "minor_page_faults_per_step")}, indent=1), flush=True)
+        print(
+            architecture,
+            json.dumps({key: cases[architecture][key] for key in ("parameters", "seconds_per_step", "overheads", "minor_page_faults_per_step")}, indent=1),
+            flush=True,
+        )
     print(f"\n{'model':10s} {'parameters':>10s}  {'case':12s} {'plain':>9s} {'audited':>9s} {'overhead (quartiles)':>24s} {'fixed':>9s}")
     for architecture, case in cases.items():
         for name, (audited, plain) in PAIRS.items():

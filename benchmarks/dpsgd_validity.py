@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.observation.gradient import collect_gradient_observations
+from privaudit._core.results import library_versions
 from privaudit.canaries.gradient import GradientCanary
+from privaudit.observation.gradient import collect_gradient_observations
 from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
-from privaudit._core.results import library_versions
 from privaudit.stats.conversions import gdp_epsilon, gdp_mu
 
 DELTA = 1e-5
@@ -43,7 +43,13 @@ BOUNDS = {
 
 def bounds(sigma, seed, steps, slots):
     obs = collect_gradient_observations(
-        gaussian(sigma, 10_000 + seed), num_steps=steps, canaries_per_step=100, num_slots=slots, clip_norm=1.0, canary=GradientCanary(slot_size=1, norm=100.0), seed=seed
+        gaussian(sigma, 10_000 + seed),
+        num_steps=steps,
+        canaries_per_step=100,
+        num_slots=slots,
+        clip_norm=1.0,
+        canary=GradientCanary(slot_size=1, norm=100.0),
+        seed=seed,
     )
     return {name: bound(obs) for name, bound in BOUNDS.items()}
 
@@ -69,7 +75,14 @@ def opacus_bounds(epsilon, seed):
         )
         release, auditor = opacus_release(model, optimizer, loader, torch.nn.functional.cross_entropy, 8000)
         obs = collect_gradient_observations(
-            release, num_steps=100, canaries_per_step=100, num_slots=1000, clip_norm=1.0, denominator=auditor.denominator, canary=GradientCanary(norm=100.0), seed=seed
+            release,
+            num_steps=100,
+            canaries_per_step=100,
+            num_slots=1000,
+            clip_norm=1.0,
+            denominator=auditor.denominator,
+            canary=GradientCanary(norm=100.0),
+            seed=seed,
         )
     return {name: bound(obs) / epsilon for name, bound in BOUNDS.items()}
 

@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
+from privaudit._core.results import library_versions
 from privaudit.canaries.update import UpdateCanaries
 from privaudit.data.tabular import load_dataset
-from privaudit._core.results import library_versions
 from privaudit.stats.one_shot import anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot
 from privaudit.training.fedavg import FedAvgConfig, model_dimension, simulate_fedavg
-from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 
 def _estimation(dimension, k):

@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from privaudit.audits.gaussian_mechanism import audit_gaussian_mechanism
-from privaudit._core.results import library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
+
+from privaudit._core.results import library_versions
+from privaudit.audits.gaussian_mechanism import audit_gaussian_mechanism
 
 # One-shot Table 2: σ, analytical ε, reported mean ± std of ε_est over 50 runs.
 PAPER = [(4.22, 1.0, 0.972, 0.148), (1.54, 3.0, 3.04, 0.137), (0.541, 10.0, 9.98, 0.190)]
@@ -83,7 +83,11 @@ def main() -> None:
             started = time.perf_counter()
             audits[sigma].append(
                 audit_gaussian_mechanism(
-                    sigma, num_canaries=args.num_canaries, dimension=args.dimension, delta=DELTA, seed=seed,
+                    sigma,
+                    num_canaries=args.num_canaries,
+                    dimension=args.dimension,
+                    delta=DELTA,
+                    seed=seed,
                     memory_budget_bytes=args.memory_budget_mb * 2**20,
                     method=args.method,
                 )

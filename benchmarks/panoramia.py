@@ -20,10 +20,11 @@ import time
 import warnings
 from pathlib import Path
 
-from privaudit.audits.panoramia_demo import PanoramiaDemoConfig, run_panoramia_demo
 from privaudit.audits.panoramia_report import summary_rows
-from privaudit._core.results import to_plain, library_versions
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
+
+from privaudit._core.results import library_versions, to_plain
+from privaudit.audits.panoramia_demo import PanoramiaDemoConfig, run_panoramia_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,13 +46,15 @@ def main() -> None:
         for entry in results.values():
             for phase, seconds in entry["timings_s"].items():
                 phases[phase] = phases.get(phase, 0.0) + seconds
-        runs.append({
-            "seed": seed,
-            "wall_time_s": round(total, 2),
-            "phases_s": {phase: round(seconds, 3) for phase, seconds in phases.items()},
-            "summary": to_plain(summary_rows(results)),
-            "accuracy": {name: {"train": e["train_accuracy"], "test": e["test_accuracy"]} for name, e in results.items()},
-        })
+        runs.append(
+            {
+                "seed": seed,
+                "wall_time_s": round(total, 2),
+                "phases_s": {phase: round(seconds, 3) for phase, seconds in phases.items()},
+                "summary": to_plain(summary_rows(results)),
+                "accuracy": {name: {"train": e["train_accuracy"], "test": e["test_accuracy"]} for name, e in results.items()},
+            }
+        )
         print(json.dumps(runs[-1]), flush=True)
     out = {
         "benchmark": "panoramia",

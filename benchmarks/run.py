@@ -41,18 +41,12 @@ def _cases():
     small_in, small_out = in_scores[:10_000], out_scores[:10_000]
     return {
         "exposure: 1e3 canaries vs 1e6 references": lambda: privaudit.exposure(canaries, references),
-        "exposure, skew-normal extrapolation: 1e3 canaries vs 1e6 references": lambda: privaudit.exposure_extrapolated(
-            canaries, references
-        ),
-        "GDP bound, Clopper-Pearson, split: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(
-            in_scores, out_scores, delta=DELTA, seed=0
-        ),
+        "exposure, skew-normal extrapolation: 1e3 canaries vs 1e6 references": lambda: privaudit.exposure_extrapolated(canaries, references),
+        "GDP bound, Clopper-Pearson, split: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(in_scores, out_scores, delta=DELTA, seed=0),
         "(eps, delta) bound, Clopper-Pearson, split: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(
             in_scores, out_scores, delta=DELTA, method="eps-delta", seed=0
         ),
-        "GDP bound, fixed threshold: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(
-            in_scores, out_scores, delta=DELTA, threshold=0.5
-        ),
+        "GDP bound, fixed threshold: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=0.5),
         "one Bayesian interval (GDP, fixed threshold, 1e4 per side)": lambda: privaudit.epsilon_lower_bound(
             small_in, small_out, delta=DELTA, interval="bayes", threshold=0.5
         ),

@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from privaudit._core.results import library_versions
 from privaudit.canaries import CanaryFormat, insert_canaries
 from privaudit.data import load_default_corpus
 from privaudit.extraction import brute_force_search, shortest_path_search
 from privaudit.models.char_lstm import CharVocabulary, TrainingConfig, build_char_lstm, train_char_lstm
 from privaudit.models.lm_scoring import CharLSTMScorer
-from privaudit._core.results import library_versions
 
 
 def _timed(call):
@@ -74,8 +74,12 @@ def main() -> None:
     }
     print(json.dumps(extraction, indent=2), flush=True)
     result = {
-        "machine": {"device": str(device), "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None},
+        "machine": {
+            "device": str(device),
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
+        },
         "versions": {**library_versions(), "torch": torch.__version__},
         "scoring": scoring,
         "extraction": extraction,

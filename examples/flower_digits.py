@@ -125,9 +125,7 @@ def _train_with_canaries(grid, config: FlowerDigitsConfig) -> dict:
     strategy = CanaryClients(
         private, num_canaries=config.num_canaries, canaries_per_round=config.canaries_per_round, num_held_out=config.num_held_out, seed=config.seed
     )
-    train_config = ConfigRecord(
-        {"seed": config.seed, "hidden": config.hidden, "learning-rate": config.learning_rate, "local-steps": config.local_steps}
-    )
+    train_config = ConfigRecord({"seed": config.seed, "hidden": config.hidden, "learning-rate": config.learning_rate, "local-steps": config.local_steps})
     initial = ArrayRecord(_model(config.hidden, config.seed).state_dict())
     result = strategy.start(grid=grid, initial_arrays=initial, num_rounds=config.num_rounds, train_config=train_config, evaluate_fn=accuracy)
     return {
@@ -180,6 +178,7 @@ def run_flower_digits(*configs: FlowerDigitsConfig) -> list[dict]:
 def write_outputs(config: FlowerDigitsConfig, outcome: dict, output) -> dict:
     """Write ``results.json`` and ``cosines.png`` into ``output``, all at once (nothing on failure)."""
     from privaudit._staging import staged_output
+
     from privaudit.report.fl import plot_cosine_densities
 
     estimate = outcome["estimate"]

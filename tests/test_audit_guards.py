@@ -24,12 +24,15 @@ def test_check_memory_compares_with_what_is_available():
         check_memory(available_memory() + 2**30, "`x` = 3")
 
 
-@pytest.mark.parametrize("name, values, setting", [
-    ("dpsgd", {"num_slots": 10**9, "canaries_per_step": 10}, "`num_slots`"),
-    ("secret-sharer", {"hidden": 10**6}, "`hidden`"),
-    ("blackbox", {"num_models_per_side": 10**12}, "`num_models_per_side`"),
-    ("fl", {"num_canaries": 10, "num_unobserved": 10, "training": {"hidden": 10**8}}, "`training.hidden`"),
-])
+@pytest.mark.parametrize(
+    "name, values, setting",
+    [
+        ("dpsgd", {"num_slots": 10**9, "canaries_per_step": 10}, "`num_slots`"),
+        ("secret-sharer", {"hidden": 10**6}, "`hidden`"),
+        ("blackbox", {"num_models_per_side": 10**12}, "`num_models_per_side`"),
+        ("fl", {"num_canaries": 10, "num_unobserved": 10, "training": {"hidden": 10**8}}, "`training.hidden`"),
+    ],
+)
 def test_sizes_the_machine_cannot_hold_are_refused_before_any_work(name, values, setting, tmp_path, capsys):
     config = tmp_path / "c.json"
     config.write_text(json.dumps(values))
@@ -51,8 +54,17 @@ def test_an_exhausted_extraction_budget_is_recorded_not_fatal():
     pytest.importorskip("torch")
     from privaudit.audits.secret_sharer import SecretSharerConfig
 
-    config = SecretSharerConfig(template="pin {digits:3}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16,
-                                extract=True, max_extraction_queries=5, extraction_batch_size=2)
+    config = SecretSharerConfig(
+        template="pin {digits:3}",
+        schedule=(1, 2),
+        num_references=20,
+        max_corpus_chars=2000,
+        epochs=1,
+        hidden=16,
+        extract=True,
+        max_extraction_queries=5,
+        extraction_batch_size=2,
+    )
     result = get_audit("secret-sharer").run(config).result
     assert result.extraction["text"] is None and result.extraction["outcome"] == "not extracted within 5 queries"
     assert all(canary["extracted"] is False for canary in result.canaries)

@@ -71,9 +71,7 @@ def test_bonferroni_with_given_thresholds_tests_each_at_corrected_level():
     in_scores, out_scores = gaussian_scores(rng, 1.0, 1000)
     grid = (0.0, 0.5, 1.0, 1.5)
     result = epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=Bonferroni(thresholds=grid))
-    singles = [
-        epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=t, confidence=1 - 0.05 / 4).epsilon for t in grid
-    ]
+    singles = [epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=t, confidence=1 - 0.05 / 4).epsilon for t in grid]
     assert result.epsilon == pytest.approx(max(singles), rel=1e-12)
     assert result.num_tests == 4 and result.valid
 
@@ -115,9 +113,7 @@ def _exceedances(mu, strategy, method="gdp", interval="clopper-pearson", n=1000,
     count = 0
     for trial in range(TRIALS):
         in_scores, out_scores = gaussian_scores(rng, mu, n)
-        result = epsilon_lower_bound(
-            in_scores, out_scores, delta=DELTA, method=method, interval=interval, threshold=strategy, seed=trial
-        )
+        result = epsilon_lower_bound(in_scores, out_scores, delta=DELTA, method=method, interval=interval, threshold=strategy, seed=trial)
         count += result.epsilon > true_epsilon + 1e-9
     return count
 
@@ -153,8 +149,7 @@ def test_best_threshold_is_optimistic_on_null_data():
     # why "best" is flagged: on null data it reports ε > 0 far more often than 5%
     rng = np.random.default_rng(1)
     positives = sum(
-        epsilon_lower_bound(*gaussian_scores(rng, 0.0, 200), delta=DELTA, method="eps-delta", threshold="best", confidence=0.5).epsilon > 0
-        for _ in range(100)
+        epsilon_lower_bound(*gaussian_scores(rng, 0.0, 200), delta=DELTA, method="eps-delta", threshold="best", confidence=0.5).epsilon > 0 for _ in range(100)
     )
     split = sum(
         epsilon_lower_bound(*gaussian_scores(rng, 0.0, 200), delta=DELTA, method="eps-delta", threshold="split", confidence=0.5, seed=s).epsilon > 0

@@ -70,12 +70,26 @@ def test_bound_with_a_fixed_threshold_and_bayes(score_files, capsys):
 
 def test_bound_with_a_pld_family(score_files, capsys):
     in_path, out_path, in_scores, out_scores = score_files
-    argv = ["bound", "--in", str(in_path), "--out", str(out_path), "--delta", "1e-5", "--threshold", "0.5",
-            "--method", "pld", "--sampling-prob", "0.5", "--steps", "4", "--json"]
+    argv = [
+        "bound",
+        "--in",
+        str(in_path),
+        "--out",
+        str(out_path),
+        "--delta",
+        "1e-5",
+        "--threshold",
+        "0.5",
+        "--method",
+        "pld",
+        "--sampling-prob",
+        "0.5",
+        "--steps",
+        "4",
+        "--json",
+    ]
     code, out, _ = run(argv, capsys)
-    expected = privaudit.epsilon_lower_bound(
-        in_scores, out_scores, delta=1e-5, threshold=0.5, method=privaudit.SubsampledGaussian(0.5, 4)
-    )
+    expected = privaudit.epsilon_lower_bound(in_scores, out_scores, delta=1e-5, threshold=0.5, method=privaudit.SubsampledGaussian(0.5, 4))
     data = json.loads(out)
     assert code == 0 and data["method"] == "pld" and data["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
     code, _, err = run(argv[:-5] + ["--method", "pld", "--sampling-prob", "0", "--json"], capsys)
@@ -146,7 +160,9 @@ def test_python_dash_m_and_console_script_are_equivalent():
     for command in ("exposure", "bound", "demo"):
         help_text = subprocess.run([sys.executable, "-m", "privaudit", command, "--help"], capture_output=True, text=True, check=True)
         assert help_text.returncode == 0 and "Usage" in help_text.stdout
-    failed = subprocess.run([sys.executable, "-m", "privaudit", "bound", "--in", "nope", "--out", "nope", "--delta", "0.1"], capture_output=True, text=True, check=False)
+    failed = subprocess.run(
+        [sys.executable, "-m", "privaudit", "bound", "--in", "nope", "--out", "nope", "--delta", "0.1"], capture_output=True, text=True, check=False
+    )
     assert failed.returncode == 2 and failed.stdout == "" and "Traceback" not in failed.stderr
 
 

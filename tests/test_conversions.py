@@ -29,10 +29,7 @@ def gdp_delta_mpmath(epsilon, mu):
 
 # (ε, μ) pairs whose δ is representable in double precision (δ > 1e-300)
 TAIL_CASES = [
-    (epsilon, mu)
-    for mu in (0.01, 0.5, 1.0, 3.0, 10.0, 20.0)
-    for epsilon in (0.0, 0.1, 1.0, 5.0, 20.0, 50.0)
-    if gdp_delta_mpmath(epsilon, mu) > 1e-300
+    (epsilon, mu) for mu in (0.01, 0.5, 1.0, 3.0, 10.0, 20.0) for epsilon in (0.0, 0.1, 1.0, 5.0, 20.0, 50.0) if gdp_delta_mpmath(epsilon, mu) > 1e-300
 ]
 
 
@@ -184,7 +181,12 @@ def test_pld_grid_estimate_tracks_dp_accounting():
     from privaudit.stats.conversions import pld_grid_points
 
     # dp_accounting's composed grids, counted once: 69,657, 311,087, 36,685 and 20,545 points
-    for args, actual in [((1.0, 0.01, 10**5, 1e-3), 69_657), ((0.1, 1e-12, 10**5, 1e-3), 311_087), ((0.3, 1e-12, 10**5, 1e-3), 36_685), ((1.0, 0.01, 1000, 1e-3), 20_545)]:
+    for args, actual in [
+        ((1.0, 0.01, 10**5, 1e-3), 69_657),
+        ((0.1, 1e-12, 10**5, 1e-3), 311_087),
+        ((0.3, 1e-12, 10**5, 1e-3), 36_685),
+        ((1.0, 0.01, 1000, 1e-3), 20_545),
+    ]:
         assert actual / 2 <= pld_grid_points(*args) <= 2 * actual
 
 

@@ -10,8 +10,6 @@ from privaudit import demo_full
 from privaudit.history import HistoryStore
 
 
-
-
 @pytest.fixture()
 def small_fl_demo(monkeypatch):
     """The demo with only its FL audit, at a small size (the full demo is timed in benchmarks/demo.py)."""
@@ -19,8 +17,9 @@ def small_fl_demo(monkeypatch):
     import dataclasses
 
     def small(config, seed):
-        return dataclasses.replace(config, participations=(1, 2), num_canaries=50, num_unobserved=50, seed=seed,
-                                   training=dataclasses.replace(config.training, num_rounds=6))
+        return dataclasses.replace(
+            config, participations=(1, 2), num_canaries=50, num_unobserved=50, seed=seed, training=dataclasses.replace(config.training, num_rounds=6)
+        )
 
     monkeypatch.setattr(demo_full, "DEMO_AUDITS", {"fl": demo_full.DemoAudit("fl", (demo_full.DemoRun("fl", small),))})
 

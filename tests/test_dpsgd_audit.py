@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from privaudit.audits.dpsgd import DPSGDAuditConfig, bound_step_observations, claimed_step_epsilon, detect_bugs, run_dpsgd_audit  # noqa: E402
-from privaudit.observation.gradient import collect_gradient_observations  # noqa: E402
 from privaudit.canaries.gradient import GradientCanary  # noqa: E402
+from privaudit.observation.gradient import collect_gradient_observations  # noqa: E402
 from privaudit.stats.conversions import gdp_mu  # noqa: E402
 from privaudit.training.dpsgd import DPSGDConfig, ReferenceDPSGD  # noqa: E402
 
@@ -114,7 +114,14 @@ def test_opacus_is_audited_as_shipped_and_tightly():
         )
         release, auditor = opacus_release(model, optimizer, loader, torch.nn.functional.cross_entropy, 8000)
         observations = collect_gradient_observations(
-            release, num_steps=100, canaries_per_step=100, num_slots=1000, clip_norm=1.0, denominator=auditor.denominator, canary=GradientCanary(norm=100.0), seed=1
+            release,
+            num_steps=100,
+            canaries_per_step=100,
+            num_slots=1000,
+            clip_norm=1.0,
+            denominator=auditor.denominator,
+            canary=GradientCanary(norm=100.0),
+            seed=1,
         )
     assert auditor.denominator == 50.0
     step = bound_step_observations(observations, noise_multiplier=sigma, delta=DELTA)
@@ -220,7 +227,11 @@ def test_the_input_space_threat_model_runs_through_the_same_command_config():
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"threat_model": "grey-box"}, "threat_model"), ({"input_canary": "noise"}, "input_canary"), ({"threat_model": "white-box-input", "bug": "small-noise"}, "bug")],
+    [
+        ({"threat_model": "grey-box"}, "threat_model"),
+        ({"input_canary": "noise"}, "input_canary"),
+        ({"threat_model": "white-box-input", "bug": "small-noise"}, "bug"),
+    ],
 )
 def test_bad_threat_model_settings_are_named(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):

@@ -152,9 +152,7 @@ def test_epsilon_from_exposure_coverage_with_known_epsilon():
 
 def test_epsilon_from_exposure_is_zero_on_null_data():
     rng = np.random.default_rng(9)
-    positives = sum(
-        epsilon_from_exposure(rng.normal(size=300), rng.normal(size=3000)).epsilon > 0 for _ in range(TRIALS)
-    )
+    positives = sum(epsilon_from_exposure(rng.normal(size=300), rng.normal(size=3000)).epsilon > 0 for _ in range(TRIALS))
     assert positives <= ALLOWED
 
 

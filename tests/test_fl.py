@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from privaudit.audits.fl import FLAuditConfig, run_fl_audit
@@ -16,8 +17,6 @@ from privaudit.audits.gaussian_mechanism import (
     noise_rng,
 )
 from privaudit.canaries.update import UpdateCanaries
-from scipy import stats
-
 from privaudit.cli import app
 from privaudit.stats.conversions import gaussian_epsilon
 from privaudit.training.fedavg import participation_schedule
@@ -110,7 +109,9 @@ def test_all_iterates_estimate_reaches_the_analytical_epsilon_at_low_noise():
     assert run.all.estimate.null == "fitted to null_cosines"
 
 
-@pytest.mark.parametrize("training", [{"sampling": "uniform", "adaptive_clipping": True}, {"sampling": "shuffled", "server_optimizer": "adam", "server_learning_rate": 0.05}])
+@pytest.mark.parametrize(
+    "training", [{"sampling": "uniform", "adaptive_clipping": True}, {"sampling": "shuffled", "server_optimizer": "adam", "server_learning_rate": 0.05}]
+)
 def test_other_patterns_clipping_and_optimizers_run(training):
     config = FLAuditConfig.from_dict({**SMALL, "measure_canary_effect": False, "training": {"num_rounds": 40, "clients_per_round": 30, **training}})
     run = run_fl_audit(config)[0].runs[0]
@@ -120,7 +121,9 @@ def test_other_patterns_clipping_and_optimizers_run(training):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_no_canary_participating_is_an_error(seed):
-    config = FLAuditConfig.from_dict({**SMALL, "seed": seed, "measure_canary_effect": False, "training": {"num_rounds": 1, "clients_per_round": 1, "sampling": "shuffled"}})
+    config = FLAuditConfig.from_dict(
+        {**SMALL, "seed": seed, "measure_canary_effect": False, "training": {"num_rounds": 1, "clients_per_round": 1, "sampling": "shuffled"}}
+    )
     population = 1347 // 5 + 200
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(13,)))  # the schedule's stream
     participated = (participation_schedule(population, config.training, rng)[0] >= 1347 // 5).any()

@@ -134,7 +134,15 @@ def simulation(tmp_path_factory):
 
         seed = int(np.random.default_rng().integers(2**31))  # any seed must do
         base = flower_digits.FlowerDigitsConfig(
-            num_clients=6, num_rounds=3, noise_multiplier=0.0, num_canaries=100, canaries_per_round=34, num_held_out=100, local_steps=5, learning_rate=0.5, seed=seed
+            num_clients=6,
+            num_rounds=3,
+            noise_multiplier=0.0,
+            num_canaries=100,
+            canaries_per_round=34,
+            num_held_out=100,
+            local_steps=5,
+            learning_rate=0.5,
+            seed=seed,
         )
         noisy = flower_digits.FlowerDigitsConfig(**{**base.__dict__, "noise_multiplier": 2.0})
         low, high = flower_digits.run_flower_digits(base, noisy)

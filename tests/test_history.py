@@ -12,13 +12,18 @@ from privaudit.history import HistoryStore, compare, default_model_id, history_p
 from privaudit.schemas import stamp_results
 
 
-
-
 def blackbox(epsilon: float, seed: int = 0) -> dict:
     return stamp_results(
-        {"result_type": "BlackBoxResult", "versions": {"privaudit": "0.1.0"}, "epsilon_lower_bound": epsilon, "confidence": 0.95,
-         "claimed_epsilon": 5.0, "threat_model": "black-box", "config": {"dataset": "breast-cancer", "architecture": "linear", "seed": seed},
-         "bound": {"kind": "lower bound", "valid": True}},
+        {
+            "result_type": "BlackBoxResult",
+            "versions": {"privaudit": "0.1.0"},
+            "epsilon_lower_bound": epsilon,
+            "confidence": 0.95,
+            "claimed_epsilon": 5.0,
+            "threat_model": "black-box",
+            "config": {"dataset": "breast-cancer", "architecture": "linear", "seed": seed},
+            "bound": {"kind": "lower bound", "valid": True},
+        },
         audit="blackbox",
     )
 
@@ -29,7 +34,15 @@ def test_round_trip_keeps_the_full_json_and_the_headline(tmp_path):
     store.append(data, model_id="m", release="v1")
     (record,) = store.records()
     assert record.results == json.loads(json.dumps(data))
-    assert (record.model_id, record.audit, record.release, record.value, record.kind, record.confidence, record.valid) == ("m", "blackbox", "v1", 1.25, "lower bound", 0.95, True)
+    assert (record.model_id, record.audit, record.release, record.value, record.kind, record.confidence, record.valid) == (
+        "m",
+        "blackbox",
+        "v1",
+        1.25,
+        "lower bound",
+        0.95,
+        True,
+    )
     assert record.created_at == data["created_at"]
     # plain JSON text in the file, readable without privaudit (no pickle)
     with sqlite3.connect(tmp_path / "deep" / "h.sqlite") as connection:
@@ -96,7 +109,9 @@ def test_an_audit_command_appends_to_the_store(cli, tmp_path):
     config = tmp_path / "dpsgd.json"
     config.write_text(json.dumps({"num_steps": 5, "canaries_per_step": 20, "num_slots": 100, "noise_multiplier": 2.0}))
     path = tmp_path / "h.sqlite"
-    code, out, err = cli(["audit", "dpsgd", "--config", config, "--output", tmp_path / "run", "--history", path, "--model-id", "digits-mlp", "--release", "r1", "--json"])
+    code, out, err = cli(
+        ["audit", "dpsgd", "--config", config, "--output", tmp_path / "run", "--history", path, "--model-id", "digits-mlp", "--release", "r1", "--json"]
+    )
     assert code == 0, err
     (record,) = HistoryStore(path).records()
     written = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -110,8 +125,9 @@ def test_an_audit_command_appends_to_the_store(cli, tmp_path):
 def test_the_fl_command_appends_its_estimate(cli, tmp_path):
     pytest.importorskip("privaudit.audits.fl")
     config = tmp_path / "fl.json"
-    config.write_text(json.dumps({"participations": [1], "num_canaries": 20, "num_unobserved": 20,
-                                  "training": {"num_rounds": 3, "sampling": "fixed", "hidden": 16}}))
+    config.write_text(
+        json.dumps({"participations": [1], "num_canaries": 20, "num_unobserved": 20, "training": {"num_rounds": 3, "sampling": "fixed", "hidden": 16}})
+    )
     path = tmp_path / "h.sqlite"
     code, _, err = cli(["audit", "fl", "--config", config, "--output", tmp_path / "run", "--history", path])
     assert code == 0, err

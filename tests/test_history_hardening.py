@@ -26,8 +26,17 @@ ESCAPES = ["\x1b[2J", "\x1b]0;owned\x07", "a\rb", "line\nbreak", "bell\x07", "\x
 
 
 def results(epsilon: float = 1.0) -> dict:
-    return stamp_results({"result_type": "BlackBoxResult", "versions": {}, "epsilon_lower_bound": epsilon, "confidence": 0.95,
-                          "bound": {"kind": "lower bound", "valid": True}, "config": {"dataset": "digits", "architecture": "mlp"}}, audit="blackbox")
+    return stamp_results(
+        {
+            "result_type": "BlackBoxResult",
+            "versions": {},
+            "epsilon_lower_bound": epsilon,
+            "confidence": 0.95,
+            "bound": {"kind": "lower bound", "valid": True},
+            "config": {"dataset": "digits", "architecture": "mlp"},
+        },
+        audit="blackbox",
+    )
 
 
 def digest(path: Path) -> str:
@@ -43,6 +52,7 @@ def one_error_line(stderr: str, *needles: str) -> str:
 
 
 # --- labels ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("text", ESCAPES)
 @pytest.mark.parametrize("field", ["model_id", "release"])
@@ -74,8 +84,19 @@ def test_printable_escapes_every_control_character():
 
 def _inject(path: Path, **columns) -> None:
     """A row written by another program, bypassing the store's checks."""
-    row = {"model_id": "m", "audit": "blackbox", "release": None, "created_at": "2024-01-01", "value": 1.0, "label": "ε", "kind": "lower bound",
-           "confidence": 0.95, "valid": 1, "schema_version": 1, "results": json.dumps(results())}
+    row = {
+        "model_id": "m",
+        "audit": "blackbox",
+        "release": None,
+        "created_at": "2024-01-01",
+        "value": 1.0,
+        "label": "ε",
+        "kind": "lower bound",
+        "confidence": 0.95,
+        "valid": 1,
+        "schema_version": 1,
+        "results": json.dumps(results()),
+    }
     row.update(columns)
     with sqlite3.connect(path) as connection:
         connection.execute(f"INSERT INTO audits ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
@@ -103,6 +124,7 @@ def test_an_audit_refuses_a_control_character_in_model_id_before_running(cli, tm
 
 
 # --- foreign, versioned and damaged databases --------------------------------------------------
+
 
 def _foreign(path: Path) -> str:
     with sqlite3.connect(path) as connection:
@@ -183,7 +205,7 @@ def test_a_corrupt_page_is_a_clear_error(cli, tmp_path):
     data = bytearray(path.read_bytes())
     page = 4096
     assert len(data) > 4 * page
-    data[page:3 * page] = b"\xa5" * (2 * page)  # garbage over the table's root page and the next one
+    data[page : 3 * page] = b"\xa5" * (2 * page)  # garbage over the table's root page and the next one
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="`--history`: cannot use"):
         HistoryStore(path).records()
@@ -192,15 +214,18 @@ def test_a_corrupt_page_is_a_clear_error(cli, tmp_path):
     one_error_line(err, "`--history`")
 
 
-@pytest.mark.parametrize(("columns", "message"), [
-    ({"value": "abc"}, "`value` must be a number or empty, got 'abc'"),
-    ({"confidence": b"\x00\x01"}, "`confidence` must be a number"),
-    ({"results": "{not json"}, "`results` is not valid JSON"),
-    ({"results": "[1, 2]"}, "`results` must be a JSON object"),
-    ({"results": "[" * 100_000 + "]" * 100_000}, "nested too deeply"),
-    ({"valid": 7}, "`valid` must be 0 or 1"),
-    ({"label": b"\xff\x00"}, "`label` must be text"),
-])
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({"value": "abc"}, "`value` must be a number or empty, got 'abc'"),
+        ({"confidence": b"\x00\x01"}, "`confidence` must be a number"),
+        ({"results": "{not json"}, "`results` is not valid JSON"),
+        ({"results": "[1, 2]"}, "`results` must be a JSON object"),
+        ({"results": "[" * 100_000 + "]" * 100_000}, "nested too deeply"),
+        ({"valid": 7}, "`valid` must be 0 or 1"),
+        ({"label": b"\xff\x00"}, "`label` must be text"),
+    ],
+)
 def test_a_hand_edited_row_is_a_clear_error(cli, tmp_path, columns, message):
     path = tmp_path / "h.sqlite"
     HistoryStore(path).append(results(), model_id="m")

@@ -8,7 +8,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from privaudit.audits.dpsgd import bound_step_observations, claimed_step_epsilon  # noqa: E402
-from privaudit.observation.inputs import collect_input_observations  # noqa: E402
 from privaudit.canaries.inputs import (  # noqa: E402
     INPUT_CANARY_KINDS,
     adversarial_canary,
@@ -20,6 +19,7 @@ from privaudit.canaries.inputs import (  # noqa: E402
 )
 from privaudit.data.tabular import load_dataset  # noqa: E402
 from privaudit.models.classifiers import build_classifier  # noqa: E402
+from privaudit.observation.inputs import collect_input_observations  # noqa: E402
 
 DELTA = 1e-5
 FAST = {"crafted": {"num_steps": 5, "sample_size": 64}}
@@ -43,8 +43,17 @@ def _loss(model, features, label):
 def _observe(data, canary, *, sigma, seed, score, num_steps, clip_norm=1.0):
     model = _mlp(data)
     return collect_input_observations(
-        model, data.x_train, data.y_train, *canary, noise_multiplier=sigma, clip_norm=clip_norm,
-        sampling_rate=0.05, learning_rate=0.5, num_steps=num_steps, score=score, seed=seed,
+        model,
+        data.x_train,
+        data.y_train,
+        *canary,
+        noise_multiplier=sigma,
+        clip_norm=clip_norm,
+        sampling_rate=0.05,
+        learning_rate=0.5,
+        num_steps=num_steps,
+        score=score,
+        seed=seed,
     )
 
 
@@ -155,8 +164,18 @@ def test_canary_rate_below_one(digits):
     canary = make_input_canary("blank", _mlp(digits), digits.x_train, digits.y_train, seed=0)
     model = _mlp(digits)
     observations = collect_input_observations(
-        model, digits.x_train, digits.y_train, *canary, noise_multiplier=1.0, clip_norm=0.5,
-        sampling_rate=0.05, learning_rate=0.5, num_steps=400, canary_rate=0.5, score="debiased", seed=0,
+        model,
+        digits.x_train,
+        digits.y_train,
+        *canary,
+        noise_multiplier=1.0,
+        clip_norm=0.5,
+        sampling_rate=0.05,
+        learning_rate=0.5,
+        num_steps=400,
+        canary_rate=0.5,
+        score="debiased",
+        seed=0,
     )
     assert observations.canary_rate == 0.5
     assert abs(observations.in_scores.mean() - 0.5) < 5 * np.sqrt(1.0 + 0.25) / np.sqrt(400)

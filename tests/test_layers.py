@@ -53,7 +53,9 @@ def test_imports_flow_down_the_layers_and_never_reach_private_names(path):
         if own != "__init__":  # the package root re-exports lazily, from every layer
             assert RANK[target] <= RANK[own], f"{path.name}:{line} imports {module} from a higher layer"
         parts = module.split(".")
-        same_package = parts[: len(parts) - 1] == ["privaudit", *path.relative_to(SOURCE).parts[:-1]] or module.rsplit(".", 1)[0] == ".".join(["privaudit", *path.relative_to(SOURCE).parts[:-1]])
+        same_package = parts[: len(parts) - 1] == ["privaudit", *path.relative_to(SOURCE).parts[:-1]] or module.rsplit(".", 1)[0] == ".".join(
+            ["privaudit", *path.relative_to(SOURCE).parts[:-1]]
+        )
         private = [part for part in parts[1:] if part.startswith("_") and part != "_core" and not part.startswith("__")]
         private += [name for name in names if name.startswith("_") and not name.startswith("__")]
         if own != "_core" and not same_package:

@@ -83,7 +83,11 @@ def test_pickles_whole_modules_and_bad_factories_are_refused(tmp_path, factory):
     with pytest.raises(ValueError, match="holds more than tensors"):
         load_model(tmp_path / "whole.pt", kind="torch", factory="user_models_mod:build")
     torch.save(factory.build().state_dict(), tmp_path / "w.pt")
-    for spec, message in [("user_models_mod", "must be 'package.module:callable'"), ("user_models_mod:nope", "has no attribute"), ("user_models_mod:not_a_module", "must return a torch.nn.Module")]:
+    for spec, message in [
+        ("user_models_mod", "must be 'package.module:callable'"),
+        ("user_models_mod:nope", "has no attribute"),
+        ("user_models_mod:not_a_module", "must return a torch.nn.Module"),
+    ]:
         with pytest.raises(ValueError, match=message):
             load_model(tmp_path / "w.pt", kind="torch", factory=spec)
 

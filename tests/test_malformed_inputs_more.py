@@ -40,7 +40,8 @@ def write(folder: Path, name: str, content) -> str:
 def header(shape, descr="<f8", payload=b"", version=(1, 0)) -> bytes:
     buffer = io.BytesIO()
     (np.lib.format.write_array_header_1_0 if version == (1, 0) else np.lib.format.write_array_header_2_0)(
-        buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+        buffer, {"descr": descr, "fortran_order": False, "shape": shape}
+    )
     return buffer.getvalue() + payload
 
 
@@ -99,7 +100,7 @@ def corrupt_store(f: Path) -> str:
     for value in range(50):
         store.append({"audit": "blackbox", "epsilon_lower_bound": float(value), "pad": "p" * 300}, model_id="m")
     data = bytearray(path.read_bytes())
-    data[4096:3 * 4096] = b"\x5a" * (2 * 4096)
+    data[4096 : 3 * 4096] = b"\x5a" * (2 * 4096)
     path.write_bytes(bytes(data))
     return str(path)
 
@@ -128,8 +129,19 @@ def panoramia_members(f: Path, members: bytes) -> list:
 
     spec = {"architecture": "mlp", "input_dim": 2, "num_classes": 2}
     torch.save(build_classifier(**spec).state_dict(), f / "m.pt")
-    return ["audit", "panoramia", "--model", str(f / "m.pt"), "--spec", write(f, "m.json", spec), "--members", write(f, "m.npz", members),
-            "--output", str(f / "out"), "--no-history"]
+    return [
+        "audit",
+        "panoramia",
+        "--model",
+        str(f / "m.pt"),
+        "--spec",
+        write(f, "m.json", spec),
+        "--members",
+        write(f, "m.npz", members),
+        "--output",
+        str(f / "out"),
+        "--no-history",
+    ]
 
 
 def forged_npz() -> bytes:
@@ -178,11 +190,29 @@ CASES = [
     ("npy-bad-magic", lambda f: bound(f, b"NUMPY but not really" * 4), "not a .npy file", (), ()),
     ("npy-empty-file", lambda f: bound(f, b""), "`--in`: cannot read", (), ()),
     ("npy-version-9", lambda f: bound(f, b"\x93NUMPY\x09\x00" + b"\0" * 32), "unsupported .npy format version", (), ()),
-    ("npy-code-in-header", lambda f: bound(f, b"\x93NUMPY\x01\x00" + (32).to_bytes(2, "little") + b"__import__('os').system('id')   "), "malformed .npy header", (), ()),
+    (
+        "npy-code-in-header",
+        lambda f: bound(f, b"\x93NUMPY\x01\x00" + (32).to_bytes(2, "little") + b"__import__('os').system('id')   "),
+        "malformed .npy header",
+        (),
+        (),
+    ),
     ("npy-v2-huge", lambda f: bound(f, header((2**40,), payload=b"\0" * 8, version=(2, 0))), "declares shape", (), ()),
     ("npy-nan-valid-header", lambda f: bound(f, header((2,), payload=np.array([1.0, np.nan]).tobytes())), "`--in` must contain only finite", (), ()),
-    ("exposure-savez-references", lambda f: ["exposure", "--canaries", write(f, "c.txt", "1\n"), "--references", write(f, "r.npy", savez_bytes(a=np.ones(2)))], "`--references`: cannot read", (), ()),
-    ("exposure-huge-canaries", lambda f: ["exposure", "--canaries", write(f, "c.npy", header((10**12,))), "--references", write(f, "r.txt", GOOD)], "`--canaries`: cannot read", (), ()),
+    (
+        "exposure-savez-references",
+        lambda f: ["exposure", "--canaries", write(f, "c.txt", "1\n"), "--references", write(f, "r.npy", savez_bytes(a=np.ones(2)))],
+        "`--references`: cannot read",
+        (),
+        (),
+    ),
+    (
+        "exposure-huge-canaries",
+        lambda f: ["exposure", "--canaries", write(f, "c.npy", header((10**12,))), "--references", write(f, "r.txt", GOOD)],
+        "`--canaries`: cannot read",
+        (),
+        (),
+    ),
     # text score files
     ("text-long-token", lambda f: bound(f, "1\n" + "z" * 100_000 + "\n", in_name="i.txt"), "100002 characters", (), ()),
     ("text-utf16", lambda f: bound(f, "1\n2\n".encode("utf-16"), in_name="i.txt"), "`--in`: cannot read", (), ()),
@@ -200,17 +230,65 @@ CASES = [
     ("config-deep-dpsgd", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
     ("config-deep-blackbox", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
     ("config-deep-fl", lambda f: ["audit", "fl", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
-    ("config-deep-secret-sharer", lambda f: ["audit", "secret-sharer", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
-    ("config-nan-constant", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", '{"delta": NaN}'), "--output", str(f / "out")], "NaN is not a JSON number", (), ()),
-    ("config-5mb-value", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"dataset": HUGE}), "--output", str(f / "out")], "`dataset` must be one of", (), ()),
+    (
+        "config-deep-secret-sharer",
+        lambda f: ["audit", "secret-sharer", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")],
+        "nested too deeply",
+        (),
+        (),
+    ),
+    (
+        "config-nan-constant",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", '{"delta": NaN}'), "--output", str(f / "out")],
+        "NaN is not a JSON number",
+        (),
+        (),
+    ),
+    (
+        "config-5mb-value",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"dataset": HUGE}), "--output", str(f / "out")],
+        "`dataset` must be one of",
+        (),
+        (),
+    ),
     ("config-5mb-key", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {HUGE: 1}), "--output", str(f / "out")], "unknown keys", (), ()),
-    ("config-5mb-string-type", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"num_steps": HUGE}), "--output", str(f / "out")], "`num_steps` must be an integer", (), ()),
+    (
+        "config-5mb-string-type",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"num_steps": HUGE}), "--output", str(f / "out")],
+        "`num_steps` must be an integer",
+        (),
+        (),
+    ),
     ("config-empty-file", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", ""), "--output", str(f / "out")], "`--config`", (), ()),
-    ("config-utf16", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", json.dumps({"seed": 1}).encode("utf-16")), "--output", str(f / "out")], "`--config`", (), ()),
-    ("config-is-a-run-file", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"index": 0, "config": {}, "result": {}}), "--output", str(f / "out")], "unknown keys", (), ()),
+    (
+        "config-utf16",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", json.dumps({"seed": 1}).encode("utf-16")), "--output", str(f / "out")],
+        "`--config`",
+        (),
+        (),
+    ),
+    (
+        "config-is-a-run-file",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"index": 0, "config": {}, "result": {}}), "--output", str(f / "out")],
+        "unknown keys",
+        (),
+        (),
+    ),
     ("config-seed-negative", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"seed": -1}), "--output", str(f / "out")], "seed", (), ()),
-    ("config-noise-zero", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"noise_multiplier": 0}), "--output", str(f / "out")], "`noise_multiplier`", (), ()),
-    ("dpsgd-seed-negative", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--seed", "-1"], "seed", (), ()),
+    (
+        "config-noise-zero",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {"noise_multiplier": 0}), "--output", str(f / "out")],
+        "`noise_multiplier`",
+        (),
+        (),
+    ),
+    (
+        "dpsgd-seed-negative",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--seed", "-1"],
+        "seed",
+        (),
+        (),
+    ),
     # damaged run files of a resumable audit (runner/store.py)
     ("runfile-empty", lambda f: blackbox_with_run_file(f, ""), "run-000000.json", (), ()),
     ("runfile-not-json", lambda f: blackbox_with_run_file(f, "{half"), "run-000000.json", (), ()),
@@ -221,22 +299,127 @@ CASES = [
     ("runfile-result-not-object", lambda f: blackbox_with_run_file(f, run_file(result=[0.5])), "result object", (), ()),
     ("runfile-binary", lambda f: blackbox_with_run_file(f, b"\xff\xfe\x00garbage"), "not UTF-8", (), ()),
     # output paths
-    ("blackbox-output-under-file", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(Path(write(f, "taken", "x")) / "sub")], "is a file", (), ()),
-    ("blackbox-output-proc", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", "/proc/self/privaudit-out"], "outside /proc", (), ()),
-    ("dpsgd-output-is-file", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", write(f, "taken", "x")], "`--output` must be a directory", NO_TORCH, ()),
-    ("dpsgd-output-under-file", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(Path(write(f, "taken", "x")) / "run")], "is a file", NO_TORCH, ()),
-    ("dpsgd-output-sys", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", "/sys/privaudit-out"], "outside /sys", NO_TORCH, ()),
-    ("fl-output-is-file", lambda f: ["audit", "fl", "--config", write(f, "c.json", {}), "--output", write(f, "taken", "x")], "`--output` must be a directory", NO_TORCH, ()),
-    ("secret-sharer-output-proc", lambda f: ["audit", "secret-sharer", "--output", "/proc/self/ss", "--max-corpus-chars", "1000"], "outside /proc", NO_TORCH, ()),
-    ("panoramia-output-is-file", lambda f: ["audit", "panoramia", "--config", write(f, "c.json", {}), "--output", write(f, "taken", "x")], "`--output` must be a directory", NO_TORCH, ()),
+    (
+        "blackbox-output-under-file",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(Path(write(f, "taken", "x")) / "sub")],
+        "is a file",
+        (),
+        (),
+    ),
+    (
+        "blackbox-output-proc",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", "/proc/self/privaudit-out"],
+        "outside /proc",
+        (),
+        (),
+    ),
+    (
+        "dpsgd-output-is-file",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", write(f, "taken", "x")],
+        "`--output` must be a directory",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "dpsgd-output-under-file",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(Path(write(f, "taken", "x")) / "run")],
+        "is a file",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "dpsgd-output-sys",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", "/sys/privaudit-out"],
+        "outside /sys",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "fl-output-is-file",
+        lambda f: ["audit", "fl", "--config", write(f, "c.json", {}), "--output", write(f, "taken", "x")],
+        "`--output` must be a directory",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "secret-sharer-output-proc",
+        lambda f: ["audit", "secret-sharer", "--output", "/proc/self/ss", "--max-corpus-chars", "1000"],
+        "outside /proc",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "panoramia-output-is-file",
+        lambda f: ["audit", "panoramia", "--config", write(f, "c.json", {}), "--output", write(f, "taken", "x")],
+        "`--output` must be a directory",
+        NO_TORCH,
+        (),
+    ),
     ("demo-output-under-file", lambda f: ["demo", "--output", str(Path(write(f, "taken", "x")) / "demo")], "is a file", NO_TORCH, ()),
     ("demo-output-proc", lambda f: ["demo", "--output", "/proc/self/demo"], "outside /proc", NO_TORCH, ()),
-    ("report-output-under-file", lambda f: ["report", run_folder(f, "run", results("x")), "--output", str(Path(write(f, "taken", "x")) / "r.html")], "is a file", (), ()),
+    (
+        "report-output-under-file",
+        lambda f: ["report", run_folder(f, "run", results("x")), "--output", str(Path(write(f, "taken", "x")) / "r.html")],
+        "is a file",
+        (),
+        (),
+    ),
     ("report-output-proc", lambda f: ["report", run_folder(f, "run", results("x")), "--output", "/proc/self/r.html"], "outside /proc", (), ()),
     # labels for the history
-    ("label-blank-model-id", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--history", str(f / "h.sqlite"), "--model-id", " "], "--model-id", NO_TORCH, ()),
-    ("label-escape-release", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--history", str(f / "h.sqlite"), "--release", "v1\x1b[2J"], "--release", NO_TORCH, ()),
-    ("label-bidi-model-id", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(f / "out"), "--history", str(f / "h.sqlite"), "--model-id", "a\u202eb"], "--model-id", NO_TORCH, ()),
+    (
+        "label-blank-model-id",
+        lambda f: [
+            "audit",
+            "dpsgd",
+            "--config",
+            write(f, "c.json", {"num_steps": 2}),
+            "--output",
+            str(f / "out"),
+            "--history",
+            str(f / "h.sqlite"),
+            "--model-id",
+            " ",
+        ],
+        "--model-id",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "label-escape-release",
+        lambda f: [
+            "audit",
+            "dpsgd",
+            "--config",
+            write(f, "c.json", {"num_steps": 2}),
+            "--output",
+            str(f / "out"),
+            "--history",
+            str(f / "h.sqlite"),
+            "--release",
+            "v1\x1b[2J",
+        ],
+        "--release",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "label-bidi-model-id",
+        lambda f: [
+            "audit",
+            "blackbox",
+            "--config",
+            write(f, "c.json", {}),
+            "--output",
+            str(f / "out"),
+            "--history",
+            str(f / "h.sqlite"),
+            "--model-id",
+            "a\u202eb",
+        ],
+        "--model-id",
+        NO_TORCH,
+        (),
+    ),
     # history stores
     ("history-foreign", lambda f: ["history", "--history", foreign_db(f)], "not a privaudit history store", (), ()),
     ("history-newer", lambda f: ["history", "--history", newer_store(f)], "newer privaudit", (), ()),
@@ -245,9 +428,36 @@ CASES = [
     ("history-blob-results", lambda f: ["history", "--history", store_with_row(f, results=b"\x00\x01")], "`results` must be text", (), ()),
     ("history-deep-results", lambda f: ["history", "--history", store_with_row(f, results=DEEP)], "nested too deeply", (), ()),
     ("history-json-foreign", lambda f: ["history", "--history", foreign_db(f), "--json"], "not a privaudit history store", (), ()),
-    ("audit-history-foreign", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--history", foreign_db(f)], "not a privaudit history store", (), ()),
-    ("audit-history-under-file", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(f / "out"), "--history", str(Path(write(f, "taken", "x")) / "h.sqlite")], "`--history`", (), ()),
-    ("audit-history-newer", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(f / "out"), "--history", newer_store(f)], "newer privaudit", (), ()),
+    (
+        "audit-history-foreign",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(f / "out"), "--history", foreign_db(f)],
+        "not a privaudit history store",
+        (),
+        (),
+    ),
+    (
+        "audit-history-under-file",
+        lambda f: [
+            "audit",
+            "blackbox",
+            "--config",
+            write(f, "c.json", {}),
+            "--output",
+            str(f / "out"),
+            "--history",
+            str(Path(write(f, "taken", "x")) / "h.sqlite"),
+        ],
+        "`--history`",
+        (),
+        (),
+    ),
+    (
+        "audit-history-newer",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", {}), "--output", str(f / "out"), "--history", newer_store(f)],
+        "newer privaudit",
+        (),
+        (),
+    ),
     # results.json given to report
     ("report-empty-results", lambda f: report(f, ""), "is not valid JSON", (), ()),
     ("report-results-not-utf8", lambda f: report(f, b"\xff\xfe{}"), "`run`", (), ()),
@@ -279,8 +489,7 @@ def _tree(folder: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
 
 
-@pytest.mark.parametrize(("name", "build", "expected", "blocked"),
-                         [pytest.param(*case[:4], marks=case[4], id=case[0]) for case in CASES])
+@pytest.mark.parametrize(("name", "build", "expected", "blocked"), [pytest.param(*case[:4], marks=case[4], id=case[0]) for case in CASES])
 def test_malformed_input_exits_2_with_one_short_line_and_changes_nothing(cli, tmp_path, monkeypatch, name, build, expected, blocked):
     argv = build(tmp_path)
     before = _tree(tmp_path)

@@ -48,11 +48,9 @@ def count_positive(values) -> int:
     return int(np.count_nonzero(values > 0.0))
 
 
-THRESHOLD_BOUNDS = [
-    (method, interval)
-    for method in ("gdp", "eps-delta", "pure")
-    for interval in ("clopper-pearson", "jeffreys", "bayes")
-] + [("pure", "katz-log")]
+THRESHOLD_BOUNDS = [(method, interval) for method in ("gdp", "eps-delta", "pure") for interval in ("clopper-pearson", "jeffreys", "bayes")] + [
+    ("pure", "katz-log")
+]
 
 
 @pytest.mark.parametrize(("method", "interval"), THRESHOLD_BOUNDS)
@@ -131,14 +129,37 @@ def test_panoramia_lower_bounds_on_null_data():
 def test_every_exported_lower_bound_is_covered():
     # a new bound in privaudit's export table must be added here
     covered = {
-        "epsilon_lower_bound", "gdp_auc_lower_bound", "epsilon_from_exposure", "epsilon_one_run",
-        "epsilon_one_run_sweep", "epsilon_lower_bound_cosines", "panoramia_bounds",
+        "epsilon_lower_bound",
+        "gdp_auc_lower_bound",
+        "epsilon_from_exposure",
+        "epsilon_one_run",
+        "epsilon_one_run_sweep",
+        "epsilon_lower_bound_cosines",
+        "panoramia_bounds",
     }
     not_bounds = {  # estimates, conversions, metrics, options
-        "exposure", "exact_exposure", "exposure_extrapolated", "random_guessing_exposure", "roc_curve", "roc_auc",
-        "tpr_at_fpr", "precision_at_recall", "Split", "Bonferroni", "Best", "SubsampledGaussian",
-        "step_to_end_epsilon", "gdp_delta", "gdp_epsilon", "gdp_mu", "gaussian_epsilon", "gaussian_noise_multiplier",
-        "tradeoff_gdp", "tradeoff_eps_delta", "epsilon_two_gaussians", "epsilon_one_shot",
+        "exposure",
+        "exact_exposure",
+        "exposure_extrapolated",
+        "random_guessing_exposure",
+        "roc_curve",
+        "roc_auc",
+        "tpr_at_fpr",
+        "precision_at_recall",
+        "Split",
+        "Bonferroni",
+        "Best",
+        "SubsampledGaussian",
+        "step_to_end_epsilon",
+        "gdp_delta",
+        "gdp_epsilon",
+        "gdp_mu",
+        "gaussian_epsilon",
+        "gaussian_noise_multiplier",
+        "tradeoff_gdp",
+        "tradeoff_eps_delta",
+        "epsilon_two_gaussians",
+        "epsilon_one_shot",
     }
     exported = set(privaudit.__all__) - {"__version__"}
     assert exported <= covered | not_bounds, sorted(exported - covered - not_bounds)

@@ -29,9 +29,7 @@ def hockey_stick_by_quad(epsilon, mu_p, sigma_p, mu_q, sigma_q):
     return integrate.quad(integrand, centre - span, centre + span, points=points, limit=1000, epsabs=1e-14)[0]
 
 
-@pytest.mark.parametrize(
-    "params", [(0.0, 1.0, 1.0, 1.0), (0.0, 1.0, 1.0, 1.5), (0.0, 1.0, 0.5, 0.8), (2.0, 0.5, 0.0, 0.7), (0.0, 1.0, 3.0, 1.1)]
-)
+@pytest.mark.parametrize("params", [(0.0, 1.0, 1.0, 1.0), (0.0, 1.0, 1.0, 1.5), (0.0, 1.0, 0.5, 0.8), (2.0, 0.5, 0.0, 0.7), (0.0, 1.0, 3.0, 1.1)])
 @pytest.mark.parametrize("delta", [1e-2, 1e-5])
 def test_two_gaussians_solves_the_hockey_stick_equation(params, delta):
     epsilon = epsilon_two_gaussians(*params, delta=delta)
@@ -83,8 +81,7 @@ def test_table_2_one_shot_estimates(sigma, epsilon, estimate_mean, estimate_std)
     rng = np.random.default_rng(int(epsilon * 10))
     d, k = 10**6, 1000
     estimates = [
-        epsilon_one_shot(rng.normal(1 / (sigma * np.sqrt(d)), 1 / np.sqrt(d), k), dimension=d, delta=1e-6, equal_variance=True).epsilon
-        for _ in range(50)
+        epsilon_one_shot(rng.normal(1 / (sigma * np.sqrt(d)), 1 / np.sqrt(d), k), dimension=d, delta=1e-6, equal_variance=True).epsilon for _ in range(50)
     ]
     # the paper's mean ± std over 50 runs; the mean of 50 should be within 4 standard errors
     assert np.mean(estimates) == pytest.approx(estimate_mean, abs=4 * estimate_std / np.sqrt(50) + 0.03)
@@ -119,8 +116,7 @@ def test_cosine_lower_bound_coverage(interval):
     true_epsilon = gdp_epsilon(mu, delta)
     rng = np.random.default_rng(11)
     exceed = sum(
-        epsilon_lower_bound_cosines(rng.normal(mu / np.sqrt(d), 1 / np.sqrt(d), k), dimension=d, delta=delta, interval=interval).epsilon
-        > true_epsilon
+        epsilon_lower_bound_cosines(rng.normal(mu / np.sqrt(d), 1 / np.sqrt(d), k), dimension=d, delta=delta, interval=interval).epsilon > true_epsilon
         for _ in range(TRIALS)
     )
     assert exceed <= ALLOWED
@@ -130,9 +126,7 @@ def test_cosine_lower_bound_is_zero_for_unobserved_canaries():
     d, k = 1000, 500
     rng = np.random.default_rng(12)
     half = (d - 1) / 2
-    positives = sum(
-        epsilon_lower_bound_cosines(2 * rng.beta(half, half, k) - 1, dimension=d, delta=1e-5).epsilon > 0 for _ in range(TRIALS)
-    )
+    positives = sum(epsilon_lower_bound_cosines(2 * rng.beta(half, half, k) - 1, dimension=d, delta=1e-5).epsilon > 0 for _ in range(TRIALS))
     assert positives <= ALLOWED
 
 
@@ -198,4 +192,3 @@ def test_two_gaussians_far_apart_or_with_extreme_variance_ratios():
     assert epsilon_two_gaussians(0.0, 1.0, 30.0, 1e-8, delta=1e-5) == np.inf
     with pytest.raises(ValueError, match=r"`sigma1`/`sigma0`"):
         epsilon_two_gaussians(0.0, 1e-300, 0.0, 1.0, delta=1e-5)
-

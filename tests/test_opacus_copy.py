@@ -87,9 +87,7 @@ def audited():
     before = snapshot(model, optimizer, accountant)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = audit_opacus(
-            model, optimizer, loader, torch.nn.functional.cross_entropy, accountant=accountant, num_steps=30, canaries_per_step=20, seed=1
-        )
+        result = audit_opacus(model, optimizer, loader, torch.nn.functional.cross_entropy, accountant=accountant, num_steps=30, canaries_per_step=20, seed=1)
     return model, optimizer, loader, accountant, before, result
 
 
@@ -195,7 +193,12 @@ def inloop_setup(sigma):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model, optimizer, loader = opacus.PrivacyEngine().make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), data_loader=loader, noise_multiplier=sigma, max_grad_norm=CLIP, poisson_sampling=False
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+            data_loader=loader,
+            noise_multiplier=sigma,
+            max_grad_norm=CLIP,
+            poisson_sampling=False,
         )
     return model, optimizer, loader
 

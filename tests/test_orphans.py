@@ -25,7 +25,7 @@ def _stat(pid: int) -> tuple[int, str, str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     return int(fields[1]), fields[0], fields[19]
 
 
@@ -52,9 +52,14 @@ def alive(pid: int, start: str) -> bool:
 
 def kill_and_watch(argv: list[str], expected: int, settle: float, tmp_path: Path, wait: float = 10.0) -> dict[int, str]:
     """Start ``argv`` in its own process group, wait for ``expected`` descendants, SIGKILL the parent alone; return the survivors after ``wait`` s."""
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))},
-                               cwd=tmp_path)
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))},
+        cwd=tmp_path,
+    )
     seen: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 120
@@ -82,7 +87,20 @@ def test_sigkill_on_the_blackbox_audit_leaves_no_worker_or_resource_tracker(tmp_
     config = tmp_path / "config.json"
     # long enough that both workers are busy training when the parent is killed
     config.write_text(json.dumps({"dataset": "breast-cancer", "noise_multiplier": 0.5, "num_steps": 20000, "num_models_per_side": 5, "seed": 1}))
-    argv = [sys.executable, "-m", "privaudit", "audit", "blackbox", "--config", str(config), "--output", str(tmp_path / "out"), "--workers", "2", "--no-history"]
+    argv = [
+        sys.executable,
+        "-m",
+        "privaudit",
+        "audit",
+        "blackbox",
+        "--config",
+        str(config),
+        "--output",
+        str(tmp_path / "out"),
+        "--workers",
+        "2",
+        "--no-history",
+    ]
     survivors = kill_and_watch(argv, expected=3, settle=1.0, tmp_path=tmp_path)  # the resource tracker and two workers
     assert survivors == {}
 
@@ -92,8 +110,22 @@ def test_sigkill_on_the_blackbox_audit_with_local_ray_leaves_no_ray_process(tmp_
     pytest.importorskip("ray")
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"dataset": "breast-cancer", "noise_multiplier": 0.5, "num_steps": 20000, "num_models_per_side": 5, "seed": 1}))
-    argv = [sys.executable, "-m", "privaudit", "audit", "blackbox", "--config", str(config), "--output", str(tmp_path / "out"), "--workers", "2",
-            "--backend", "ray", "--no-history"]
+    argv = [
+        sys.executable,
+        "-m",
+        "privaudit",
+        "audit",
+        "blackbox",
+        "--config",
+        str(config),
+        "--output",
+        str(tmp_path / "out"),
+        "--workers",
+        "2",
+        "--backend",
+        "ray",
+        "--no-history",
+    ]
     # gcs, raylet, agents, two task workers, ...: Ray's own fate sharing ends the servers and workers at once; its dashboard
     # and runtime-env agents poll the raylet and were measured to exit 10-60 s later
     survivors = kill_and_watch(argv, expected=8, settle=5.0, tmp_path=tmp_path, wait=90.0)

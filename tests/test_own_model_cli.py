@@ -77,7 +77,9 @@ def train_gpt2(corpus, folder, *, steps=60, vocab_size=300):
     backend.train_from_iterator(lines, tokenizers.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], initial_alphabet=alphabet))
     tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=16, n_layer=1, n_head=2, bos_token_id=None, eos_token_id=None))
+    model = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=16, n_layer=1, n_head=2, bos_token_id=None, eos_token_id=None)
+    )
     rows = [tokenizer(line)["input_ids"] for line in lines]
     width = max(map(len, rows))
     ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
@@ -99,9 +101,22 @@ def hf_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf")
     rng = np.random.default_rng(0)
     (folder / "corpus.txt").write_text("".join(" ".join(rng.choice(WORDS, 5)) + "\n" for _ in range(40)))
-    code, stdout, stderr = run([
-        "canaries", "insert", "--corpus", folder / "corpus.txt", "--template", "pin {digits:2}", "--schedule", "1,8", "--seed", 3, "--output", folder / "phase1",
-    ])
+    code, stdout, stderr = run(
+        [
+            "canaries",
+            "insert",
+            "--corpus",
+            folder / "corpus.txt",
+            "--template",
+            "pin {digits:2}",
+            "--schedule",
+            "1,8",
+            "--seed",
+            3,
+            "--output",
+            folder / "phase1",
+        ]
+    )
     assert code == 0, stderr
     train_gpt2(folder / "phase1" / "corpus.txt", folder / "model")
     return folder
@@ -116,7 +131,9 @@ def test_hf_gpt2_two_phase_secret_sharer(hf_run, tmp_path):
     lines = (hf_run / "phase1" / "corpus.txt").read_text().splitlines()
     assert [lines.count(c["text"]) for c in record.provenance.canaries] == [1, 8] and len(lines) == 49
     out = tmp_path / "ss"
-    code, stdout, stderr = run(["audit", "secret-sharer", "--model", hf_run / "model", "--provenance", hf_run / "phase1" / "provenance.json", "--output", out, "--no-history"])
+    code, stdout, stderr = run(
+        ["audit", "secret-sharer", "--model", hf_run / "model", "--provenance", hf_run / "phase1" / "provenance.json", "--output", out, "--no-history"]
+    )
     assert code == 0, stderr
     data = check_written(out, tmp_path, "secret-sharer")
     assert data["result_type"] == "OwnModelSecretSharerResult" and data["space_size"] == 100 and data["num_references"] == 98
@@ -156,7 +173,11 @@ def test_canaries_insert_bad_inputs(tmp_path):
     refused(["canaries", "insert", "--corpus", tmp_path / "missing.txt", "--output", out], out, "`--corpus` must be an existing file")
     refused(["canaries", "insert", "--corpus", tmp_path / "c.jsonl", "--format", "jsonl", "--output", out], out, "`--column` must name")
     refused(["canaries", "insert", "--corpus", tmp_path / "c.jsonl", "--format", "xml", "--output", out], out, "`--format` must be one of")
-    refused(["canaries", "insert", "--corpus", tmp_path / "c.jsonl", "--format", "jsonl", "--column", "text", "--schedule", "1,x", "--output", out], out, "`--schedule`")
+    refused(
+        ["canaries", "insert", "--corpus", tmp_path / "c.jsonl", "--format", "jsonl", "--column", "text", "--schedule", "1,x", "--output", out],
+        out,
+        "`--schedule`",
+    )
 
 
 # -- (c) PANORAMIA on a scikit-learn random forest saved with skops ------------------------
@@ -177,10 +198,25 @@ def forest(tmp_path_factory):
 def test_panoramia_on_a_skops_random_forest(forest, tmp_path):
     folder, model = forest
     out = tmp_path / "pan"
-    code, stdout, stderr = run([
-        "audit", "panoramia", "--model", folder / "forest.skops", "--model-kind", "skops", "--members", folder / "members.csv",
-        "--audit-size", 150, "--helper-epochs", 1, "--output", out, "--no-history",
-    ])
+    code, stdout, stderr = run(
+        [
+            "audit",
+            "panoramia",
+            "--model",
+            folder / "forest.skops",
+            "--model-kind",
+            "skops",
+            "--members",
+            folder / "members.csv",
+            "--audit-size",
+            150,
+            "--helper-epochs",
+            1,
+            "--output",
+            out,
+            "--no-history",
+        ]
+    )
     assert code == 0, stderr
     data = check_written(out, tmp_path, "panoramia")
     assert data["config"]["model_kind"] == "skops"
@@ -225,7 +261,25 @@ def test_panoramia_bad_model_files_exit_2(forest, user_module, tmp_path):
     refused(base + ["--model", tmp_path / "model.pkl", "--model-kind", "skops"], out, "is a pickle file")
     # members that do not fit the model, and options of the wrong kind
     np.savetxt(tmp_path / "wide.csv", np.zeros((10, 6)), delimiter=",")
-    refused(["audit", "panoramia", "--members", tmp_path / "wide.csv", "--output", out, "--no-history", "--model", tmp_path / "relu.pt", "--model-kind", "torch", "--factory", "own_cli_models:relu_net"], out, "do not fit the model")
+    refused(
+        [
+            "audit",
+            "panoramia",
+            "--members",
+            tmp_path / "wide.csv",
+            "--output",
+            out,
+            "--no-history",
+            "--model",
+            tmp_path / "relu.pt",
+            "--model-kind",
+            "torch",
+            "--factory",
+            "own_cli_models:relu_net",
+        ],
+        out,
+        "do not fit the model",
+    )
     refused(base + ["--model", tmp_path / "relu.pt", "--model-kind", "keras"], out, "`--model-kind` must be one of")
 
 

@@ -75,8 +75,14 @@ def test_a_memorising_model_is_caught_by_the_mia_and_rm_rn_and_o1(members):
     trained_on = np.concatenate([x, candidates_x[included]])
     non_members = (candidates_x[~included], candidates_y[~included])
     result, scores = run_panoramia(
-        memorising_loss(trained_on), x, y, generator=OracleGenerator(), train_helper=_helper, settings=SETTINGS,
-        non_members=non_members, one_run_candidates=(candidates_x, candidates_y, included),
+        memorising_loss(trained_on),
+        x,
+        y,
+        generator=OracleGenerator(),
+        train_helper=_helper,
+        settings=SETTINGS,
+        non_members=non_members,
+        one_run_candidates=(candidates_x, candidates_y, included),
     )
     # oracle: the MIA ranks every member first, so at the largest tested count r <= #members all r guesses
     # are right and the bound is logit of the Clopper–Pearson bound alpha^(1/r), alpha = β/(2k)
@@ -97,8 +103,14 @@ def test_results_are_reproducible_from_the_seed(members):
 
     discrete = np.round(x)  # MST models discrete columns
     runs = [
-        run_panoramia(true_model_loss, discrete, y, generator=MSTGenerator(iterations=200), train_helper=_helper,
-                      settings=PanoramiaSettings(audit_size=200, classifier_iterations=30, seed=3))[0].to_dict()
+        run_panoramia(
+            true_model_loss,
+            discrete,
+            y,
+            generator=MSTGenerator(iterations=200),
+            train_helper=_helper,
+            settings=PanoramiaSettings(audit_size=200, classifier_iterations=30, seed=3),
+        )[0].to_dict()
         for _ in range(2)
     ]
     runs[0].pop("versions"), runs[1].pop("versions")
@@ -114,8 +126,7 @@ class WrongSchemaGenerator(OracleGenerator):
 def test_bad_input_gives_clear_errors(members):
     x, y = members
     with pytest.raises(ValueError, match=r"`members` must hold at least \d+ examples for audit_size=1100"):
-        run_panoramia(true_model_loss, x, y, generator=OracleGenerator(), train_helper=_helper,
-                      settings=PanoramiaSettings(audit_size=1100))
+        run_panoramia(true_model_loss, x, y, generator=OracleGenerator(), train_helper=_helper, settings=PanoramiaSettings(audit_size=1100))
     with pytest.raises(ValueError, match="`generator` must produce .* rows of 3 features, got shape"):
         run_panoramia(true_model_loss, x, y, generator=WrongSchemaGenerator(), train_helper=_helper, settings=SETTINGS)
 

@@ -68,11 +68,26 @@ def test_demo_writes_results_and_plots_reproducibly(tmp_path):
 
 def test_user_model_with_non_members(user_files, tmp_path):
     out = tmp_path / "run"
-    code, stdout, stderr = run([
-        "audit", "panoramia", "--model", user_files / "model.pt", "--members", user_files / "members.npz",
-        "--non-members", user_files / "non_members.csv", "--inclusion-randomised", "--audit-size", 150,
-        "--helper-epochs", 1, "--output", out, "--json",
-    ])
+    code, stdout, stderr = run(
+        [
+            "audit",
+            "panoramia",
+            "--model",
+            user_files / "model.pt",
+            "--members",
+            user_files / "members.npz",
+            "--non-members",
+            user_files / "non_members.csv",
+            "--inclusion-randomised",
+            "--audit-size",
+            150,
+            "--helper-epochs",
+            1,
+            "--output",
+            out,
+            "--json",
+        ]
+    )
     assert code == 0, stderr
     data = json.loads(stdout)
     audit = data["targets"]["model"]
@@ -102,6 +117,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output(user_files, tmp_path, ext
 def test_a_model_of_the_wrong_width_cannot_score(user_files, tmp_path):
     spec = tmp_path / "wide.json"
     spec.write_text(json.dumps({"architecture": "mlp", "input_dim": 5, "num_classes": 2, "hidden": 8}))
-    code, _, stderr = run(["audit", "panoramia", "--model", user_files / "model.pt", "--spec", spec,
-                           "--members", user_files / "members.npz", "--output", tmp_path / "run"])
+    code, _, stderr = run(
+        ["audit", "panoramia", "--model", user_files / "model.pt", "--spec", spec, "--members", user_files / "members.npz", "--output", tmp_path / "run"]
+    )
     assert code == 2 and "`--model`: cannot load" in stderr

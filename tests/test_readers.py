@@ -37,6 +37,7 @@ def npy_with_header(shape, descr="<f8", payload=b"", version=(1, 0)) -> bytes:
 
 # --- .npy ------------------------------------------------------------------------------------------
 
+
 def test_a_savez_archive_named_npy_is_refused(tmp_path):
     np.savez(tmp_path / "scores", x=np.arange(3.0))
     (tmp_path / "scores.npz").rename(tmp_path / "scores.npy")
@@ -61,8 +62,10 @@ def test_a_header_declaring_fewer_values_than_the_file_holds_is_refused(tmp_path
         read_numbers(path, "--in")
 
 
-@pytest.mark.parametrize(("descr", "message"), [("|O", "Python objects"), ("<c16", "expected real numbers"), ("<U4", "expected real numbers"),
-                                                ([("a", "<f8")], "expected real numbers")])
+@pytest.mark.parametrize(
+    ("descr", "message"),
+    [("|O", "Python objects"), ("<c16", "expected real numbers"), ("<U4", "expected real numbers"), ([("a", "<f8")], "expected real numbers")],
+)
 def test_headers_of_non_numeric_dtypes_are_refused(tmp_path, descr, message):
     path = tmp_path / "bad.npy"
     path.write_bytes(npy_with_header((2,), descr=descr, payload=b"\0" * 64))
@@ -87,8 +90,15 @@ def test_malformed_headers_and_magic(tmp_path):
 def test_valid_arrays_of_every_layout_read_as_numpy_reads_them(tmp_path):
     rng = np.random.default_rng(0)
     values = rng.normal(size=7)
-    for name, array in {"flat": values, "column": values[:, None], "row": values[None, :], "fortran": np.asfortranarray(values[:, None]),
-                        "int": np.arange(5, dtype=np.int16), "float32": values.astype(np.float32), "big-endian": values.astype(">f8")}.items():
+    for name, array in {
+        "flat": values,
+        "column": values[:, None],
+        "row": values[None, :],
+        "fortran": np.asfortranarray(values[:, None]),
+        "int": np.arange(5, dtype=np.int16),
+        "float32": values.astype(np.float32),
+        "big-endian": values.astype(">f8"),
+    }.items():
         np.save(tmp_path / f"{name}.npy", array)
         assert np.array_equal(read_numbers(tmp_path / f"{name}.npy", "--in"), np.load(tmp_path / f"{name}.npy").ravel().astype(np.float64)), name
     (tmp_path / "v2.npy").write_bytes(npy_with_header((3,), payload=np.array([1.0, 2.0, 3.0]).tobytes(), version=(2, 0)))
@@ -108,6 +118,7 @@ def test_text_files_have_a_size_limit_and_long_tokens_are_cut(tmp_path, monkeypa
 
 
 # --- .npz ------------------------------------------------------------------------------------------
+
 
 def test_read_npz_checks_keys_members_and_values(tmp_path):
     good = tmp_path / "good.npz"
@@ -138,15 +149,19 @@ def test_read_npz_checks_keys_members_and_values(tmp_path):
 
 # --- JSON ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ('{"a": ' * 50_000 + "1" + "}" * 50_000, "nested too deeply"),
-    ('{"a": NaN}', "NaN is not a JSON number"),
-    ('{"a": -Infinity}', "-Infinity is not a JSON number"),
-    ("{oops", "is not valid JSON"),
-    (b"\xff\xfe{}", "not UTF-8 text"),
-    ("", "is not valid JSON"),
-])
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": ' * 50_000 + "1" + "}" * 50_000, "nested too deeply"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+        ("{oops", "is not valid JSON"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        ("", "is not valid JSON"),
+    ],
+)
 def test_read_json_refuses_with_one_short_message(tmp_path, content, message):
     path = tmp_path / "c.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -160,7 +175,7 @@ def test_read_json_size_limit_bom_and_missing(tmp_path):
     path.write_text(json.dumps({"v": "x" * 1000}))
     with pytest.raises(ValueError, match="larger than 100 bytes"):
         read_json(path, "--config", max_bytes=100)
-    path.write_bytes("\ufeff{\"a\": 1}".encode())
+    path.write_bytes('\ufeff{"a": 1}'.encode())
     assert read_json(path) == {"a": 1}
     with pytest.raises(ValueError, match="file not found"):
         read_json(tmp_path / "none.json")
@@ -175,6 +190,7 @@ def test_describe_value_cuts_long_values_and_escapes_controls():
 
 
 # --- output paths ----------------------------------------------------------------------------------
+
 
 def test_check_output_dir_refuses_files_system_trees_and_read_only_places(tmp_path):
     (tmp_path / "file").write_text("x")
@@ -300,8 +316,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-NUMBER_TEXT = st.lists(st.one_of(st.floats().map(repr), st.integers().map(str), st.sampled_from(["", "#c", "nan", "1e999", "x", "1,2", '"3"', "\ufeff1", " 4 "])),
-                       max_size=8).map("\n".join)
+NUMBER_TEXT = st.lists(
+    st.one_of(st.floats().map(repr), st.integers().map(str), st.sampled_from(["", "#c", "nan", "1e999", "x", "1,2", '"3"', "\ufeff1", " 4 "])), max_size=8
+).map("\n".join)
 
 
 def _npy_variants(data: bytes) -> bytes:
@@ -309,8 +326,11 @@ def _npy_variants(data: bytes) -> bytes:
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(suffix=st.sampled_from([".npy", ".csv", ".txt"]), content=st.one_of(st.binary(max_size=200), NUMBER_TEXT.map(str.encode)),
-       prefix=st.sampled_from([b"", b"\x93NUMPY\x01\x00", b"\x93NUMPY\x02\x00", b"PK\x03\x04", npy_with_header((3,))[:60]]))
+@given(
+    suffix=st.sampled_from([".npy", ".csv", ".txt"]),
+    content=st.one_of(st.binary(max_size=200), NUMBER_TEXT.map(str.encode)),
+    prefix=st.sampled_from([b"", b"\x93NUMPY\x01\x00", b"\x93NUMPY\x02\x00", b"PK\x03\x04", npy_with_header((3,))[:60]]),
+)
 def test_read_numbers_returns_finite_floats_or_raises_a_named_value_error(tmp_path_factory, suffix, content, prefix):
     path = tmp_path_factory.mktemp("gen") / f"data{suffix}"
     path.write_bytes(prefix + content)
@@ -324,8 +344,11 @@ def test_read_numbers_returns_finite_floats_or_raises_a_named_value_error(tmp_pa
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(shape=st.lists(st.integers(0, 2**40), min_size=0, max_size=3).map(tuple), descr=st.sampled_from(["<f8", "<i4", "|u1", ">f4", "<f2"]),
-       payload=st.binary(max_size=64))
+@given(
+    shape=st.lists(st.integers(0, 2**40), min_size=0, max_size=3).map(tuple),
+    descr=st.sampled_from(["<f8", "<i4", "|u1", ">f4", "<f2"]),
+    payload=st.binary(max_size=64),
+)
 def test_read_numbers_on_forged_headers_never_allocates_the_declared_size(tmp_path_factory, shape, descr, payload):
     path = tmp_path_factory.mktemp("hdr") / "x.npy"
     path.write_bytes(npy_with_header(shape, descr=descr, payload=payload))

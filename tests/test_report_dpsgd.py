@@ -55,8 +55,13 @@ def test_bound_points_match_independent_calls(tmp_path):
     out_scores = out_scores[:1500]  # unequal sizes: out prefixes are the same fraction as in prefixes
     path = tmp_path / "bound.png"
     points = [(p.num_in, p.num_out, p.epsilon) for p in bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[3000, 300, 1000, 300], threshold=1.0)]
-    returned = plot_bound_vs_observations(bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[3000, 300, 1000, 300], threshold=1.0),
-                                          path, delta=DELTA, confidence=0.95, claimed_epsilon=8.0)
+    returned = plot_bound_vs_observations(
+        bounds_on_prefixes(in_scores, out_scores, delta=DELTA, sizes=[3000, 300, 1000, 300], threshold=1.0),
+        path,
+        delta=DELTA,
+        confidence=0.95,
+        claimed_epsilon=8.0,
+    )
     assert returned == path
     assert_png(path)
     assert [(n_in, n_out) for n_in, n_out, _ in points] == [(300, 150), (1000, 500), (3000, 1500)]
@@ -84,11 +89,15 @@ def test_bound_default_start_caps_at_array_size(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["in_scores", "out_scores"])
-@pytest.mark.parametrize("call", [
-    lambda i, o, p: plot_observation_histograms(i, o, p),
-    lambda i, o, p: plot_tradeoff(i, o, p, claimed_epsilon=1.0, delta=DELTA),
-    lambda i, o, p: bounds_on_prefixes(i, o, delta=DELTA),
-], ids=["histograms", "tradeoff", "bound"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda i, o, p: plot_observation_histograms(i, o, p),
+        lambda i, o, p: plot_tradeoff(i, o, p, claimed_epsilon=1.0, delta=DELTA),
+        lambda i, o, p: bounds_on_prefixes(i, o, delta=DELTA),
+    ],
+    ids=["histograms", "tradeoff", "bound"],
+)
 def test_nan_scores_raise_naming_the_argument(tmp_path, call, name):
     good, bad = np.zeros(200), np.r_[np.zeros(199), np.nan]
     in_scores, out_scores = (bad, good) if name == "in_scores" else (good, bad)

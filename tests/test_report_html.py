@@ -61,8 +61,12 @@ def secret_sharer_results(text: str) -> dict:
         {"text": "my pin is 12345", "repetitions": 64, "log_perplexity_bits": 5.0, "exposure_sampled": 12.0, "exposure_exact": 16.6, "extracted": True},
     ]
     data = {
-        "result_type": "SecretSharerResult", "versions": {"privaudit": "0.1.0"}, "config": {"template": text, "seed": 11, "dataset": text},
-        "canaries": canaries, "space_size": 100_000, "baselines": {"max_exposure": 16.61, "exact_upper_95_all_canaries": 12.3},
+        "result_type": "SecretSharerResult",
+        "versions": {"privaudit": "0.1.0"},
+        "config": {"template": text, "seed": 11, "dataset": text},
+        "canaries": canaries,
+        "space_size": 100_000,
+        "baselines": {"max_exposure": 16.61, "exact_upper_95_all_canaries": 12.3},
         "epsilon_bound": {"epsilon": 0.07, "kind": "lower bound", "confidence": 0.95, "duplicates": 64},
     }
     return stamp_results(data, audit="secret-sharer")
@@ -71,9 +75,16 @@ def secret_sharer_results(text: str) -> dict:
 def dpsgd_results(epsilon: float, claimed: float, flagged: bool) -> dict:
     bound = {"epsilon": epsilon, "kind": "lower bound", "confidence": 0.95, "valid": True}
     data = {
-        "result_type": "DPSGDAuditResult", "versions": {"privaudit": "0.1.0"}, "config": {"bug": "clip-after-averaging", "seed": 4},
-        "threat_model": "white-box", "claimed_step_epsilon": claimed, "step_bounds": {"gdp_clopper_pearson": bound},
-        "flagged": flagged, "end_to_end": {"epsilon": 9.0, "kind": "estimate"}, "num_in": 100, "num_out": 900,
+        "result_type": "DPSGDAuditResult",
+        "versions": {"privaudit": "0.1.0"},
+        "config": {"bug": "clip-after-averaging", "seed": 4},
+        "threat_model": "white-box",
+        "claimed_step_epsilon": claimed,
+        "step_bounds": {"gdp_clopper_pearson": bound},
+        "flagged": flagged,
+        "end_to_end": {"epsilon": 9.0, "kind": "estimate"},
+        "num_in": 100,
+        "num_out": 900,
     }
     return stamp_results(data, audit="dpsgd")
 
@@ -83,8 +94,35 @@ def test_user_strings_are_escaped_everywhere(tmp_path):
     page = render_report([section_for(data)], title=HOSTILE)
     parsed = parse(page)
     # no element came from user text: only the report's own tags, and no script or remote image at all
-    assert {tag for tag, _ in parsed.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "em", "ul", "li", "a",
-                                               "section", "span", "strong", "table", "tr", "th", "td", "details", "summary", "pre", "figure", "img", "figcaption"}
+    assert {tag for tag, _ in parsed.tags} <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "em",
+        "ul",
+        "li",
+        "a",
+        "section",
+        "span",
+        "strong",
+        "table",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "pre",
+        "figure",
+        "img",
+        "figcaption",
+    }
     assert not any(tag == "script" for tag, _ in parsed.tags)
     assert not any(tag == "img" for tag, _ in parsed.tags)  # no plots given, so no image at all
     # the hostile text survives as text, unchanged, in the title, the canary table and the configuration
@@ -148,9 +186,21 @@ def _chromium() -> str | None:
 def _render(browser: str, page: Path, screenshot: Path) -> str:
     """Render ``page`` headless; return the browser's stderr (where console messages are logged)."""
     completed = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-         f"--screenshot={screenshot}", "--window-size=1200,2400", page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--screenshot={screenshot}",
+            "--window-size=1200,2400",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     return completed.stderr

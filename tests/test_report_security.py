@@ -68,8 +68,22 @@ def test_embeddable_png_accepts_only_regular_png_files_inside_the_run(layout, tm
     os.mkfifo(run / "fifo.png")  # opening it must not block
     assert embeddable_png(run, "good.png") == run / "good.png"
     assert embeddable_png(run, Path("sub") / "nested.png") == run / "sub" / "nested.png"
-    refused = ["text.png", "short.png", "folder.png", "link.png", "outside/secret.png", "inner-link.png", "fifo.png", "missing.png",
-               "../secret.png", "sub/../../secret.png", str(tmp_path / "secret.png"), "/etc/passwd", "", "."]
+    refused = [
+        "text.png",
+        "short.png",
+        "folder.png",
+        "link.png",
+        "outside/secret.png",
+        "inner-link.png",
+        "fifo.png",
+        "missing.png",
+        "../secret.png",
+        "sub/../../secret.png",
+        str(tmp_path / "secret.png"),
+        "/etc/passwd",
+        "",
+        ".",
+    ]
     assert {name: embeddable_png(run, name) for name in refused} == {name: None for name in refused}
     assert embeddable_png(run, 5) is None and embeddable_png(None, "good.png") is None
     assert embeddable_png(tmp_path / "missing-run", "good.png") is None
@@ -111,8 +125,10 @@ def _run_with_results(folder: Path, data: dict) -> Path:
 
 
 def _panoramia(figures: dict) -> dict:
-    return stamp_results({"result_type": "PanoramiaResults", "versions": {}, "summary": [],
-                          "targets": {name: {"figure": figure} for name, figure in figures.items()}}, audit="panoramia")
+    return stamp_results(
+        {"result_type": "PanoramiaResults", "versions": {}, "summary": [], "targets": {name: {"figure": figure} for name, figure in figures.items()}},
+        audit="panoramia",
+    )
 
 
 def _report(cli, tmp_path, runs) -> tuple[int, str, str, str]:
@@ -125,8 +141,10 @@ def test_report_command_does_not_embed_etc_passwd_dotdot_or_symlinks(cli, tmp_pa
     _, _, secret_png = layout
     (tmp_path / "sub").mkdir()
     dotdot = png(tmp_path / "sub" / "dotdot.png", b"reached-through-dotdot")
-    pano = _run_with_results(tmp_path / "pano", _panoramia({"a": "/etc/passwd", "b": str(tmp_path / "passwd"), "c": "../secret.png",
-                                                             "d": "../sub/dotdot.png", "e": "../../" * 30 + "etc/passwd"}))
+    pano = _run_with_results(
+        tmp_path / "pano",
+        _panoramia({"a": "/etc/passwd", "b": str(tmp_path / "passwd"), "c": "../secret.png", "d": "../sub/dotdot.png", "e": "../../" * 30 + "etc/passwd"}),
+    )
     generic = _run_with_results(tmp_path / "generic", stamp_results({"result_type": "R", "versions": {}}, audit="x"))
     os.symlink(tmp_path / "secret.png", generic / "leak.png")
     os.symlink(tmp_path / "passwd", generic / "passwd.png")
@@ -163,15 +181,38 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 BASES = [
-    stamp_results({"result_type": "BlackBoxResult", "versions": {}, "epsilon_lower_bound": 1.2, "confidence": 0.95, "bound": {"kind": "lower bound", "valid": True},
-                   "num_in": 5, "num_out": 5, "config": {"dataset": "digits", "seed": 1}}, audit="blackbox"),
-    stamp_results({"result_type": "DPSGDAuditResult", "versions": {}, "step_bounds": {"gdp_clopper_pearson": {"epsilon": 0.5, "kind": "lower bound", "confidence": 0.95}},
-                   "claimed_step_epsilon": 1.0, "flagged": False, "end_to_end": {"epsilon": 2.0}, "config": {"bug": "none"}}, audit="dpsgd"),
+    stamp_results(
+        {
+            "result_type": "BlackBoxResult",
+            "versions": {},
+            "epsilon_lower_bound": 1.2,
+            "confidence": 0.95,
+            "bound": {"kind": "lower bound", "valid": True},
+            "num_in": 5,
+            "num_out": 5,
+            "config": {"dataset": "digits", "seed": 1},
+        },
+        audit="blackbox",
+    ),
+    stamp_results(
+        {
+            "result_type": "DPSGDAuditResult",
+            "versions": {},
+            "step_bounds": {"gdp_clopper_pearson": {"epsilon": 0.5, "kind": "lower bound", "confidence": 0.95}},
+            "claimed_step_epsilon": 1.0,
+            "flagged": False,
+            "end_to_end": {"epsilon": 2.0},
+            "config": {"bug": "none"},
+        },
+        audit="dpsgd",
+    ),
     _panoramia({"t": "pr_t.png"}),
     stamp_results({"result_type": "R", "versions": {}, "epsilon": 0.3, "kind": "estimate"}, audit="other"),
 ]
-JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
-JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
+JSON_VALUES = st.recursive(
+    JSON_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8
+)
 
 
 def _paths(value, prefix=()):
@@ -221,11 +262,19 @@ def test_report_on_mutated_results_works_or_exits_2_with_one_line(cli, tmp_path_
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(provenance=st.fixed_dictionaries({"configuration": JSON_VALUES, "seeds": JSON_VALUES, "versions": JSON_VALUES, "machine": JSON_VALUES}),
-       value=st.one_of(st.none(), st.floats()), plots=st.lists(st.tuples(st.text(max_size=10), st.text(max_size=30)), max_size=3))
+@given(
+    provenance=st.fixed_dictionaries({"configuration": JSON_VALUES, "seeds": JSON_VALUES, "versions": JSON_VALUES, "machine": JSON_VALUES}),
+    value=st.one_of(st.none(), st.floats()),
+    plots=st.lists(st.tuples(st.text(max_size=10), st.text(max_size=30)), max_size=3),
+)
 def test_render_report_never_raises_on_provenance_of_any_json_type(provenance, value, plots):
-    page = render_report([ReportSection(title="t", audit="x", value=value, label="l", kind="estimate", meaning="", not_meaning="", threat_model="",
-                                        plots=tuple(plots), **provenance)])
+    page = render_report(
+        [
+            ReportSection(
+                title="t", audit="x", value=value, label="l", kind="estimate", meaning="", not_meaning="", threat_model="", plots=tuple(plots), **provenance
+            )
+        ]
+    )
     assert page.startswith("<!DOCTYPE html>") and embedded(page) == []
 
 

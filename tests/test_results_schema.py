@@ -21,8 +21,6 @@ def validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-
-
 def test_dpsgd_results_validate_and_a_broken_copy_does_not(cli, tmp_path):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"num_steps": 3, "canaries_per_step": 20, "num_slots": 100}))
@@ -46,8 +44,9 @@ def test_secret_sharer_results_validate_and_record_secure_canaries(tmp_path):
     def run_secret_sharer(config, directory):
         return write_run(directory, AUDIT.run(config))
 
-    config = SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16,
-                                extract=False, secure_canaries=True)
+    config = SecretSharerConfig(
+        template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16, extract=False, secure_canaries=True
+    )
     run_secret_sharer(config, tmp_path / "run")
     data = json.loads((tmp_path / "run" / "results.json").read_text())
     validator().validate(data)

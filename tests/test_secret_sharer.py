@@ -23,8 +23,26 @@ def run(argv, capsys):
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
     output = tmp_path_factory.mktemp("runs") / "audit"
-    argv = ["audit", "secret-sharer", "--output", str(output), "--template", "pin {digits:3}", "--schedule", "1,8",
-            "--epochs", "2", "--max-corpus-chars", "12000", "--hidden", "32", "--seed", "5", "--compare-dp", "8"]
+    argv = [
+        "audit",
+        "secret-sharer",
+        "--output",
+        str(output),
+        "--template",
+        "pin {digits:3}",
+        "--schedule",
+        "1,8",
+        "--epochs",
+        "2",
+        "--max-corpus-chars",
+        "12000",
+        "--hidden",
+        "32",
+        "--seed",
+        "5",
+        "--compare-dp",
+        "8",
+    ]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 0

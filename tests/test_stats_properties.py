@@ -78,9 +78,22 @@ def check_bound(result, attribute="epsilon"):
 
 
 @SETTINGS
-@given(arrays, arrays, probabilities, st.sampled_from(["gdp", "eps-delta", "pure", "x"]), st.sampled_from(["clopper-pearson", "jeffreys", "bayes", "katz-log"]), probabilities, st.one_of(st.sampled_from(["split", "best", "bonferroni"]), floats), st.one_of(st.none(), scalars))
+@given(
+    arrays,
+    arrays,
+    probabilities,
+    st.sampled_from(["gdp", "eps-delta", "pure", "x"]),
+    st.sampled_from(["clopper-pearson", "jeffreys", "bayes", "katz-log"]),
+    probabilities,
+    st.one_of(st.sampled_from(["split", "best", "bonferroni"]), floats),
+    st.one_of(st.none(), scalars),
+)
 def test_epsilon_lower_bound(in_scores, out_scores, delta, method, interval, confidence, threshold, seed):
-    check_bound(call(pa.epsilon_lower_bound, in_scores, out_scores, delta=delta, method=method, interval=interval, confidence=confidence, threshold=threshold, seed=seed))
+    check_bound(
+        call(
+            pa.epsilon_lower_bound, in_scores, out_scores, delta=delta, method=method, interval=interval, confidence=confidence, threshold=threshold, seed=seed
+        )
+    )
 
 
 @SETTINGS

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privaudit.observation.gradient import collect_gradient_observations, find_twins
 from privaudit.canaries.gradient import GradientCanary
+from privaudit.observation.gradient import collect_gradient_observations, find_twins
 from privaudit.stats.auc import gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
 from privaudit.stats.conversions import gdp_epsilon, gdp_mu
@@ -59,9 +59,7 @@ def test_observations_follow_the_normalised_laws():
 def test_every_canary_shape_gives_the_same_laws(kind, moving):
     canary = GradientCanary(kind=kind, moving=moving, slot_size=4, norm=5.0)
     assert np.allclose(np.linalg.norm(canary.directions(7, seed=3, step=2), axis=1), 1.0)
-    obs = collect_gradient_observations(
-        gaussian_release(1.0, 2), num_steps=40, canaries_per_step=50, num_slots=200, clip_norm=1.0, canary=canary, seed=4
-    )
+    obs = collect_gradient_observations(gaussian_release(1.0, 2), num_steps=40, canaries_per_step=50, num_slots=200, clip_norm=1.0, canary=canary, seed=4)
     assert abs(obs.in_scores.mean() - 1.0) < 5 / np.sqrt(obs.in_scores.size)
     assert abs(obs.out_scores.mean()) < 5 / np.sqrt(obs.out_scores.size)
 
@@ -171,7 +169,9 @@ def test_an_unknown_canary_type_is_named():
 
 def test_a_release_of_the_wrong_size_is_refused():
     with pytest.raises(ValueError, match="`release` must return 20 audit coordinates"):
-        collect_gradient_observations(lambda rows: np.zeros(3), num_steps=1, canaries_per_step=2, num_slots=20, clip_norm=1.0, canary=GradientCanary(slot_size=1))
+        collect_gradient_observations(
+            lambda rows: np.zeros(3), num_steps=1, canaries_per_step=2, num_slots=20, clip_norm=1.0, canary=GradientCanary(slot_size=1)
+        )
 
 
 def test_find_twins_pairs_shared_values_wherever_they_sit():
@@ -217,7 +217,16 @@ def test_canary_rows_and_slot_draws():
     assert abs(sum(len(rows) for rows in seen) / 10_000 - 0.5) < 5 * np.sqrt(0.25 / 10_000)  # q_c = 0.5
     assert stats.chisquare(counts).pvalue > 1e-4  # every slot alike
     again = []
-    collect_gradient_observations(lambda rows: again.append(rows) or np.zeros(120), num_steps=2000, canaries_per_step=5, num_slots=40, clip_norm=2.0, canary=canary, canary_rate=0.5, seed=3)
+    collect_gradient_observations(
+        lambda rows: again.append(rows) or np.zeros(120),
+        num_steps=2000,
+        canaries_per_step=5,
+        num_slots=40,
+        clip_norm=2.0,
+        canary=canary,
+        canary_rate=0.5,
+        seed=3,
+    )
     assert all(np.array_equal(a, b) for a, b in zip(seen, again, strict=True))  # deterministic in the seed
 
 

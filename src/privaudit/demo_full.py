@@ -94,14 +94,37 @@ def _seeded(config: Any, seed: int, **changes: Any) -> Any:
     return dataclasses.replace(config, seed=seed, **changes)
 
 
-register_demo_audit(DemoAudit("secret-sharer", (DemoRun("secret-sharer", lambda config, seed: _seeded(
-    config, seed, template="my pin is {digits:5}", schedule=(1, 4, 16, 64), max_corpus_chars=150_000, epochs=10, hidden=128,
-    num_references=5_000, patience=2, max_extraction_queries=20_000,
-)),)))
-register_demo_audit(DemoAudit("dpsgd", (
-    DemoRun("dpsgd", lambda config, seed: _seeded(config, seed, bug="none")),
-    DemoRun("dpsgd-bug", lambda config, seed: _seeded(config, seed, bug="clip-after-averaging")),
-)))
+register_demo_audit(
+    DemoAudit(
+        "secret-sharer",
+        (
+            DemoRun(
+                "secret-sharer",
+                lambda config, seed: _seeded(
+                    config,
+                    seed,
+                    template="my pin is {digits:5}",
+                    schedule=(1, 4, 16, 64),
+                    max_corpus_chars=150_000,
+                    epochs=10,
+                    hidden=128,
+                    num_references=5_000,
+                    patience=2,
+                    max_extraction_queries=20_000,
+                ),
+            ),
+        ),
+    )
+)
+register_demo_audit(
+    DemoAudit(
+        "dpsgd",
+        (
+            DemoRun("dpsgd", lambda config, seed: _seeded(config, seed, bug="none")),
+            DemoRun("dpsgd-bug", lambda config, seed: _seeded(config, seed, bug="clip-after-averaging")),
+        ),
+    )
+)
 register_demo_audit(DemoAudit("fl", (DemoRun("fl", _seeded),)))
 register_demo_audit(DemoAudit("panoramia", (DemoRun("panoramia", _seeded),)))
 
@@ -164,8 +187,7 @@ def run_full_demo(output, *, seed: int = 0, audits=None, progress: Progress | No
                 "child_seeds": {name: seeds[name] for name in names},
                 "seconds": seconds,
                 "audits": [
-                    {"directory": folder.name, **_headline(section), "results": data}
-                    for folder, section, data in zip(folders, sections, results, strict=True)
+                    {"directory": folder.name, **_headline(section), "results": data} for folder, section, data in zip(folders, sections, results, strict=True)
                 ],
                 "versions": dict(library_versions()),
             },

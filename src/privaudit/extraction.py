@@ -122,7 +122,9 @@ def shortest_path_search(scorer: Scorer, slot_sizes: Sequence[int], *, batch_siz
                 for symbol, cost in enumerate(row):
                     heapq.heappush(queue, (weight + float(cost), next(tie), prefix + (symbol,)))  # type: ignore[misc]
     if best_leaf is None:
-        raise BudgetExhausted(f"the search stopped after {counting.queries} queries before reaching a full-length sequence; raise `max_queries`", counting.queries)
+        raise BudgetExhausted(
+            f"the search stopped after {counting.queries} queries before reaching a full-length sequence; raise `max_queries`", counting.queries
+        )
     return ExtractionResult(
         secret=best_leaf[1],
         log_perplexity=best_leaf[0],

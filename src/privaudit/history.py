@@ -40,8 +40,20 @@ from ._core.messages import describe_value, has_control_characters, printable
 from ._core.validation import check_positive
 
 __all__ = [
-    "DEFAULT_PATH", "ENVIRONMENT_VARIABLE", "LOCK_WAIT", "SCHEMA_VERSION", "AuditRecord", "Change", "HistoryLockedError", "HistoryStore",
-    "check_label", "compare", "default_model_id", "history_path", "printable", "record_audit",
+    "DEFAULT_PATH",
+    "ENVIRONMENT_VARIABLE",
+    "LOCK_WAIT",
+    "SCHEMA_VERSION",
+    "AuditRecord",
+    "Change",
+    "HistoryLockedError",
+    "HistoryStore",
+    "check_label",
+    "compare",
+    "default_model_id",
+    "history_path",
+    "printable",
+    "record_audit",
 ]
 
 DEFAULT_PATH = Path("~/.privaudit/history.sqlite")
@@ -258,7 +270,7 @@ class HistoryStore:
             connection.close()
 
     def _inspect(self, connection) -> str:
-        """"empty" (no tables yet) or "store"; ValueError for a file that is not a privaudit history store."""
+        """ "empty" (no tables yet) or "store"; ValueError for a file that is not a privaudit history store."""
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         application = connection.execute("PRAGMA application_id").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -290,8 +302,17 @@ class HistoryStore:
         except (TypeError, ValueError, RecursionError) as error:
             raise ValueError(f"`data` must be JSON-ready results (finite numbers): {describe_value(str(error))}") from None
         row = (
-            model_id, section.audit, release, str(created), _finite(section.value) if section.value is not None else None,
-            section.label, section.kind, section.confidence, int(section.valid), data.get("schema_version"), text,
+            model_id,
+            section.audit,
+            release,
+            str(created),
+            _finite(section.value) if section.value is not None else None,
+            section.label,
+            section.kind,
+            section.confidence,
+            int(section.valid),
+            data.get("schema_version"),
+            text,
         )
 
         def insert(connection):
@@ -353,8 +374,17 @@ class HistoryStore:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: `results` must be a JSON object, got {type(data).__name__}")
         return AuditRecord(
-            identifier, text(model_id, "model_id"), text(audit, "audit"), text(release, "release", optional=True), text(created_at, "created_at"),
-            number(value, "value"), text(label, "label"), text(kind, "kind"), number(confidence, "confidence"), bool(valid), data,
+            identifier,
+            text(model_id, "model_id"),
+            text(audit, "audit"),
+            text(release, "release", optional=True),
+            text(created_at, "created_at"),
+            number(value, "value"),
+            text(label, "label"),
+            text(kind, "kind"),
+            number(confidence, "confidence"),
+            bool(valid),
+            data,
         )
 
     def models(self) -> list[tuple[str, str, int]]:

@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .observation.gradient import collect_gradient_observations
-from .canaries.gradient import GradientCanary
 from ._core.validation import check_choice, check_count, check_positive, check_probability
+from .canaries.gradient import GradientCanary
+from .observation.gradient import collect_gradient_observations
 from .stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 
 __all__ = ["assert_dp"]
@@ -115,7 +115,13 @@ def assert_dp(
         seed=seed,
     )
     bound = epsilon_lower_bound(
-        observations.in_scores, observations.out_scores, delta=delta, method=family, confidence=confidence, threshold=0.5 if family == "gdp" else "split", seed=seed
+        observations.in_scores,
+        observations.out_scores,
+        delta=delta,
+        method=family,
+        confidence=confidence,
+        threshold=0.5 if family == "gdp" else "split",
+        seed=seed,
     )
     if bound.epsilon > epsilon:
         raise AssertionError(

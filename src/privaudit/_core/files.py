@@ -22,7 +22,16 @@ from typing import Any, NoReturn, TypeAlias
 
 from .messages import describe_value, printable
 
-__all__ = ["MAX_JSON_BYTES", "check_output_dir", "check_output_file", "read_json", "read_text_limited", "remove_stale_staging", "staged_output", "write_json_atomic"]
+__all__ = [
+    "MAX_JSON_BYTES",
+    "check_output_dir",
+    "check_output_file",
+    "read_json",
+    "read_text_limited",
+    "remove_stale_staging",
+    "staged_output",
+    "write_json_atomic",
+]
 
 MAX_JSON_BYTES = 64 * 2**20
 _STAGING = ".privaudit-staging-"

@@ -152,7 +152,7 @@ def _read_text(path: Path, name: str, *, csv: bool) -> np.ndarray:
         rows = rows[1:]
     values: list[float] = []
     for number, line in rows:
-        cells = [cell.strip().strip("\"") for cell in line.split(",")] if csv else [line]
+        cells = [cell.strip().strip('"') for cell in line.split(",")] if csv else [line]
         if len(cells) > 1 and len(rows) > 1:
             raise ValueError(f"`{name}`: {str(path)!r} must have one column or one row, line {number} has {len(cells)}")
         values.extend(_parse_float(cell, path, number, name) for cell in cells)
@@ -276,7 +276,9 @@ def read_score_table(path: str | os.PathLike[str], score_column: str, member_col
         if not math.isfinite(value):
             raise ValueError(f"`{name}`: {str(path)!r} line {line}: column `{score_column}` must be finite, got {describe_value(score)}")
         if member not in _TRUE | _FALSE:
-            raise ValueError(f"`{name}`: {str(path)!r} line {line}: column `{member_column}` must be 1/0, true/false, yes/no or in/out, got {describe_value(member)}")
+            raise ValueError(
+                f"`{name}`: {str(path)!r} line {line}: column `{member_column}` must be 1/0, true/false, yes/no or in/out, got {describe_value(member)}"
+            )
         scores.append(value)
         members.append(member in _TRUE)
     if not scores:

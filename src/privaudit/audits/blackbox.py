@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runner import RunStore, run_all
 from .._core.validation import check_choice, check_count, check_positive, check_probability
+from ..runner import RunStore, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
@@ -301,8 +301,16 @@ class BlackBoxAudit(Audit):
     def tiny_config(self) -> BlackBoxConfig:
         return BlackBoxConfig(num_steps=2, num_models_per_side=MIN_MODELS_PER_SIDE)
 
-    def run(self, config: BlackBoxConfig, *, progress: Progress | None = None, checkpoints=None, backend: str = "local",
-            max_workers: int | None = None, address: str | None = None) -> AuditRun:
+    def run(
+        self,
+        config: BlackBoxConfig,
+        *,
+        progress: Progress | None = None,
+        checkpoints=None,
+        backend: str = "local",
+        max_workers: int | None = None,
+        address: str | None = None,
+    ) -> AuditRun:
         """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
         import tempfile
 

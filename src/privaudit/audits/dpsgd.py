@@ -35,19 +35,31 @@ from typing import Any
 
 import numpy as np
 
-from ..canaries.gradient import CANARY_KINDS, GradientCanary
 from .._core.validation import as_scores, check_choice, check_count, check_positive, check_probability
+from ..canaries.gradient import CANARY_KINDS, GradientCanary
+from ..canaries.inputs import INPUT_CANARY_KINDS
+from ..observation.gradient import GradientObservations, check_canary_rate, collect_gradient_observations
+from ..observation.inputs import INPUT_SCORES
 from ..stats.auc import GDPAUCLowerBound, gdp_auc_lower_bound
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon, gdp_epsilon
 from ..stats.pld import StepToEndEstimate, SubsampledGaussian, step_to_end_epsilon
 from ..training.dpsgd import BUGS, DPSGDConfig
-from ..canaries.inputs import INPUT_CANARY_KINDS
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from ..observation.inputs import INPUT_SCORES
-from ..observation.gradient import GradientObservations, check_canary_rate, collect_gradient_observations
 
-__all__ = ["AUDIT", "DPSGDAudit", "DPSGDAuditConfig", "DPSGDAuditResult", "PrefixBound", "bounds_on_prefixes", "prefix_sizes", "bound_step_observations", "claimed_step_epsilon", "detect_bugs", "run_dpsgd_audit"]
+__all__ = [
+    "AUDIT",
+    "DPSGDAudit",
+    "DPSGDAuditConfig",
+    "DPSGDAuditResult",
+    "PrefixBound",
+    "bounds_on_prefixes",
+    "prefix_sizes",
+    "bound_step_observations",
+    "claimed_step_epsilon",
+    "detect_bugs",
+    "run_dpsgd_audit",
+]
 
 THREAT_MODELS = {
     "white-box-gradient": "white-box, gradient canaries, all intermediate updates observed",
@@ -207,7 +219,11 @@ def bounds_on_prefixes(in_scores, out_scores, *, delta: float, threshold: float 
     """
     in_scores, out_scores = as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
     return tuple(
-        PrefixBound(n_in, n_out, float(epsilon_lower_bound(in_scores[:n_in], out_scores[:n_out], delta=delta, method="gdp", threshold=threshold, confidence=confidence).epsilon))
+        PrefixBound(
+            n_in,
+            n_out,
+            float(epsilon_lower_bound(in_scores[:n_in], out_scores[:n_out], delta=delta, method="gdp", threshold=threshold, confidence=confidence).epsilon),
+        )
         for n_in, n_out in prefix_sizes(len(in_scores), len(out_scores), sizes)
     )
 
@@ -220,9 +236,7 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
     from ..models.classifiers import build_classifier
 
     data = load_dataset(config.dataset, seed=config.seed)
-    model = build_classifier(
-        config.architecture, input_dim=data.x_train.shape[1], num_classes=data.num_classes, image_shape=data.image_shape, seed=config.seed
-    )
+    model = build_classifier(config.architecture, input_dim=data.x_train.shape[1], num_classes=data.num_classes, image_shape=data.image_shape, seed=config.seed)
     training = DPSGDConfig(
         noise_multiplier=config.noise_multiplier,
         clip_norm=config.clip_norm,
@@ -250,9 +264,7 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         step_bounds=step["bounds"],
         flagged=bool(step["flagged"]),
         end_to_end=end_to_end,
-        claimed_end_to_end_epsilon=gaussian_epsilon(
-            config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps
-        ),
+        claimed_end_to_end_epsilon=gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps),
         num_in=int(observations.in_scores.size),
         num_out=int(observations.out_scores.size),
         num_twinned_blocks=observations.num_twinned_blocks,
@@ -340,7 +352,9 @@ class DPSGDAudit(Audit):
     def memory_estimate(self, config: DPSGDAuditConfig) -> tuple[int, str]:
         # canary directions and released audit coordinates for every step, plus one step's canary rows (float64)
         width = config.num_slots * config.canary_slot_size
-        return 8 * (2 * config.num_steps * width + config.canaries_per_step * width), f"`num_steps` × `num_slots` × `canary_slot_size` = {config.num_steps} × {config.num_slots} × {config.canary_slot_size}"
+        return 8 * (
+            2 * config.num_steps * width + config.canaries_per_step * width
+        ), f"`num_steps` × `num_slots` × `canary_slot_size` = {config.num_steps} × {config.num_slots} × {config.canary_slot_size}"
 
     def tiny_config(self) -> DPSGDAuditConfig:
         return dataclasses.replace(self.default_config(), num_steps=3, canaries_per_step=10, num_slots=100)

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..canaries.update import UpdateCanaries
 from .._core.validation import check_choice, check_count, check_positive, check_probability
+from ..canaries.update import UpdateCanaries
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_shot import CosineLowerBound, GaussianityCheck, OneShotEstimate, anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot
@@ -259,10 +259,14 @@ class FLAudit(Audit):
         return 8 * dimension * (config.training.clients_per_round + 4), f"`training.hidden` = {config.training.hidden}"
 
     def tiny_config(self) -> FLAuditConfig:
-        return FLAuditConfig.from_dict({
-            "num_canaries": 20, "num_unobserved": 20, "measure_canary_effect": False,
-            "training": {"num_rounds": 3, "clients_per_round": 10, "hidden": 16},
-        })
+        return FLAuditConfig.from_dict(
+            {
+                "num_canaries": 20,
+                "num_unobserved": 20,
+                "measure_canary_effect": False,
+                "training": {"num_rounds": 3, "clients_per_round": 10, "hidden": 16},
+            }
+        )
 
     def run(self, config: FLAuditConfig, *, progress: Progress | None = None) -> AuditRun:
         detail = f"{len(config.participations)} run(s), {config.training.num_rounds} rounds each"

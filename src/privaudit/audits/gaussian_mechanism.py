@@ -29,9 +29,9 @@ import dataclasses
 
 import numpy as np
 
-from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
 from .._core.results import Result
 from .._core.validation import check_positive, check_probability
+from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_shot import (
     CosineLowerBound,

@@ -55,13 +55,13 @@ Readings of the paper that can only lower ε̃ or keep the bounds valid:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from ..generators import check_generated
 from .._core.results import Result
 from .._core.validation import check_choice, check_count, check_fraction, check_probability
+from ..generators import check_generated
 from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
 from ..stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, real_non_member_bound
 
@@ -209,10 +209,7 @@ def _split(n: int, settings: PanoramiaSettings, rng: np.random.Generator):
     num_generator = int(round(settings.generator_fraction * n))
     if n - m - num_generator < MIN_TRAIN or num_generator < 2:
         needed = int(np.ceil((m + MIN_TRAIN) / (1.0 - settings.generator_fraction)))
-        raise ValueError(
-            f"`members` must hold at least {needed} examples for audit_size={m} and "
-            f"generator_fraction={settings.generator_fraction:g}, got {n}"
-        )
+        raise ValueError(f"`members` must hold at least {needed} examples for audit_size={m} and generator_fraction={settings.generator_fraction:g}, got {n}")
     order = rng.permutation(n)
     return order[:num_generator], order[num_generator : n - m], order[n - m :]
 

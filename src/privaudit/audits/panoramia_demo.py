@@ -29,7 +29,16 @@ from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .panoramia import PanoramiaAuditResult, PanoramiaSettings, run_panoramia
 from .panoramia_targets import TrainingRecipe, load_members, load_model, train_classifier
 
-__all__ = ["AUDIT", "PanoramiaAudit", "PanoramiaResults", "PanoramiaTarget", "DEMO_DATASETS", "PanoramiaDemoConfig", "run_panoramia_demo", "run_panoramia_on_model"]
+__all__ = [
+    "AUDIT",
+    "PanoramiaAudit",
+    "PanoramiaResults",
+    "PanoramiaTarget",
+    "DEMO_DATASETS",
+    "PanoramiaDemoConfig",
+    "run_panoramia_demo",
+    "run_panoramia_on_model",
+]
 
 DEMO_DATASETS = ("fair", "randhie", "digits")
 GENERATORS = ("mst", "vae")
@@ -97,8 +106,12 @@ class PanoramiaDemoConfig:
     def settings(self) -> PanoramiaSettings:
         """The audit's settings (split, confidence, classifiers, seed)."""
         return PanoramiaSettings(
-            audit_size=self.audit_size, generator_fraction=self.generator_fraction, confidence=self.confidence,
-            num_recall_levels=self.num_recall_levels, classifier_iterations=self.classifier_iterations, seed=self.seed,
+            audit_size=self.audit_size,
+            generator_fraction=self.generator_fraction,
+            confidence=self.confidence,
+            num_recall_levels=self.num_recall_levels,
+            classifier_iterations=self.classifier_iterations,
+            seed=self.seed,
         )
 
     @classmethod
@@ -161,12 +174,18 @@ def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict
 
         generator_kind = "vae" if config.dataset == "digits" else "mst"
         result, game = run_panoramia(
-            target.loss, x[members], y[members],
+            target.loss,
+            x[members],
+            y[members],
             generator=make_generator(generator_kind, epochs=config.generator_epochs),
-            train_helper=train_helper, settings=config.settings(), num_classes=num_classes,
+            train_helper=train_helper,
+            settings=config.settings(),
+            num_classes=num_classes,
             non_members=(x[candidates[~included]], y[candidates[~included]]),
             one_run_candidates=(x[candidates], y[candidates], included),
-            target_name=name, generator_name=f"{generator_kind} on {config.dataset}", timings=timings,
+            target_name=name,
+            generator_name=f"{generator_kind} on {config.dataset}",
+            timings=timings,
         )
         results[name] = {
             "audit": result,
@@ -210,9 +229,17 @@ def _user_target(model_path, model_kind, factory, spec_path, x, y):
 
 
 def run_panoramia_on_model(
-    model_path, members_path, *, spec_path=None, non_members_path=None, inclusion_randomised=False,
-    generator="mst", helper_epochs: int = 10, settings: PanoramiaSettings = PanoramiaSettings(),
-    model_kind: str = "privaudit", factory: str | None = None,
+    model_path,
+    members_path,
+    *,
+    spec_path=None,
+    non_members_path=None,
+    inclusion_randomised=False,
+    generator="mst",
+    helper_epochs: int = 10,
+    settings: PanoramiaSettings = PanoramiaSettings(),
+    model_kind: str = "privaudit",
+    factory: str | None = None,
 ) -> tuple[dict, dict]:
     """Audit a user's saved classifier on its members (file formats in :mod:`.panoramia_targets`).
 
@@ -242,9 +269,18 @@ def run_panoramia_on_model(
 
     timings: dict[str, float] = {}
     result, game = run_panoramia(
-        loss, x, y, generator=make_generator(generator), train_helper=train_helper, settings=settings,
-        num_classes=spec["num_classes"], non_members=non_members, one_run_candidates=candidates,
-        target_name=str(model_path), generator_name=generator, timings=timings,
+        loss,
+        x,
+        y,
+        generator=make_generator(generator),
+        train_helper=train_helper,
+        settings=settings,
+        num_classes=spec["num_classes"],
+        non_members=non_members,
+        one_run_candidates=candidates,
+        target_name=str(model_path),
+        generator_name=generator,
+        timings=timings,
     )
     return {str(Path(model_path).stem): {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {str(Path(model_path).stem): game}
 
@@ -308,13 +344,33 @@ class PanoramiaAudit(Audit):
 
     def tiny_config(self) -> PanoramiaDemoConfig:
         return PanoramiaDemoConfig(
-            targets={"mlp": {"epochs": 2}}, helper={"epochs": 2}, hidden=16, num_candidates=200, generator_epochs=5,
-            audit_size=200, classifier_iterations=10, num_recall_levels=4,
+            targets={"mlp": {"epochs": 2}},
+            helper={"epochs": 2},
+            hidden=16,
+            num_candidates=200,
+            generator_epochs=5,
+            audit_size=200,
+            classifier_iterations=10,
+            num_recall_levels=4,
         )
 
-    def run(self, config: PanoramiaDemoConfig, *, progress: Progress | None = None, model=None, members=None, spec=None,
-            non_members=None, inclusion_randomised: bool = False, generator: str = "mst", helper_epochs: int = 10,
-            audit_size: int = 1000, confidence: float = 0.95, model_kind: str = "privaudit", factory: str | None = None) -> AuditRun:
+    def run(
+        self,
+        config: PanoramiaDemoConfig,
+        *,
+        progress: Progress | None = None,
+        model=None,
+        members=None,
+        spec=None,
+        non_members=None,
+        inclusion_randomised: bool = False,
+        generator: str = "mst",
+        helper_epochs: int = 10,
+        audit_size: int = 1000,
+        confidence: float = 0.95,
+        model_kind: str = "privaudit",
+        factory: str | None = None,
+    ) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
         if (model is None) != (members is None):
@@ -326,8 +382,16 @@ class PanoramiaAudit(Audit):
             settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
             say("auditing your model", detail=str(model))
             results, scores = run_panoramia_on_model(
-                model, members, spec_path=spec, non_members_path=non_members, inclusion_randomised=inclusion_randomised,
-                generator=generator, helper_epochs=helper_epochs, settings=settings, model_kind=model_kind, factory=factory,
+                model,
+                members,
+                spec_path=spec,
+                non_members_path=non_members,
+                inclusion_randomised=inclusion_randomised,
+                generator=generator,
+                helper_epochs=helper_epochs,
+                settings=settings,
+                model_kind=model_kind,
+                factory=factory,
             )
             inputs = {"model": str(model), "model_kind": model_kind, "factory": factory, "members": str(members), "settings": dataclasses.asdict(settings)}
         result = PanoramiaResults(config=inputs, targets=_targets(results))

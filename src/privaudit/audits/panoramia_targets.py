@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.extras import require
 from .._core.readers import read_npz
 from .._core.validation import check_count, check_positive
+from ..models.device import require_torch
 
 __all__ = ["TorchTarget", "load_members", "load_model", "train_classifier"]
 
@@ -97,7 +97,9 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
 
     x = torch.as_tensor(np.asarray(x, dtype=np.float32))
     y = torch.as_tensor(np.asarray(y, dtype=np.int64))
-    model = build_classifier(recipe.architecture, input_dim=x.shape[1], num_classes=num_classes, hidden=recipe.hidden, depth=recipe.depth, image_shape=image_shape, seed=seed)
+    model = build_classifier(
+        recipe.architecture, input_dim=x.shape[1], num_classes=num_classes, hidden=recipe.hidden, depth=recipe.depth, image_shape=image_shape, seed=seed
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.learning_rate)
     generator = torch.Generator().manual_seed(seed)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=recipe.batch_size, shuffle=True, generator=generator)
@@ -106,8 +108,14 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
         PrivacyEngine = require("opacus", purpose="DP-SGD targets").PrivacyEngine
         engine = PrivacyEngine(accountant="prv", secure_mode=False)
         model, optimizer, loader = engine.make_private_with_epsilon(
-            module=model, optimizer=optimizer, data_loader=loader, target_epsilon=recipe.dp_epsilon,
-            target_delta=recipe.dp_delta, epochs=recipe.epochs, max_grad_norm=recipe.max_grad_norm, noise_generator=generator,
+            module=model,
+            optimizer=optimizer,
+            data_loader=loader,
+            target_epsilon=recipe.dp_epsilon,
+            target_delta=recipe.dp_delta,
+            epochs=recipe.epochs,
+            max_grad_norm=recipe.max_grad_norm,
+            noise_generator=generator,
         )
     loss_fn = torch.nn.CrossEntropyLoss()
     model.train()

@@ -78,7 +78,9 @@ def audit_scores(
     bound = epsilon_lower_bound(in_scores, out_scores, delta=delta, method=method, interval=interval, confidence=confidence, threshold=threshold, seed=seed)
     eps_delta = None
     if bound.method == "gdp":  # the (ε, δ) reading of the same scores, beside it
-        eps_delta = epsilon_lower_bound(in_scores, out_scores, delta=delta, method="eps-delta", interval=interval, confidence=confidence, threshold=threshold, seed=seed)
+        eps_delta = epsilon_lower_bound(
+            in_scores, out_scores, delta=delta, method="eps-delta", interval=interval, confidence=confidence, threshold=threshold, seed=seed
+        )
     sweep = None
     if one_run:
         scores = np.concatenate([in_scores, out_scores])

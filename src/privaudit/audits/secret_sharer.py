@@ -27,8 +27,8 @@ import numpy as np
 
 from ..canaries import CanaryFormat, insert_canaries
 from ..canaries.text import MAX_ENUMERATION
-from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
 __all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
 
@@ -146,9 +146,7 @@ def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
     )
     label = "DP-SGD" if target_epsilon is not None else "training"
     say(label, 0, config.epochs, f"{len(lines)} lines")
-    return train_char_lstm(
-        lines, training, device=device, progress=lambda e, t, v: say(label, e, config.epochs, f"validation {v:.3f} nats")
-    )
+    return train_char_lstm(lines, training, device=device, progress=lambda e, t, v: say(label, e, config.epochs, f"validation {v:.3f} nats"))
 
 
 def _measure(model, fmt, records, references, config, say, device):
@@ -197,8 +195,13 @@ def _measure(model, fmt, records, references, config, say, device):
     ]
     search = None if found is None else {"text": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
     if exhausted is not None:
-        search = {"text": None, "queries": exhausted, "calls": None, "nodes_expanded": None,
-                  "outcome": f"not extracted within {config.max_extraction_queries} queries"}
+        search = {
+            "text": None,
+            "queries": exhausted,
+            "calls": None,
+            "nodes_expanded": None,
+            "outcome": f"not extracted within {config.max_extraction_queries} queries",
+        }
     return canaries, canary_bits, reference_bits, extrapolated, search
 
 
@@ -248,7 +251,13 @@ def _run(config, say, started: float, device) -> AuditRun:
         epsilon_bound=bound.to_dict(),
         extraction=search,
         skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
-        training={"train_losses": report.train_losses, "validation_losses": report.validation_losses, "best_epoch": report.best_epoch, "epsilon": report.epsilon, "device": report.device},
+        training={
+            "train_losses": report.train_losses,
+            "validation_losses": report.validation_losses,
+            "best_epoch": report.best_epoch,
+            "epsilon": report.epsilon,
+            "device": report.device,
+        },
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )

@@ -74,9 +74,13 @@ def _check_settings(config, default, record) -> None:
     if config.target_epsilon is not None or config.compare_dp_epsilon is not None:
         raise ValueError("`--dp-epsilon` and `--compare-dp` train privaudit's own model; with `--model` your model is measured as it is")
     if config.template not in (default.template, record.canary_format.template):
-        raise ValueError(f"`--template` comes from the provenance with `--model`: the canaries were inserted as {record.canary_format.template!r}, got {config.template!r}")
+        raise ValueError(
+            f"`--template` comes from the provenance with `--model`: the canaries were inserted as {record.canary_format.template!r}, got {config.template!r}"
+        )
     if tuple(config.schedule) not in (tuple(default.schedule), tuple(record.schedule)):
-        raise ValueError(f"`--schedule` comes from the provenance with `--model`: the canaries were inserted {list(record.schedule)} times, got {list(config.schedule)}")
+        raise ValueError(
+            f"`--schedule` comes from the provenance with `--model`: the canaries were inserted {list(record.schedule)} times, got {list(config.schedule)}"
+        )
 
 
 def run_own_model(config, default, model, provenance, say, device=None) -> AuditRun:
@@ -97,8 +101,13 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         loaded = load_model(model, kind="huggingface", device=device)
     say("scoring canaries and references", None, None, f"|R| = {record.canary_format.space_size}")
     measured, canary_bits, reference_bits, fit = measure_canaries_with_scores(
-        loaded, record, num_references=config.num_references, max_exact=MAX_EXACT, extract=config.extract,
-        max_extraction_queries=config.max_extraction_queries, seed=config.seed,
+        loaded,
+        record,
+        num_references=config.num_references,
+        max_exact=MAX_EXACT,
+        extract=config.extract,
+        max_extraction_queries=config.max_extraction_queries,
+        seed=config.seed,
     )
     fmt = record.canary_format
     baseline = random_guessing_exposure(measured.num_references)

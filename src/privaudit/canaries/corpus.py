@@ -51,7 +51,11 @@ class CorpusProvenance:
     def to_dict(self) -> dict:
         return {
             "provenance": self.provenance.to_dict(),
-            "format": {"template": self.canary_format.template, "alphabet": list(self.canary_format.alphabet), "vocabulary": list(self.canary_format.vocabulary)},
+            "format": {
+                "template": self.canary_format.template,
+                "alphabet": list(self.canary_format.alphabet),
+                "vocabulary": list(self.canary_format.vocabulary),
+            },
             "text_format": self.text_format,
             "column": self.column,
             "corpus_sha256": self.corpus_sha256,

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
+from ..models.device import require_torch
 
 __all__ = [
     "INPUT_CANARY_KINDS",
@@ -197,9 +197,7 @@ def mean_data_gradient(model, x, y, *, sample_size: int | None = 256, seed: int 
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_loss, list(params.values()))]).numpy()
 
 
-def crafted_canary(
-    model, x, y, *, seed, num_steps: int = 100, step_size: float = 1.0, sample_size: int | None = 256
-) -> tuple[np.ndarray, int]:
+def crafted_canary(model, x, y, *, seed, num_steps: int = 100, step_size: float = 1.0, sample_size: int | None = 256) -> tuple[np.ndarray, int]:
     """Algorithm 3: gradient descent on l_adv(x') = |cos(∇_θ l(θ, (x', y')), g_dist)| from a random example.
 
     g_dist is the mean gradient over ``sample_size`` examples of the data

@@ -38,8 +38,7 @@ class Provenance(Result):
     def from_json(cls, text: str) -> Provenance:
         data = json.loads(text)
         canaries = tuple(
-            {"text": c["text"], "secret": tuple(c["secret"]), "repetitions": c["repetitions"], "lines": tuple(c["lines"])}
-            for c in data["canaries"]
+            {"text": c["text"], "secret": tuple(c["secret"]), "repetitions": c["repetitions"], "lines": tuple(c["lines"])} for c in data["canaries"]
         )
         return cls(template=data["template"], canaries=canaries, seed=data["seed"], num_original_lines=data["num_original_lines"])
 
@@ -111,8 +110,7 @@ def insert_canaries(
         if tag is not None:
             where[tag].append(position)
     records = tuple(
-        {"text": canary.text, "secret": canary.secret, "repetitions": count, "lines": tuple(where[index])}
-        for index, (canary, count) in enumerate(plan)
+        {"text": canary.text, "secret": canary.secret, "repetitions": count, "lines": tuple(where[index])} for index, (canary, count) in enumerate(plan)
     )
     provenance = Provenance(template=canary_format.template, canaries=records, seed=seed, num_original_lines=len(lines))
     return InsertedCorpus(lines=[line for line, _ in tagged], provenance=provenance)

@@ -29,7 +29,7 @@ def _usage_error_line(error: Exception) -> str | None:
 
 
 def _missing_extra_line(error: ImportError) -> str | None:
-    """"missing optional dependency ..." for an optional library that failed to import; None for anything else (a bug)."""
+    """ "missing optional dependency ..." for an optional library that failed to import; None for anything else (a bug)."""
     if isinstance(error, MissingExtraError):
         return str(error)
     return missing_extra_message(error.name or "")
@@ -83,6 +83,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(privaudit.__version__)
@@ -91,13 +92,10 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
-    ] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """Empirical privacy auditing: canary exposure and lower bounds on epsilon."""
 
 
 audit_app = typer.Typer(help="Run an audit end to end and write results.json and plots.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
-

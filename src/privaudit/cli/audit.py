@@ -63,7 +63,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--max-corpus-chars", Optional[int], "Use only the first N characters of the corpus.", config="max_corpus_chars"),
         Flag("--hidden", Optional[int], "LSTM hidden units.", config="hidden"),
         Flag("--secure-canaries", bool, "Draw canaries from the OS's secure randomness (not reproducible from --seed).", config="secure_canaries"),
-        Flag("--model", Optional[Path], "Your Hugging Face causal LM (a save_pretrained directory with its tokenizer), trained on the corpus of `privaudit canaries insert`: measured instead of training the built-in LSTM.", run="model"),
+        Flag(
+            "--model",
+            Optional[Path],
+            "Your Hugging Face causal LM (a save_pretrained directory with its tokenizer), trained on the corpus of `privaudit canaries insert`: measured instead of training the built-in LSTM.",
+            run="model",
+        ),
         Flag("--provenance", Optional[Path], "The provenance.json written by `privaudit canaries insert` (with --model).", run="provenance"),
         Flag("--num-references", Optional[int], "Reference candidates (never inserted) that exposure ranks canaries among.", config="num_references"),
     ),
@@ -74,21 +79,45 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
     ),
     "panoramia": (
         Flag("--model", Optional[Path], "Your classifier: a privaudit classifier's state_dict (default), or a file of --model-kind.", run="model"),
-        Flag("--model-kind", str, "privaudit (a privaudit linear/mlp/cnn state_dict with --spec), torch (weights, with --factory), torch-export, skops or onnx.", run="model_kind"),
+        Flag(
+            "--model-kind",
+            str,
+            "privaudit (a privaudit linear/mlp/cnn state_dict with --spec), torch (weights, with --factory), torch-export, skops or onnx.",
+            run="model_kind",
+        ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
         Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
         Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv whose last column is the label.", run="members"),
         Flag("--non-members", Optional[Path], "Real non-members (same formats), for the RM;RN comparison.", run="non_members"),
-        Flag("--inclusion-randomised", bool, "Members and non-members were split by independent fair coins before training: add the O(1) audit.", run="inclusion_randomised"),
+        Flag(
+            "--inclusion-randomised",
+            bool,
+            "Members and non-members were split by independent fair coins before training: add the O(1) audit.",
+            run="inclusion_randomised",
+        ),
         Flag("--generator", str, "Generator of non-members for --model: mst (tabular) or vae (images in [0, 1]).", run="generator"),
-        Flag("--helper-epochs", int, "Training epochs of the helper model (the architecture of a privaudit --model, else an MLP on the members' features).", run="helper_epochs"),
+        Flag(
+            "--helper-epochs",
+            int,
+            "Training epochs of the helper model (the architecture of a privaudit --model, else an MLP on the members' features).",
+            run="helper_epochs",
+        ),
         Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
         Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
     ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
-_FLAG_DEFAULTS = {"--backend": "local", "--generator": "mst", "--helper-epochs": 10, "--model-kind": "privaudit", "--audit-size": 1000, "--confidence": 0.95, "--inclusion-randomised": False, "--secure-canaries": False}
+_FLAG_DEFAULTS = {
+    "--backend": "local",
+    "--generator": "mst",
+    "--helper-epochs": 10,
+    "--model-kind": "privaudit",
+    "--audit-size": 1000,
+    "--confidence": 0.95,
+    "--inclusion-randomised": False,
+    "--secure-canaries": False,
+}
 
 
 def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
@@ -126,7 +155,11 @@ def make_audit_command(name: str) -> Callable[..., None]:
             return
         output: Path = options["output"]
         config = audit.load_config(options["config"]) if options["config"] is not None else audit.default_config()
-        overrides = {flag.config: (flag.parse or (lambda v: v))(options[flag.parameter]) for flag in flags if flag.config and options[flag.parameter] not in (None, False)}
+        overrides = {
+            flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
+            for flag in flags
+            if flag.config and options[flag.parameter] not in (None, False)
+        }
         config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
@@ -144,7 +177,11 @@ def make_audit_command(name: str) -> Callable[..., None]:
     common = [
         ("output", Annotated[Path, typer.Option("--output", help="Directory for results.json, figures and the audit's files.")], Path(f"privaudit-{name}")),
         ("config", Annotated[Optional[Path], typer.Option("--config", help="JSON or YAML config (default: the embedded default; see --print-config).")], None),
-        ("print_config", Annotated[bool, typer.Option("--print-config", help="Print the config that would run (the default, or --config's) as JSON and exit.")], False),
+        (
+            "print_config",
+            Annotated[bool, typer.Option("--print-config", help="Print the config that would run (the default, or --config's) as JSON and exit.")],
+            False,
+        ),
         ("seed", Annotated[Optional[int], typer.Option("--seed", help="Override the config's seed.")], None),
         ("history", HistoryOption, None),
         ("no_history", NoHistoryOption, False),
@@ -153,7 +190,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
         ("as_json", JsonOption, False),
     ]
     family = [(flag.parameter, Annotated[flag.type, typer.Option(flag.option, help=flag.help)], _FLAG_DEFAULTS.get(flag.option)) for flag in flags]
-    parameters = [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default) for key, annotation, default in common + family]
+    parameters = [
+        inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default) for key, annotation, default in common + family
+    ]
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
     command.__name__ = f"audit_{name.replace('-', '_')}"

@@ -61,9 +61,19 @@ def insert(
     seed = check_seed(seed, "--seed")
     check_output_dir(output)
     record = insert_into_corpus(
-        corpus, CanaryFormat(template), output_dir=output, schedule=counts, canaries_per_count=canaries_per_count,
-        seed=seed, text_format=text_format, column=column, secure=secure,
+        corpus,
+        CanaryFormat(template),
+        output_dir=output,
+        schedule=counts,
+        canaries_per_count=canaries_per_count,
+        seed=seed,
+        text_format=text_format,
+        column=column,
+        secure=secure,
     )
     rows = [[str(entry["repetitions"]), entry["text"]] for entry in record.provenance.canaries]
     text = render_table(f"Canaries inserted into {output / record.corpus_file}", ["insertions", "canary"], rows)
-    emit(text + f"provenance: {output / 'provenance.json'}\ntrain on {output / record.corpus_file}, then measure with `privaudit audit secret-sharer --model DIR --provenance {output / 'provenance.json'}`\n")
+    emit(
+        text
+        + f"provenance: {output / 'provenance.json'}\ntrain on {output / record.corpus_file}, then measure with `privaudit audit secret-sharer --model DIR --provenance {output / 'provenance.json'}`\n"
+    )

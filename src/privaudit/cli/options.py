@@ -11,14 +11,24 @@ from typing import Annotated, Optional
 import typer
 
 __all__ = [
-    "HistoryOption", "JsonOption", "ModelIdOption", "NoHistoryOption", "ReleaseOption",
-    "emit", "format_value", "history_recorder", "progress_bars", "render_table",
+    "HistoryOption",
+    "JsonOption",
+    "ModelIdOption",
+    "NoHistoryOption",
+    "ReleaseOption",
+    "emit",
+    "format_value",
+    "history_recorder",
+    "progress_bars",
+    "render_table",
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-HistoryOption = Annotated[Optional[Path], typer.Option("--history", help="SQLite results store to append to (default: $PRIVAUDIT_HISTORY, else ~/.privaudit/history.sqlite).")]
+HistoryOption = Annotated[
+    Optional[Path], typer.Option("--history", help="SQLite results store to append to (default: $PRIVAUDIT_HISTORY, else ~/.privaudit/history.sqlite).")
+]
 NoHistoryOption = Annotated[bool, typer.Option("--no-history", help="Do not append this audit to the results store.")]
 ModelIdOption = Annotated[Optional[str], typer.Option("--model-id", help="Name of the audited model in the history (default: dataset/architecture).")]
 ReleaseOption = Annotated[Optional[str], typer.Option("--release", help="Release label stored with the audit in the history, e.g. v1.2.")]
@@ -94,5 +104,3 @@ def history_recorder(history: Optional[Path], no_history: bool, model_id: Option
             typer.echo(f"warning: {' '.join(str(error).split())}", err=True)
 
     return record
-
-

@@ -52,7 +52,10 @@ def demo(
     if as_json:
         emit(json.dumps(outcome.summary, indent=2))
         return
-    rows = [[s.title, s.label, "not computed" if s.value is None else format_value(float(s.value)), s.kind + ("" if s.valid else ", optimistic")] for s in outcome.sections]
+    rows = [
+        [s.title, s.label, "not computed" if s.value is None else format_value(float(s.value)), s.kind + ("" if s.valid else ", optimistic")]
+        for s in outcome.sections
+    ]
     text = render_table(f"privaudit demo: {outcome.seconds:.0f} s, seed {seed}", ["audit", "headline", "value", "kind"], rows)
     emit(text + f"report: {outcome.report_path}\n")
 
@@ -80,14 +83,16 @@ def report(
 def history_command(
     model_id: Annotated[Optional[str], typer.Option("--model-id", help="Only this model (default: every model in the store).")] = None,
     audit: Annotated[Optional[str], typer.Option("--audit", help="Only this audit family, e.g. dpsgd.")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Flag a rise of the headline (ε bound, exposure) larger than this between consecutive audits.")] = 0.1,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Flag a rise of the headline (ε bound, exposure) larger than this between consecutive audits.")
+    ] = 0.1,
     history: HistoryOption = None,
     fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit with code 1 when a regression is flagged (for CI).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Compare audits of the same model over time: the headline's change between consecutive audits, regressions flagged."""
-    from ..history import HistoryStore, compare, history_path
     from .._core.validation import check_positive
+    from ..history import HistoryStore, compare, history_path
 
     tolerance = check_positive(tolerance, "--tolerance", allow_zero=True)
     path = history_path(history)
@@ -102,9 +107,20 @@ def history_command(
     regressions = [change for change in changes.values() if change.regression]
     if as_json:
         rows = [
-            {"id": r.id, "model_id": r.model_id, "audit": r.audit, "release": r.release, "created_at": r.created_at, "label": r.label,
-             "value": r.value, "kind": r.kind, "confidence": r.confidence, "valid": r.valid,
-             "change": changes[r.id].change if r.id in changes else None, "regression": changes[r.id].regression if r.id in changes else False}
+            {
+                "id": r.id,
+                "model_id": r.model_id,
+                "audit": r.audit,
+                "release": r.release,
+                "created_at": r.created_at,
+                "label": r.label,
+                "value": r.value,
+                "kind": r.kind,
+                "confidence": r.confidence,
+                "valid": r.valid,
+                "change": changes[r.id].change if r.id in changes else None,
+                "regression": changes[r.id].regression if r.id in changes else False,
+            }
             for r in records
         ]
         emit(json.dumps({"store": str(path), "tolerance": tolerance, "audits": rows}, indent=2))

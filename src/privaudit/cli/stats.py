@@ -11,6 +11,7 @@ import typer
 from .app import app
 from .options import JsonOption, emit, format_value, render_table
 
+
 @app.command()
 def exposure(
     canaries: Annotated[Path, typer.Option("--canaries", help="Canary losses (.npy, .csv or one number per line).")],
@@ -84,12 +85,19 @@ def bound(
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
     threshold: Annotated[str, typer.Option("--threshold", help="A number fixed in advance, or split, bonferroni, best.")] = "split",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the held-out split (fixed by default, so equal input gives equal output; recorded in the output).")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the held-out split (fixed by default, so equal input gives equal output; recorded in the output).")
+    ] = 0,
     sampling_prob: Annotated[float, typer.Option("--sampling-prob", help="With --method pld: Poisson sampling rate in (0, 1].")] = 1.0,
     steps: Annotated[int, typer.Option("--steps", help="With --method pld: number of composed steps.")] = 1,
     one_run: Annotated[bool, typer.Option("--one-run", help="Membership was drawn by independent fair coins before training: add the one-run bound.")] = False,
-    claimed_epsilon: Annotated[Optional[float], typer.Option("--claimed-epsilon", help="The ε the mechanism claims at --delta: flagged if the bound exceeds it, drawn on the trade-off plot.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json and the ROC, histogram and trade-off figures (then `privaudit report`).")] = None,
+    claimed_epsilon: Annotated[
+        Optional[float],
+        typer.Option("--claimed-epsilon", help="The ε the mechanism claims at --delta: flagged if the bound exceeds it, drawn on the trade-off plot."),
+    ] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", help="Directory for results.json and the ROC, histogram and trade-off figures (then `privaudit report`).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
@@ -104,8 +112,17 @@ def bound(
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
     run = audit_scores(
-        in_scores, out_scores, delta=delta, method=family, interval=interval, confidence=confidence,
-        threshold=_parse_threshold(threshold), seed=seed, one_run=one_run, claimed_epsilon=claimed_epsilon, source=source,
+        in_scores,
+        out_scores,
+        delta=delta,
+        method=family,
+        interval=interval,
+        confidence=confidence,
+        threshold=_parse_threshold(threshold),
+        seed=seed,
+        one_run=one_run,
+        claimed_epsilon=claimed_epsilon,
+        source=source,
     )
     result: Any = run.result  # a ScoresResult
     if output is not None:

@@ -12,7 +12,15 @@ __all__ = ["table_for"]
 
 def _secret_sharer(result: Any, output: Path) -> str:
     rows = [
-        [str(c["repetitions"]), c["text"], format_value(c["log_perplexity_bits"]), format_value(c["exposure_exact"]), format_value(c["exposure_sampled"]), format_value(c["exposure_extrapolated"]), str(c["extracted"])]
+        [
+            str(c["repetitions"]),
+            c["text"],
+            format_value(c["log_perplexity_bits"]),
+            format_value(c["exposure_exact"]),
+            format_value(c["exposure_sampled"]),
+            format_value(c["exposure_extrapolated"]),
+            str(c["extracted"]),
+        ]
         for c in result.canaries
     ]
     columns = ["insertions", "canary", "log-perplexity", "exposure (exact)", "exposure (sampled)", "exposure (extrapolated)", "extracted"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.validation import check_count, check_positive
+from ..models.device import require_torch
 
 __all__ = ["VAEGenerator"]
 

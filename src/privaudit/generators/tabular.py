@@ -120,7 +120,9 @@ class MSTGenerator:
         self._root = root / root.sum()
         self._conditionals = []
         for parent, child in self._edges:
-            joint = np.asarray(model.project((names[parent], names[child])).transpose((names[parent], names[child])).datavector(flatten=False), dtype=np.float64)
+            joint = np.asarray(
+                model.project((names[parent], names[child])).transpose((names[parent], names[child])).datavector(flatten=False), dtype=np.float64
+            )
             joint = np.clip(joint, 0, None) + 1e-12  # a parent value the model gives no mass still gets a row
             self._conditionals.append(joint / joint.sum(1, keepdims=True))
         return self

@@ -9,11 +9,10 @@ batched and seeded by a ``torch.Generator``. Needs PyTorch.
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.validation import check_count, check_positive
+from ..models.device import require_torch
 
 __all__ = ["CharLMGenerator"]
 

@@ -51,10 +51,10 @@ from importlib import metadata
 
 import numpy as np
 
-from ..canaries.update import UpdateCanaries
 from .._core.extras import require
 from .._core.results import Result
 from .._core.validation import check_choice, check_count, check_probability
+from ..canaries.update import UpdateCanaries
 from ..stats.conversions import gdp_epsilon
 from ..stats.intervals import BINOMIAL_METHODS
 from ..stats.one_shot import CosineLowerBound, OneShotEstimate, epsilon_lower_bound_cosines, epsilon_one_shot
@@ -144,8 +144,7 @@ def _inner(strategy, attribute: str):
 def _check_canary_clients(strategy, num_canaries, canaries_per_round, num_held_out, seed):
     if _inner(strategy, "clipping_norm") is None:
         raise ValueError(
-            "`strategy` must be a Flower DP wrapper with a `clipping_norm` (e.g. DifferentialPrivacyServerSideFixedClipping), "
-            f"got {type(strategy).__name__}"
+            f"`strategy` must be a Flower DP wrapper with a `clipping_norm` (e.g. DifferentialPrivacyServerSideFixedClipping), got {type(strategy).__name__}"
         )
     num_canaries = check_count(num_canaries, "num_canaries", minimum=2)
     return (

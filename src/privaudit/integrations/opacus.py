@@ -47,7 +47,8 @@ __all__ = [
     "OpacusSettings",
     "audit_opacus",
     "check_audit_size",
-    "opacus_claims",     "opacus_release",
+    "opacus_claims",
+    "opacus_release",
     "private_copy",
     "read_opacus_settings",
 ]
@@ -150,8 +151,6 @@ class OpacusCanaryAuditor:
                     del p._current_grad_sample
                 p.grad_sample = torch.cat([p.grad_sample, p.grad_sample.new_zeros((len(canaries), *p.grad_sample.shape[1:]))])
         self.audit.grad_sample = self._audit_grad_sample(batch, canaries)
-
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,10 +365,10 @@ def audit_opacus(
     ``canaries_per_step`` audit coordinates; the torch global RNG is restored afterwards.
     """
     torch = require_torch()
+    from ..canaries.gradient import GradientCanary
     from ..observation.gradient import (
         collect_gradient_observations,  # the shared collector of gradient-canary observations
     )
-    from ..canaries.gradient import GradientCanary
     from ..stats.bounds import epsilon_lower_bound
 
     num_steps = check_count(num_steps, "num_steps", minimum=1)

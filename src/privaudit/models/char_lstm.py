@@ -142,9 +142,7 @@ def train_char_lstm(
     model = build_char_lstm(vocabulary.size, embedding=config.embedding, hidden=config.hidden, dp=dp).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(config.seed)
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(train), batch_size=config.batch_size, shuffle=True, generator=generator
-    )
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(train), batch_size=config.batch_size, shuffle=True, generator=generator)
     engine = None
     if dp:
         from opacus import PrivacyEngine

@@ -35,10 +35,7 @@ def _check_image_shape(image_shape: Any, input_dim: int) -> tuple[int, int, int]
     if height < 2 or width < 2:
         raise ValueError(f"`image_shape` must have height and width >= 2 for the pooling layer, got {shape!r}")
     if channels * height * width != input_dim:
-        raise ValueError(
-            f"`image_shape` must hold `input_dim` = {input_dim} values, got {shape!r} "
-            f"({math.prod(shape)} values)"
-        )
+        raise ValueError(f"`image_shape` must hold `input_dim` = {input_dim} values, got {shape!r} ({math.prod(shape)} values)")
     return channels, height, width
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..canaries.text import CanaryFormat
-from .device import default_device, pad_rows, require_torch
 from .char_lstm import CharVocabulary
+from .device import default_device, pad_rows, require_torch
 
 __all__ = ["CharLSTMScorer"]
 

@@ -280,7 +280,9 @@ def _load_onnx(path, output_name) -> LoadedModel:
     return LoadedModel("onnx", (session, output_name), source=str(path))
 
 
-def load_model(path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "logits", task: str = "causal-lm", output_name=None) -> LoadedModel:
+def load_model(
+    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "logits", task: str = "causal-lm", output_name=None
+) -> LoadedModel:
     """Load a model of the declared ``kind`` (see the module docstring); never unpickle.
 
     ``factory`` (kind ``torch``) builds the architecture; ``trusted`` extends
@@ -307,4 +309,3 @@ def load_model(path, *, kind: str, factory: str | None = None, device=None, trus
     else:
         loaded = _load_torch_export(path, device)
     return dataclasses.replace(loaded, output=output)
-

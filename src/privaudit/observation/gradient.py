@@ -38,8 +38,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..canaries.gradient import GradientCanary
 from .._core.validation import check_count, check_positive
+from ..canaries.gradient import GradientCanary
 
 __all__ = ["GradientObservations", "collect_gradient_observations", "find_twins"]
 

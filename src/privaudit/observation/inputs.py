@@ -56,9 +56,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
 from ..canaries.inputs import as_examples
+from ..models.device import require_torch
 from .gradient import GradientObservations, check_canary_rate
 
 __all__ = ["INPUT_SCORES", "collect_input_observations"]
@@ -153,6 +153,4 @@ def collect_input_observations(
                 p = params[name]
                 p -= learning_rate * update[offset : offset + p.numel()].reshape(p.shape).to(p.dtype)
                 offset += p.numel()
-    return GradientObservations(
-        in_scores=in_scores, out_scores=out_scores, num_steps=num_steps, num_twinned_blocks=0, canary_rate=float(canary_rate)
-    )
+    return GradientObservations(in_scores=in_scores, out_scores=out_scores, num_steps=num_steps, num_twinned_blocks=0, canary_rate=float(canary_rate))

@@ -34,7 +34,6 @@ from privaudit.stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 __all__ = ["plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff"]
 
 
-
 def plot_observation_histograms(in_scores, out_scores, path, *, title=None):
     """Overlaid density histograms of the "in" and "out" observations, each with its fitted Gaussian."""
     in_scores = as_scores(in_scores, "in_scores")
@@ -75,8 +74,9 @@ def plot_tradeoff(in_scores, out_scores, path, *, claimed_epsilon, delta):
     figure, axis = new_figure(figsize=(5, 5))
     axis.plot(curve.fpr, 1.0 - curve.tpr, color="tab:red", label="attack (empirical)")
     axis.plot(alpha, tradeoff_gdp(alpha, mu), color="tab:blue", label=f"claimed {mu:.3g}-GDP")
-    axis.plot(alpha, tradeoff_eps_delta(alpha, claimed_epsilon, delta), color="tab:green", linestyle="--",
-              label=f"claimed ({claimed_epsilon:.3g}, {delta:.2g})-DP")
+    axis.plot(
+        alpha, tradeoff_eps_delta(alpha, claimed_epsilon, delta), color="tab:green", linestyle="--", label=f"claimed ({claimed_epsilon:.3g}, {delta:.2g})-DP"
+    )
     axis.plot([0.0, 1.0], [1.0, 0.0], color="grey", linestyle=":", label="no privacy loss")
     axis.set_xlim(0.0, 1.0)
     axis.set_ylim(0.0, 1.0)

@@ -107,7 +107,10 @@ def figures(run) -> dict[str, Any]:
             dict(zip(labels, observations["final"])), path, dimension=observations["dimension"], title=f"final model, noise multiplier {sigma:g}"
         ),
         "cosines_all.png": lambda path: plot_cosine_densities(
-            dict(zip(labels, observations["all"])), path, null_cosines=observations["null_all"], title=f"all iterates (max over rounds), noise multiplier {sigma:g}"
+            dict(zip(labels, observations["all"])),
+            path,
+            null_cosines=observations["null_all"],
+            title=f"all iterates (max over rounds), noise multiplier {sigma:g}",
         ),
     }
     for key, name in (("final", "final model"), ("all", "all iterates")):

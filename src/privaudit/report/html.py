@@ -218,8 +218,7 @@ def _headline(section: ReportSection) -> str:
     kind_class = "kind" if section.valid else "kind invalid"
     validity = "" if section.valid else " — optimistic (valid = False)"
     return (
-        f'<p class="headline">{_text(section.label)}: {number}'
-        f'<span class="{kind_class}">{_text(section.kind)}{_text(confidence)}{_text(validity)}</span></p>'
+        f'<p class="headline">{_text(section.label)}: {number}<span class="{kind_class}">{_text(section.kind)}{_text(confidence)}{_text(validity)}</span></p>'
     )
 
 

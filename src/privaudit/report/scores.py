@@ -31,5 +31,7 @@ def figures(run) -> dict:
         "scores.png": lambda path: plot_observation_histograms(in_scores, out_scores, path, title="scores: members (in) and non-members (out)"),
     }
     if run.result.claimed_epsilon is not None:
-        drawings["tradeoff.png"] = lambda path: plot_tradeoff(in_scores, out_scores, path, claimed_epsilon=run.result.claimed_epsilon, delta=run.result.bound.delta)
+        drawings["tradeoff.png"] = lambda path: plot_tradeoff(
+            in_scores, out_scores, path, claimed_epsilon=run.result.claimed_epsilon, delta=run.result.bound.delta
+        )
     return drawings

@@ -65,7 +65,9 @@ def figures(run) -> dict:
     result, observations = run.result, run.observations
     drawings = {
         "exposure_vs_insertions.png": lambda path: plot_exposure_vs_insertions(result, path),
-        "perplexity_histogram.png": lambda path: plot_perplexity_histogram(observations["reference_bits"], observations["canary_bits"], observations["skewnorm_fit"], path),
+        "perplexity_histogram.png": lambda path: plot_perplexity_histogram(
+            observations["reference_bits"], observations["canary_bits"], observations["skewnorm_fit"], path
+        ),
     }
     if result.dp_comparison is not None:
         label = f"DP (eps = {result.dp_comparison['epsilon']:.2f})"

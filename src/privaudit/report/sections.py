@@ -77,9 +77,7 @@ def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
     bound = data.get("epsilon_bound") or {}
     baselines = data.get("baselines") or {}
     extracted = [c["text"] for c in canaries if c.get("extracted")]
-    details = [
-        (f"canary '{c['text']}' inserted {c['repetitions']}×: exposure ({column})", c.get(f"exposure_{column}")) for c in canaries
-    ]
+    details = [(f"canary '{c['text']}' inserted {c['repetitions']}×: exposure ({column})", c.get(f"exposure_{column}")) for c in canaries]
     details += [
         (f"ε lower bound from exposures ({bound.get('confidence', 0.95):.0%}, group of {bound.get('duplicates', 1)})", bound.get("epsilon")),
         ("largest possible exposure, log2 |R|", baselines.get("max_exposure")),
@@ -110,11 +108,14 @@ def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
         confidence=None,
         flag=flag,
         details=tuple(details),
-        plots=_plots(directory, {
-            "exposure_vs_insertions.png": "Exposure of each canary against its number of insertions",
-            "perplexity_histogram.png": "Log-perplexity of canaries and references, with the skew-normal fit",
-            "dp_comparison.png": "Exposure with and without DP-SGD",
-        }),
+        plots=_plots(
+            directory,
+            {
+                "exposure_vs_insertions.png": "Exposure of each canary against its number of insertions",
+                "perplexity_histogram.png": "Log-perplexity of canaries and references, with the skew-normal fit",
+                "dp_comparison.png": "Exposure with and without DP-SGD",
+            },
+        ),
         **_provenance(data),
     )
 
@@ -156,11 +157,14 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
         threat_model=str(data.get("threat_model", "white-box")),
         flag=flag,
         details=tuple(details),
-        plots=_plots(directory, {
-            "observations.png": "Canary observations: in (canary present) vs out, with fitted Gaussians",
-            "tradeoff.png": "Empirical trade-off curve against the claimed GDP and (ε, δ) curves",
-            "bound_vs_observations.png": "The bound as observations accumulate",
-        }),
+        plots=_plots(
+            directory,
+            {
+                "observations.png": "Canary observations: in (canary present) vs out, with fitted Gaussians",
+                "tradeoff.png": "Empirical trade-off curve against the claimed GDP and (ε, δ) curves",
+                "bound_vs_observations.png": "The bound as observations accumulate",
+            },
+        ),
         **_provenance(data),
     )
 
@@ -220,12 +224,15 @@ def _fl(data: dict, directory: Path | None) -> ReportSection:
         ),
         threat_model="; ".join(str(v) for v in (data.get("threat_models") or {}).values()) or "final model / all iterates",
         details=tuple(details),
-        plots=_plots(directory, {
-            "cosines_final.png": "Canary cosines with the final model update",
-            "cosines_all.png": "Largest canary cosine over all rounds, with the unobserved canaries",
-            "epsilon_final.png": "ε against participations, final model",
-            "epsilon_all.png": "ε against participations, all iterates",
-        }),
+        plots=_plots(
+            directory,
+            {
+                "cosines_final.png": "Canary cosines with the final model update",
+                "cosines_all.png": "Largest canary cosine over all rounds, with the unobserved canaries",
+                "epsilon_final.png": "ε against participations, final model",
+                "epsilon_all.png": "ε against participations, all iterates",
+            },
+        ),
         **_provenance(data),
     )
 
@@ -446,9 +453,7 @@ def section_for(data: dict, directory=None) -> ReportSection:
         raise ValueError(f"`run`: a results field has the wrong type for a {family_of(data)} audit ({type(error).__name__}: {error})") from None
     if headline is None:
         return section
-    return dataclasses.replace(
-        section, value=headline.value, label=headline.label, kind=headline.kind, confidence=headline.confidence, valid=headline.valid
-    )
+    return dataclasses.replace(section, value=headline.value, label=headline.label, kind=headline.kind, confidence=headline.confidence, valid=headline.valid)
 
 
 def load_results(directory) -> dict:

@@ -81,9 +81,7 @@ def run_all(
     for index in sorted(done):
         stored = store.load_config(index)
         if stored is not None and stored != _normalised(configs[index]):
-            raise ValueError(
-                f"`store` holds run {index} with a different config ({stored!r} vs {configs[index]!r}); use a fresh directory"
-            )
+            raise ValueError(f"`store` holds run {index} with a different config ({stored!r} vs {configs[index]!r}); use a fresh directory")
     jobs = [(index, config) for index, config in enumerate(configs) if index not in done]
     finished = len(done)
 

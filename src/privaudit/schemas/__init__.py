@@ -54,7 +54,7 @@ def stamp_results(data: dict[str, Any], *, audit: str) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "audit": audit,
         "machine": machine_info(),
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     return {**stamp, **{key: value for key, value in data.items() if key not in stamp}}
 

@@ -27,6 +27,7 @@ Jeffreys and Katz-log are approximate (``kind="approximate lower bound"``).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -81,7 +82,7 @@ class EpsilonLowerBound(Result):
     seed: int | None = None
 
 
-def _resolve_family(method, delta: float):
+def _resolve_family(method: Any, delta: float) -> Any:
     if hasattr(method, "family_for"):
         return method.family_for(delta)
     method = check_choice(method, "method", METHODS)
@@ -90,21 +91,21 @@ def _resolve_family(method, delta: float):
     return EpsilonDelta(delta if method == "eps-delta" else 0.0)
 
 
-def _check_interval(interval, family) -> str:
+def _check_interval(interval: Any, family: Any) -> str:
     interval = check_choice(interval, "interval", INTERVALS)
     if interval == "katz-log" and not (family.name == "eps-delta" and family.delta == 0.0):
         raise ValueError(f"`interval` 'katz-log' needs method 'pure', got method {family.name!r}")
     if interval == "bayes" and not hasattr(family, "region"):
         raise ValueError(f"`interval` 'bayes' is not available for method {family.name!r}; use 'clopper-pearson'")
-    return interval
+    return str(interval)
 
 
-def _error_bounds(fp, n_out, fn, n_in, confidence, method):
+def _error_bounds(fp: Any, n_out: Any, fn: Any, n_in: Any, confidence: float, method: str) -> Any:
     level = 1.0 - (1.0 - confidence) / 2.0
     return _upper(fp, n_out, level, method), _upper(fn, n_in, level, method)
 
 
-def _katz_log_epsilon(fp, n_out, fn, n_in, confidence) -> float:
+def _katz_log_epsilon(fp: Any, n_out: Any, fn: Any, n_in: Any, confidence: float) -> float:
     """Lower bound on max(log TPR/FPR, log TNR/FNR), Katz et al.'s log interval."""
     z = stats.norm.isf((1.0 - confidence) / 2.0)
     best = 0.0
@@ -117,7 +118,7 @@ def _katz_log_epsilon(fp, n_out, fn, n_in, confidence) -> float:
     return best
 
 
-def _evaluate(family, interval, fp, n_out, fn, n_in, confidence):
+def _evaluate(family: Any, interval: str, fp: Any, n_out: Any, fn: Any, n_in: Any, confidence: float) -> Any:
     """Bound at one threshold: (epsilon, parameter, extras) at confidence ``confidence``."""
     if interval == "bayes":
         low, lower_two, median, upper_two = posterior_quantiles(
@@ -136,7 +137,7 @@ def _evaluate(family, interval, fp, n_out, fn, n_in, confidence):
     return family.epsilon(parameter), parameter, {"fpr_upper": float(fpr_upper), "fnr_upper": float(fnr_upper)}
 
 
-def _rank_thresholds(proxy, in_sorted, out_sorted, confidence, eval_sizes=None):
+def _rank_thresholds(proxy: Any, in_sorted: Any, out_sorted: Any, confidence: float, eval_sizes: Any = None) -> Any:
     """Candidate thresholds ordered from the most to the least promising.
 
     Each threshold is scored by the Clopper–Pearson bound that an evaluation
@@ -156,7 +157,7 @@ def _rank_thresholds(proxy, in_sorted, out_sorted, confidence, eval_sizes=None):
     return candidates[order]
 
 
-def _plan(strategy, in_scores, out_scores, proxy, confidence, rng):
+def _plan(strategy: Any, in_scores: Any, out_scores: Any, proxy: Any, confidence: float, rng: Any) -> Any:
     """Return (thresholds to test, in/out for the bound, number of selection observations, valid)."""
     if isinstance(strategy, float):
         return [strategy], in_scores, out_scores, 0, True
@@ -173,20 +174,20 @@ def _plan(strategy, in_scores, out_scores, proxy, confidence, rng):
     return list(ranked[:count]), eval_in, eval_out, select_in.size + select_out.size, True
 
 
-def _describe(strategy) -> str:
+def _describe(strategy: Any) -> str:
     return repr(float(strategy)) if isinstance(strategy, float) else repr(strategy)
 
 
 def epsilon_lower_bound(
-    in_scores,
-    out_scores,
+    in_scores: Any,
+    out_scores: Any,
     *,
     delta: float,
-    method="gdp",
+    method: Any = "gdp",
     interval: str = "clopper-pearson",
     confidence: float = 0.95,
-    threshold="split",
-    seed=None,
+    threshold: Any = "split",
+    seed: Any = None,
 ) -> EpsilonLowerBound:
     """Lower-bound ε(δ) from the scores of an attack on "in" and "out" observations.
 
@@ -233,7 +234,7 @@ def epsilon_lower_bound(
     in_sorted, out_sorted = np.sort(eval_in), np.sort(eval_out)
     false_positives, false_negatives = error_counts(in_sorted, out_sorted, thresholds)
 
-    best = None
+    best: Any = None
     for t, fp, fn in zip(thresholds, false_positives, false_negatives, strict=True):
         epsilon, parameter, extras = _evaluate(family, interval, int(fp), out_sorted.size, int(fn), in_sorted.size, per_test_confidence)
         if best is None or epsilon > best[0]:
@@ -259,6 +260,6 @@ def epsilon_lower_bound(
         num_in=int(in_sorted.size),
         num_out=int(out_sorted.size),
         num_selection=int(num_selection),
-        seed=seed if isinstance(seed, (int, np.integer)) or seed is None else None,
+        seed=int(seed) if isinstance(seed, (int, np.integer)) else None,
         **extras,
     )

@@ -242,8 +242,7 @@ def _gdp_mu_of_mechanism(noise_multiplier: float, num_steps: int) -> float:
         mu = np.sqrt(float(num_steps)) / noise_multiplier
     if not mu <= MAX_MU:
         raise ValueError(
-            f"`noise_multiplier` must be >= √num_steps/{MAX_MU:g} = {np.sqrt(float(num_steps)) / MAX_MU:.3g}, "
-            f"got {noise_multiplier:g}: ε(δ) would overflow"
+            f"`noise_multiplier` must be >= √num_steps/{MAX_MU:g} = {np.sqrt(float(num_steps)) / MAX_MU:.3g}, got {noise_multiplier:g}: ε(δ) would overflow"
         )
     return float(mu)
 

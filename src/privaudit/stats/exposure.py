@@ -265,9 +265,7 @@ def random_guessing_exposure(num_references: int) -> RandomGuessingExposure:
     """
     n = check_count(num_references, "num_references", minimum=1)
     mean = np.log2(n) - special.gammaln(n + 2) / ((n + 1) * _LN2)
-    return RandomGuessingExposure(
-        num_references=n, mean=float(mean), median=_guessing_quantile(n, 0.5), quantile_75=_guessing_quantile(n, 0.75)
-    )
+    return RandomGuessingExposure(num_references=n, mean=float(mean), median=_guessing_quantile(n, 0.5), quantile_75=_guessing_quantile(n, 0.75))
 
 
 @dataclasses.dataclass(frozen=True)

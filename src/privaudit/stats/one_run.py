@@ -29,6 +29,7 @@ Conservative choices (each can only lower the bound):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
@@ -82,10 +83,10 @@ def _largest_rejected(m: int, r: int, v: int, delta: float, log_level: float) ->
             return _MAX_EPSILON
         high *= 2.0
     root = optimize.brentq(gap, 0.0, high, xtol=_XTOL)
-    return max(0.0, root - 2 * _XTOL)
+    return float(max(0.0, root - 2 * _XTOL))
 
 
-def _check_delta(delta) -> float:
+def _check_delta(delta: Any) -> float:
     # δ = 0 is the pure-ε test, so the shared open-interval check does not fit
     value = check_real(delta, "delta")
     if not 0.0 <= value < 1.0:
@@ -93,7 +94,7 @@ def _check_delta(delta) -> float:
     return value
 
 
-def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence=0.95) -> OneRunBound:
+def epsilon_one_run(num_canaries: Any, num_guesses: Any, num_correct: Any, *, delta: Any, confidence: Any = 0.95) -> OneRunBound:
     """Lower-bound ε from one training run with ``num_canaries`` randomly included canaries.
 
     Parameters
@@ -127,7 +128,7 @@ def epsilon_one_run(num_canaries, num_guesses, num_correct, *, delta, confidence
     return OneRunBound(epsilon=epsilon, delta=delta, confidence=confidence, num_canaries=m, num_guesses=r, num_correct=v)
 
 
-def tie_safe_counts(descending: np.ndarray, counts) -> np.ndarray:
+def tie_safe_counts(descending: np.ndarray, counts: Any) -> np.ndarray:
     """Largest k' <= k, per k in ``counts``, such that the top k' scores all beat the others.
 
     Predicting on a prefix that ends inside a run of tied scores would let the
@@ -137,7 +138,7 @@ def tie_safe_counts(descending: np.ndarray, counts) -> np.ndarray:
     array([1, 1, 3, 4])
     """
     cuts = np.r_[0, np.flatnonzero(np.r_[descending[:-1] > descending[1:], True]) + 1]
-    return cuts[np.searchsorted(cuts, counts, side="right") - 1]
+    return np.asarray(cuts[np.searchsorted(cuts, counts, side="right") - 1])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +156,7 @@ class OneRunSweep(OneRunBound):
     valid: bool = True
 
 
-def _check_members(is_member, shape) -> np.ndarray:
+def _check_members(is_member: Any, shape: tuple[int, ...]) -> np.ndarray:
     member = np.asarray(is_member)
     if member.shape != shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
         raise ValueError(f"`is_member` must be a boolean (or 0/1) array of shape {shape}, got shape {member.shape}")
@@ -163,7 +164,7 @@ def _check_members(is_member, shape) -> np.ndarray:
 
 
 def epsilon_one_run_sweep(
-    scores, is_member, *, num_guesses=None, positive_fraction=0.5, delta, confidence=0.95
+    scores: Any, is_member: Any, *, num_guesses: Any = None, positive_fraction: Any = 0.5, delta: Any, confidence: Any = 0.95
 ) -> OneRunSweep:
     """Sweep the number of guesses and keep the best one-run bound, with a Bonferroni correction.
 

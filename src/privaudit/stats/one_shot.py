@@ -182,9 +182,7 @@ def epsilon_two_gaussians(mu0: float, sigma0: float, mu1: float, sigma1: float, 
     # ε is invariant under x -> (x - mu0)/sigma0: compare N(0, 1) with N(d, r²), free of overflow
     log_ratio = float(np.log(sigma1) - np.log(sigma0))
     if abs(log_ratio) > np.log(_MAX_SIGMA_RATIO):
-        raise ValueError(
-            f"`sigma1`/`sigma0` must be in [{1 / _MAX_SIGMA_RATIO:g}, {_MAX_SIGMA_RATIO:g}], got exp({log_ratio:.4g})"
-        )
+        raise ValueError(f"`sigma1`/`sigma0` must be in [{1 / _MAX_SIGMA_RATIO:g}, {_MAX_SIGMA_RATIO:g}], got exp({log_ratio:.4g})")
     with np.errstate(over="ignore"):
         shift = 2.0 * ((0.5 * mu1 - 0.5 * mu0) / sigma0)  # halves: the difference itself cannot overflow
     if not abs(shift) <= _MAX_SHIFT:
@@ -520,6 +518,4 @@ def anderson_gaussianity(values: ArrayLike, *, alpha: float = 0.05) -> Gaussiani
     _fit(values, "values")
     result = stats.anderson(values, dist="norm", method="interpolate")
     pvalue = float(result.pvalue)
-    return GaussianityCheck(
-        statistic=float(result.statistic), pvalue=pvalue, alpha=alpha, rejected=bool(pvalue < alpha), num_values=int(values.size)
-    )
+    return GaussianityCheck(statistic=float(result.statistic), pvalue=pvalue, alpha=alpha, rejected=bool(pvalue < alpha), num_values=int(values.size))

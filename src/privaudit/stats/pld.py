@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-
 from collections.abc import Callable
 
 import numpy as np
@@ -35,8 +34,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.results import Result
 from .._core.validation import check_count, check_positive, check_probability, check_real
 from .conversions import MAX_PLD_POINTS, _gaussian_pld, gaussian_epsilon, gdp_epsilon, gdp_mu, pld_grid_points
-from .tradeoff import tradeoff_gdp
 from .families import GaussianDP
+from .tradeoff import tradeoff_gdp
 
 __all__ = ["StepToEndEstimate", "SubsampledGaussian", "step_to_end_epsilon"]
 

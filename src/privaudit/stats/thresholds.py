@@ -18,6 +18,7 @@ optimistic. The strategies differ in how they avoid (or flag) that:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class Split:
 
     fraction: float = 0.2
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_fraction_open(self.fraction, "fraction")
 
 
@@ -66,7 +67,7 @@ class Bonferroni:
     num_thresholds: int = 16
     fraction: float = 0.25
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.thresholds is not None:
             values = tuple(check_real(t, "thresholds") for t in np.ravel(self.thresholds))
             if not values:
@@ -92,7 +93,7 @@ class Best:
 _NAMED = {"split": Split, "bonferroni": Bonferroni, "best": Best}
 
 
-def resolve_threshold(threshold):
+def resolve_threshold(threshold: Any) -> Any:
     """Turn the ``threshold`` argument into a float or a strategy object.
 
     >>> resolve_threshold("split"), resolve_threshold(0.5)
@@ -118,7 +119,7 @@ def resolve_threshold(threshold):
     raise ValueError(f"`threshold` must be a finite number or one of {names}, got {threshold!r}")
 
 
-def error_counts(in_sorted: np.ndarray, out_sorted: np.ndarray, thresholds) -> tuple[np.ndarray, np.ndarray]:
+def error_counts(in_sorted: np.ndarray, out_sorted: np.ndarray, thresholds: Any) -> tuple[np.ndarray, np.ndarray]:
     """False positives (#out >= t) and false negatives (#in < t) for sorted scores.
 
     >>> error_counts(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 2.0]), [2.0])
@@ -146,17 +147,14 @@ def candidate_thresholds(in_sorted: np.ndarray, out_sorted: np.ndarray) -> np.nd
     last = pooled.size - 1
     tail = np.unique(np.geomspace(1, pooled.size, MAX_CANDIDATES // 4).astype(np.int64)) - 1
     ranks = np.concatenate([np.linspace(0, last, MAX_CANDIDATES // 2).astype(np.int64), tail, last - tail])
-    return pooled[np.unique(ranks)]
+    return np.asarray(pooled[np.unique(ranks)])
 
 
-def held_out_split(scores: np.ndarray, fraction: float, rng: np.random.Generator, name: str):
+def held_out_split(scores: np.ndarray, fraction: float, rng: np.random.Generator, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Split ``scores`` at random into (selection, evaluation), both non-empty."""
     size = scores.size
     num_selection = int(round(fraction * size))
     if num_selection < 1 or num_selection > size - 1:
-        raise ValueError(
-            f"`{name}` must hold enough observations to split by fraction {fraction:g} "
-            f"(at least 1 on each side), got {size}"
-        )
+        raise ValueError(f"`{name}` must hold enough observations to split by fraction {fraction:g} (at least 1 on each side), got {size}")
     order = rng.permutation(size)
     return scores[order[:num_selection]], scores[order[num_selection:]]

@@ -28,8 +28,8 @@ import dataclasses
 
 import numpy as np
 
-from ..models.device import require_torch
 from .._core.validation import check_choice, check_count, check_positive
+from ..models.device import require_torch
 
 __all__ = ["BUGS", "DPSGDConfig", "ReferenceDPSGD"]
 

@@ -37,8 +37,8 @@ import time
 
 import numpy as np
 
-from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
 from .._core.validation import check_choice, check_count, check_fraction, check_positive
+from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
 
 __all__ = ["SAMPLINGS", "SERVER_OPTIMIZERS", "FedAvgConfig", "FedAvgRun", "expected_cohort", "model_dimension", "participation_schedule", "simulate_fedavg"]
 
