@@ -4,7 +4,7 @@
 >>> check_memory(2**80, "`num_slots` = 10^12")
 Traceback (most recent call last):
 ...
-ValueError: `num_slots` = 10^12 needs about 1.2e+15 GiB of memory; this machine has ... GiB available
+ValueError: `num_slots` = 10^12 needs about 1.1e+15 GiB of memory; this machine has ... GiB available
 """
 
 from __future__ import annotations
