@@ -78,3 +78,27 @@ def test_a_diverging_blackbox_training_says_so_and_leaves_no_checkpoints(tmp_pat
     code, out, err = _cli(["audit", "blackbox", "--config", config, "--output", tmp_path / "out", "--no-history", "--workers", "1"], capsys)
     assert code == 2 and "training diverged" in err and "`learning_rate`" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "name, values, message",
+    [
+        ("dpsgd", {"noise_multiplier": 1e300}, "`noise_multiplier` must be in [0.0001, 1e+06], got 1e+300"),
+        ("dpsgd", {"noise_multiplier": 1e-300}, "`noise_multiplier` must be in [0.0001, 1e+06], got 1e-300"),
+        ("blackbox", {"noise_multiplier": 1e-300}, "`noise_multiplier` must be in [0.0001, 1e+06]"),
+        ("secret-sharer", {"max_corpus_chars": -5}, "`max_corpus_chars` must be an integer in [1, inf), got -5"),
+        ("secret-sharer", {"schedule": [1.5, 2]}, "`schedule"),
+    ],
+)
+def test_settings_that_would_give_a_wrong_number_are_refused(name, values, message, tmp_path, capsys):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(values))
+    code, out, err = _cli(["audit", name, "--config", config, "--output", tmp_path / "out", "--no-history"], capsys)
+    assert code == 2 and out == "" and message in err and not (tmp_path / "out").exists()
+
+
+def test_a_non_integer_schedule_is_refused_from_python_too():
+    from privaudit.audits.secret_sharer import SecretSharerConfig
+
+    with pytest.raises(ValueError, match="must be integers"):
+        SecretSharerConfig(schedule=(1.5, 2))

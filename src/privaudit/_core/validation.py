@@ -17,6 +17,8 @@ import numpy as np
 from .messages import describe_value
 
 __all__ = [
+    "NOISE_MULTIPLIER_RANGE",
+    "check_noise_multiplier",
     "as_real_array",
     "as_scores",
     "check_choice",
@@ -194,3 +196,22 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
         listed = ", ".join(repr(option) for option in options)
         raise ValueError(f"`{name}` must be one of {listed}, got {describe_value(value)}")
     return cast(str, value)  # equal to one of the str choices
+
+
+#: Noise multipliers an audit accepts: beyond them ε is 0 or astronomically large to every digit reported.
+NOISE_MULTIPLIER_RANGE = (1e-4, 1e6)
+
+
+def check_noise_multiplier(value: Any, name: str = "noise_multiplier") -> float:
+    """``value`` as a DP-SGD noise multiplier in [1e-4, 1e6], where the accounting is meaningful and finite.
+
+    >>> check_noise_multiplier(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: `noise_multiplier` must be in [0.0001, 1e+06], got 1e-300
+    """
+    number = check_positive(value, name)
+    low, high = NOISE_MULTIPLIER_RANGE
+    if not low <= number <= high:
+        raise ValueError(f"`{name}` must be in [{low:g}, {high:g}], got {describe_value(value)}")
+    return number

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.validation import check_choice, check_count, check_positive, check_probability
+from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ..runner import RunStore, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
@@ -74,7 +74,7 @@ class BlackBoxConfig:
     def __post_init__(self):
         check_choice(self.dataset, "dataset", DATASETS)
         check_choice(self.architecture, "architecture", ARCHITECTURES)
-        check_positive(self.noise_multiplier, "noise_multiplier")
+        check_noise_multiplier(self.noise_multiplier)
         check_positive(self.clip_norm, "clip_norm")
         check_positive(self.learning_rate, "learning_rate")
         check_count(self.num_steps, "num_steps", minimum=1)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.validation import as_scores, check_choice, check_count, check_positive, check_probability
+from .._core.validation import as_scores, check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
 from ..canaries.inputs import INPUT_CANARY_KINDS
 from ..observation.gradient import GradientObservations, check_canary_rate, collect_gradient_observations
@@ -144,7 +144,7 @@ class DPSGDAuditConfig:
         check_count(self.canaries_per_step, "canaries_per_step", minimum=1, maximum=self.num_slots - 1)
         check_canary_rate(self.canary_rate)
         check_positive(self.clip_norm, "clip_norm")
-        check_positive(self.noise_multiplier, "noise_multiplier")
+        check_noise_multiplier(self.noise_multiplier)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
 

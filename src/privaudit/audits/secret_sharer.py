@@ -25,7 +25,9 @@ import time
 
 import numpy as np
 
+from .._core.validation import check_count
 from ..canaries import CanaryFormat, insert_canaries
+from ..canaries.insertion import check_schedule
 from ..canaries.text import MAX_ENUMERATION
 from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
@@ -61,6 +63,9 @@ class SecretSharerConfig:
         CanaryFormat(self.template)  # validates the template
         if not self.schedule or min(int(count) for count in self.schedule) <= 0:
             raise ValueError(f"`schedule` repetition counts must all be >= 1, got {self.schedule!r}")
+        check_schedule(self.schedule)  # integers only: 1.5 would be inserted once while 1.5 is recorded
+        if self.max_corpus_chars is not None:
+            check_count(self.max_corpus_chars, "max_corpus_chars", minimum=1)
         if self.num_references < 10:
             raise ValueError(f"`num_references` must be >= 10, got {self.num_references}")
 
