@@ -23,8 +23,11 @@ from privaudit import (
     epsilon_lower_bound,
     epsilon_lower_bound_cosines,
     epsilon_one_run,
+    epsilon_one_run_fdp,
+    epsilon_one_run_gaussian,
     epsilon_one_run_sweep,
     gdp_auc_lower_bound,
+    one_run_lower_bound,
     panoramia_bounds,
 )
 from privaudit.stats.panoramia import real_non_member_bound
@@ -102,6 +105,13 @@ def test_one_run_bounds_on_null_data():
     sweeps = [epsilon_one_run_sweep(s, member, delta=DELTA) for s, member in zip(scores, members, strict=True)]
     assert all(sweep.valid for sweep in sweeps)
     assert count_positive(sweep.epsilon for sweep in sweeps) <= ALLOWED
+    fdp = [epsilon_one_run_fdp(s, member, delta=DELTA) for s, member in zip(scores, members, strict=True)]
+    assert count_positive(result.epsilon for result in fdp) <= ALLOWED
+    gaussian = [epsilon_one_run_gaussian(s, member, delta=DELTA) for s, member in zip(scores, members, strict=True)]
+    assert count_positive(result.epsilon for result in gaussian) <= ALLOWED
+    best = [one_run_lower_bound(s, member, delta=DELTA, methods=("steinke", "fdp", "gaussian")) for s, member in zip(scores, members, strict=True)]
+    assert all(result.valid for result in best)
+    assert count_positive(result.epsilon for result in best) <= ALLOWED
 
 
 def test_cosine_lower_bound_on_null_data():
@@ -134,6 +144,9 @@ def test_every_exported_lower_bound_is_covered():
         "epsilon_from_exposure",
         "epsilon_one_run",
         "epsilon_one_run_sweep",
+        "epsilon_one_run_fdp",
+        "epsilon_one_run_gaussian",
+        "one_run_lower_bound",
         "epsilon_lower_bound_cosines",
         "panoramia_bounds",
     }

@@ -50,6 +50,10 @@ _EXPORTS = {
     # one-run bound (Steinke, Nasr, Jagielski 2023)
     "epsilon_one_run": "privaudit.stats.one_run",
     "epsilon_one_run_sweep": "privaudit.stats.one_run",
+    # one-run bounds against f-DP (Mahloujifar et al. 2024), Gaussian white-box sums, and the best of them
+    "epsilon_one_run_fdp": "privaudit.stats.one_run_fdp",
+    "epsilon_one_run_gaussian": "privaudit.stats.one_run_gaussian",
+    "one_run_lower_bound": "privaudit.stats.one_run_combined",
     # PANORAMIA
     "panoramia_bounds": "privaudit.stats.panoramia",
 }

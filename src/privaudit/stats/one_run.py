@@ -37,7 +37,16 @@ from scipy import optimize, stats
 from .._core.results import Result
 from .._core.validation import as_scores, check_count, check_fraction, check_probability, check_real
 
-__all__ = ["OneRunBound", "OneRunSweep", "epsilon_one_run", "epsilon_one_run_sweep", "tie_safe_counts"]
+__all__ = [
+    "OneRunBound",
+    "OneRunSweep",
+    "check_guess_counts",
+    "check_members",
+    "epsilon_one_run",
+    "epsilon_one_run_sweep",
+    "guess_outcomes",
+    "tie_safe_counts",
+]
 
 _XTOL = 1e-10
 _MAX_EPSILON = 1e3
@@ -141,6 +150,41 @@ def tie_safe_counts(descending: np.ndarray, counts: Any) -> np.ndarray:
     return np.asarray(cuts[np.searchsorted(cuts, counts, side="right") - 1])
 
 
+def check_guess_counts(num_guesses: Any, num_canaries: int) -> np.ndarray:
+    """The guess counts r to try, each in [1, m]; by default 10 sizes spaced evenly in log scale from 10 to m.
+
+    >>> check_guess_counts(None, 1000)
+    array([  10,   16,   27,   46,   77,  129,  215,  359,  599, 1000])
+    """
+    if num_guesses is None:
+        return np.unique(np.geomspace(min(10, num_canaries), num_canaries, 10).astype(np.int64))
+    values = np.atleast_1d(np.asarray(num_guesses, dtype=object))
+    if values.size == 0:
+        raise ValueError("`num_guesses` must hold at least 1 count, got 0")
+    return np.array([check_count(r, "num_guesses", minimum=1, maximum=num_canaries) for r in values], dtype=np.int64)
+
+
+def guess_outcomes(scores: np.ndarray, member: np.ndarray, requested: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Guesses made and right guesses for each requested count r (Steinke et al.'s k₊/k₋ attack).
+
+    The round(r × ``fraction``) highest scores are guessed "in" and the rest
+    of the r lowest "out"; each side is cut back so that no run of tied scores
+    is split (see :func:`tie_safe_counts`).
+
+    >>> scores = np.array([4.0, 3.0, 2.0, 1.0])
+    >>> guess_outcomes(scores, np.array([True, False, True, False]), np.array([2, 4]), 0.5)
+    (array([2, 4]), array([2, 2]))
+    """
+    order = np.argsort(-scores, kind="stable")
+    descending, ordered = scores[order], member[order]
+    members_in_top = np.r_[0, np.cumsum(ordered)]
+    nonmembers_in_bottom = np.r_[0, np.cumsum(~ordered[::-1])]
+    wanted_positive = np.array([int(round(r * fraction)) for r in requested], dtype=np.int64)
+    positives = tie_safe_counts(descending, wanted_positive)
+    negatives = tie_safe_counts(-descending[::-1], requested - wanted_positive)
+    return positives + negatives, members_in_top[positives] + nonmembers_in_bottom[negatives]
+
+
 @dataclasses.dataclass(frozen=True)
 class OneRunSweep(OneRunBound):
     """The best of several guess counts, each tested at confidence 1 - (1 - c)/k.
@@ -156,11 +200,29 @@ class OneRunSweep(OneRunBound):
     valid: bool = True
 
 
-def _check_members(is_member: Any, shape: tuple[int, ...]) -> np.ndarray:
-    member = np.asarray(is_member)
-    if member.shape != shape or not (member.dtype == bool or np.isin(member, (0, 1)).all()):
-        raise ValueError(f"`is_member` must be a boolean (or 0/1) array of shape {shape}, got shape {member.shape}")
-    return member.astype(bool)
+def check_members(is_member: Any, shape: tuple[int, ...], *, min_per_side: int = 0) -> np.ndarray:
+    """``is_member`` as a boolean array of ``shape``: booleans, or integers that are all 0 or 1.
+
+    >>> check_members([1, 0, 1], (3,))
+    array([ True, False,  True])
+    >>> check_members([0.5, 1.0], (2,))
+    Traceback (most recent call last):
+    ...
+    ValueError: `is_member` must be booleans (or integers 0/1), got dtype float64
+    """
+    try:
+        member = np.asarray(is_member)
+    except (TypeError, ValueError) as error:
+        raise ValueError("`is_member` must be an array of booleans") from error
+    if member.shape != shape:
+        raise ValueError(f"`is_member` must have the same shape as the scores, {shape}, got {member.shape}")
+    if member.dtype != bool and (member.dtype.kind not in "iu" or not np.isin(member, (0, 1)).all()):
+        raise ValueError(f"`is_member` must be booleans (or integers 0/1), got dtype {member.dtype}")
+    member = member.astype(bool)
+    members = int(member.sum())
+    if min(members, member.size - members) < min_per_side:
+        raise ValueError(f"`is_member` must mark at least {min_per_side} canaries in and {min_per_side} out, got {members} in and {member.size - members} out")
+    return member
 
 
 def epsilon_one_run_sweep(
@@ -198,28 +260,18 @@ def epsilon_one_run_sweep(
     (10, True, True)
     """
     scores = as_scores(scores, "scores")
-    member = _check_members(is_member, scores.shape)
+    member = check_members(is_member, scores.shape)
     m = scores.size
-    if num_guesses is None:
-        num_guesses = np.unique(np.geomspace(min(10, m), m, 10).astype(np.int64))
-    requested = np.array([check_count(r, "num_guesses", minimum=1, maximum=m) for r in np.atleast_1d(num_guesses)])
+    requested = check_guess_counts(num_guesses, m)
     fraction = check_fraction(positive_fraction, "positive_fraction")
     delta = _check_delta(delta)
     confidence = check_probability(confidence, "confidence")
 
-    order = np.argsort(-scores, kind="stable")
-    descending, ordered = scores[order], member[order]
-    members_in_top = np.r_[0, np.cumsum(ordered)]
-    nonmembers_in_bottom = np.r_[0, np.cumsum(~ordered[::-1])]
-    wanted_positive = np.array([int(round(r * fraction)) for r in requested])
-    positives = tie_safe_counts(descending, wanted_positive)
-    negatives = tie_safe_counts(-descending[::-1], requested - wanted_positive)
+    made, correct = guess_outcomes(scores, member, requested, fraction)
     log_level = np.log((1.0 - confidence) / requested.size)
-    candidates = []
-    for wanted, pos, neg in zip(requested, positives, negatives):
-        correct = int(members_in_top[pos] + nonmembers_in_bottom[neg])
-        made = int(pos + neg)
-        candidates.append((int(wanted), made, correct, _largest_rejected(m, made, correct, delta, log_level)))
+    candidates = [
+        (int(wanted), int(r), int(v), _largest_rejected(m, int(r), int(v), delta, log_level)) for wanted, r, v in zip(requested, made, correct, strict=True)
+    ]
     best = max(candidates, key=lambda item: item[3])
     return OneRunSweep(
         epsilon=best[3],
