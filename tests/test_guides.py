@@ -13,7 +13,7 @@ _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def test_there_is_a_guide_per_audit_family():
-    assert {path.stem for path in GUIDES} >= {"guide-secret-sharer", "guide-dpsgd", "guide-fl", "guide-panoramia"}
+    assert {path.stem for path in GUIDES} >= {"guide-secret-sharer", "guide-dpsgd", "guide-fl", "guide-panoramia", "guide-own-model"}
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=[path.stem for path in GUIDES])

@@ -114,6 +114,8 @@ def test_history_command_prints_no_escape_sequence_from_a_stored_row(cli, tmp_pa
 
 
 def test_an_audit_refuses_a_control_character_in_model_id_before_running(cli, tmp_path, monkeypatch):
+    import scipy.stats  # noqa: F401  # first imported with torch blocked, it reads sys.modules["torch"].Tensor and fails
+
     monkeypatch.setitem(sys.modules, "torch", None)  # the label must be refused before the audit needs torch
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"num_steps": 2, "canaries_per_step": 5, "num_slots": 20}))
@@ -297,3 +299,36 @@ def test_a_lock_released_within_the_wait_is_retried_and_the_audit_recorded(tmp_p
 def test_lock_wait_is_checked(tmp_path, wait):
     with pytest.raises(ValueError, match="lock_wait"):
         HistoryStore(tmp_path / "h.sqlite", lock_wait=wait)
+
+
+def test_an_audit_whose_store_stays_locked_warns_exits_0_and_keeps_results_json(cli, tmp_path, monkeypatch):
+    """The CLI's warning path (cli/options.py `history_recorder`): the store is locked by another process as the audit finishes."""
+    pytest.importorskip("torch")
+    path = tmp_path / "h.sqlite"
+    HistoryStore(path).append(results(2.0), model_id="earlier")
+    # a short wait (5 s by default), and the lock taken by another process just as the finished audit appends
+    monkeypatch.setattr(HistoryStore.__init__, "__kwdefaults__", {**HistoryStore.__init__.__kwdefaults__, "lock_wait": 0.3})
+    lockers: list[subprocess.Popen] = []
+    real_append = HistoryStore.append
+
+    def append_while_locked(self, *args, **kwargs):
+        lockers.append(_hold_lock(self.path, 60))
+        return real_append(self, *args, **kwargs)
+
+    monkeypatch.setattr(HistoryStore, "append", append_while_locked)
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"num_steps": 3, "canaries_per_step": 10, "num_slots": 100}))
+    try:
+        code, out, err = cli(["audit", "dpsgd", "--config", config, "--output", tmp_path / "run", "--history", path, "--json"])
+    finally:
+        for locker in lockers:
+            locker.kill()
+            locker.wait()
+    assert len(lockers) == 1
+    assert code == 0, err[:500]
+    warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: `--history`: {str(path)!r} stayed locked by another process for 0.3 s; the audit was not recorded"], err[:500]
+    kept = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert kept["audit"] == "dpsgd" and json.loads(out)["audit"] == "dpsgd"
+    assert [record.model_id for record in HistoryStore(path).records()] == ["earlier"]  # not recorded, nothing damaged
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left behind

@@ -1,19 +1,25 @@
 """More malformed input: every case exits 2 with one short "error: ..." line naming what is wrong, and leaves nothing behind.
 
 Covers the readers (forged or mislabelled .npy files, deep or huge JSON),
-output paths (a file, a path under a file, /proc), the history store
-(foreign, damaged, hand-edited), damaged run files of a resumable audit,
-type-confused results given to `report`, and labels. Cases marked xfail need
-a call in a file owned elsewhere (named in each reason); they turn into
-passes once wired, and strict xfail then asks for the mark to be removed.
+output paths (a file, a path under a file, /proc, a folder that cannot be
+written), the history store (foreign, damaged, hand-edited), damaged run
+files of a resumable audit, type-confused results given to `report`, labels,
+canary formats too large to enumerate, and PLD accounting too large to run.
+Together with tests/test_malformed_inputs.py the suite holds at least 120
+cases (issue 19's acceptance).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+import math
+import os
 import sqlite3
+import stat
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -162,20 +168,19 @@ def report(f: Path, data) -> list:
     return ["report", run_folder(f, "run", data), "--output", str(f / "report.html")]
 
 
-def xfail(reason: str):
-    return pytest.mark.xfail(strict=True, reason=f"needs CLI wiring: {reason}")
+def unwritable(f: Path) -> Path:
+    """A folder of mode 0o500: its owner may read and enter it, not write in it (as root, see `_as_a_user`)."""
+    folder = f / "locked"
+    folder.mkdir()
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    return folder
+
+
+def pld(steps: int) -> list:
+    return ["--method", "pld", "--sampling-prob", "1e-12", "--steps", str(steps)]
 
 
 NO_TORCH = ("torch",)
-OUTPUT_CHECK = "call _core.files.check_output_dir(output) before any work"
-READ_JSON = "_config.read_json must delegate to _core.files.read_json"
-SECTIONS = "report/sections.py adapters must refuse a field of the wrong JSON type with a ValueError naming it"
-LOAD_RESULTS = "sections.load_results must read with _core.files.read_json"
-LABELS = "_history_recorder must call history.check_label on --model-id/--release before the audit"
-ECHO = "_core.validation must quote values with _core.messages.describe_value"
-MEMBERS = "audits/panoramia_targets.load_members must read .npz with _io.read_npz"
-SEED = "--seed must be checked with _core.seeding.check_seed(seed, '--seed'); today numpy's 'expected non-negative integer' names nothing"
-REPORT_OUT = "report must call _core.files.check_output_file(output) first"
 
 # (id, build(folder) -> argv, expected text in the error line, modules made unimportable, marks)
 CASES = [
@@ -477,12 +482,129 @@ CASES = [
     ("members-forged-npz", lambda f: panoramia_members(f, forged_npz()), "`--members`", (), ()),
     ("members-missing-key", lambda f: panoramia_members(f, savez_bytes(x=np.ones((4, 2)))), "`--members` must be an .npz with arrays 'x', 'y'", (), ()),
     ("demo-quick-seed-negative", lambda f: ["demo", "--quick", "--seed", "-1"], "seed", (), ()),
+    # PLD accounting beyond what fits in about a minute is refused, with the estimate (it ran > 400 s before)
+    (
+        "bound-pld-steps-1e9",
+        lambda f: bound(f, GOOD, *pld(10**9), in_name="i.txt"),
+        "`num_steps` 1000000000 with `sampling_prob` 1e-12 needs a privacy-loss distribution of about",
+        (),
+        (),
+    ),
+    # output folders that cannot be written (mode 0o500), checked before any input is read or any work done
+    (
+        "bound-output-unwritable",
+        lambda f: bound(f, GOOD, "--output", str(unwritable(f)), in_name="i.txt"),
+        "`--output` must be a directory in a writable place",
+        (),
+        (),
+    ),
+    (
+        "bound-output-under-unwritable",
+        lambda f: bound(f, GOOD, "--output", str(unwritable(f) / "run"), in_name="i.txt"),
+        "`--output` must be a directory in a writable place",
+        (),
+        (),
+    ),
+    (
+        "blackbox-output-unwritable",
+        lambda f: ["audit", "blackbox", "--config", write(f, "c.json", BLACKBOX), "--output", str(unwritable(f) / "out"), "--no-history"],
+        "`--output` must be a directory in a writable place",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "dpsgd-output-unwritable",
+        lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", {"num_steps": 2}), "--output", str(unwritable(f)), "--no-history"],
+        "`--output` must be a directory in a writable place",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "report-output-unwritable",
+        lambda f: ["report", run_folder(f, "run", results("x")), "--output", str(unwritable(f) / "r.html")],
+        "`--output` must be a file in a writable place",
+        (),
+        (),
+    ),
+    (
+        "canaries-output-unwritable",
+        lambda f: ["canaries", "insert", "--corpus", write(f, "corpus.txt", "hello\n" * 20), "--output", str(unwritable(f) / "c")],
+        "`--output` must be a directory in a writable place",
+        (),
+        (),
+    ),
+    # the corpus size and canary formats given as flags
+    (
+        "secret-sharer-max-corpus-chars-negative",
+        lambda f: ["audit", "secret-sharer", "--max-corpus-chars", "-5", "--output", str(f / "out"), "--no-history"],
+        "`max_corpus_chars` must be an integer in [1, inf), got -5",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "secret-sharer-template-digits-5000",
+        lambda f: ["audit", "secret-sharer", "--template", "pin {digits:5000}", "--output", str(f / "out"), "--no-history"],
+        "`template` holes must total at most 256 symbols",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "secret-sharer-template-digits-1e8",
+        lambda f: ["audit", "secret-sharer", "--template", "{digits:100000000}", "--output", str(f / "out"), "--no-history"],
+        "`template` holes must total at most 256 symbols",
+        NO_TORCH,
+        (),
+    ),
+    (
+        "canaries-template-digits-5000",
+        lambda f: ["canaries", "insert", "--corpus", write(f, "corpus.txt", "hello\n" * 20), "--output", str(f / "c"), "--template", "{digits:5000}"],
+        "`template` holes must total at most 256 symbols",
+        (),
+        (),
+    ),
 ]
+
+
+def _first_suite():
+    """tests/test_malformed_inputs.py, loaded from its file (whatever pytest's import mode)."""
+    spec = importlib.util.spec_from_file_location("_malformed_inputs_first_suite", Path(__file__).with_name("test_malformed_inputs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_suite_has_at_least_60_cases():
     assert len(CASES) >= 60
     assert len({case[0] for case in CASES}) == len(CASES)
+
+
+def test_the_two_malformed_input_suites_hold_at_least_120_distinct_cases():
+    # issue 19's acceptance: the malformed-input suite grows to at least 120 cases (plus the property-based suite)
+    first = _first_suite().CASES
+    names = [case[0] for case in first] + [case[0] for case in CASES]
+    assert len(names) >= 120, f"{len(first)} + {len(CASES)} cases"
+    assert len(set(names)) == len(names), "a case of one suite repeats the other's name"
+
+
+def _as_a_user(folder: Path):
+    """``os.access`` that honours the owner's mode bits under ``folder`` even as root, as the checks see it for a user.
+
+    Root may write anywhere whatever the mode, so a 0o500 folder is writable
+    to a test run as root; the output checks ask ``os.access``, which this
+    answers as it would for the folder's owner without root's privilege.
+    """
+    real_access = os.access
+
+    def access(path, mode, *args, **kwargs):
+        with_write = isinstance(mode, int) and mode & os.W_OK
+        try:
+            inside = Path(os.path.abspath(path)).is_relative_to(folder)
+            locked = inside and not os.stat(path).st_mode & stat.S_IWUSR
+        except (OSError, TypeError, ValueError):
+            locked = False
+        return False if with_write and locked else real_access(path, mode, *args, **kwargs)
+
+    return access
 
 
 def _tree(folder: Path) -> dict[str, bytes | None]:
@@ -493,6 +615,10 @@ def _tree(folder: Path) -> dict[str, bytes | None]:
 def test_malformed_input_exits_2_with_one_short_line_and_changes_nothing(cli, tmp_path, monkeypatch, name, build, expected, blocked):
     argv = build(tmp_path)
     before = _tree(tmp_path)
+    if os.geteuid() == 0:  # permissions do not bind root: the checks see a 0o500 folder as its owner would
+        monkeypatch.setattr(os, "access", _as_a_user(tmp_path))
+    if blocked:  # scipy.stats probes sys.modules["torch"].Tensor when first imported: import it while torch is importable
+        import scipy.stats  # noqa: F401
     for module in blocked:
         monkeypatch.setitem(sys.modules, module, None)
     code, stdout, stderr = cli(argv)
@@ -503,3 +629,40 @@ def test_malformed_input_exits_2_with_one_short_line_and_changes_nothing(cli, tm
     assert expected in lines[0], lines[0][:500]
     assert len(lines[0]) < MAX_LINE, f"{len(lines[0])} characters"
     assert _tree(tmp_path) == before  # nothing written, changed or left behind
+
+
+def test_pld_accounting_is_refused_quickly_or_finishes_with_a_number(cli, tmp_path):
+    """`bound --method pld --sampling-prob 1e-12`: 10^9 steps ran > 400 s and 10^5 > 150 s with memory growing (issue 19).
+
+    By design (stats/pld.py) a mechanism whose privacy-loss distribution needs
+    more than MAX_PLD_POINTS grid points even at the largest noise is refused
+    with the estimate; 10^5 steps fit once the grid is coarsened, and run.
+    """
+    separable = [
+        "--in",
+        write(tmp_path, "i.txt", "\n".join(map(str, np.linspace(2, 3, 400)))),
+        "--out",
+        write(tmp_path, "o.txt", "\n".join(map(str, np.linspace(0, 1, 400)))),
+    ]
+    start = time.monotonic()
+    code, stdout, stderr = cli(["bound", *separable, "--delta", "1e-5", *pld(10**9), "--json"])
+    assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1 and "`num_steps` 1000000000" in stderr
+    assert time.monotonic() - start < 20
+    start = time.monotonic()
+    code, stdout, stderr = cli(["bound", *separable, "--delta", "1e-5", *pld(10**5), "--json"])
+    assert code == 0, stderr[:500]
+    assert time.monotonic() - start < 120  # about 20 s on two cores
+    epsilon = json.loads(stdout)["epsilon"]
+    # the canary enters one of 10^5 steps with probability 1e-7 < δ: the true ε(δ) is 0, and so is any valid lower bound
+    assert math.isfinite(epsilon) and epsilon == 0.0
+
+
+def test_a_zero_max_corpus_chars_is_refused_not_ignored(cli, tmp_path, monkeypatch):
+    from privaudit.audits.registry import get_audit
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the audit ran: --max-corpus-chars 0 was ignored")
+
+    monkeypatch.setattr(type(get_audit("secret-sharer")), "run", ran)  # fails fast instead of training for minutes
+    code, stdout, stderr = cli(["audit", "secret-sharer", "--max-corpus-chars", "0", "--output", tmp_path / "out", "--no-history"])
+    assert code == 2 and stdout == "" and "`max_corpus_chars` must be an integer in [1, inf), got 0" in stderr

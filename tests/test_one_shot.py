@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
@@ -192,3 +194,49 @@ def test_two_gaussians_far_apart_or_with_extreme_variance_ratios():
     assert epsilon_two_gaussians(0.0, 1.0, 30.0, 1e-8, delta=1e-5) == np.inf
     with pytest.raises(ValueError, match=r"`sigma1`/`sigma0`"):
         epsilon_two_gaussians(0.0, 1e-300, 0.0, 1.0, delta=1e-5)
+
+
+BIG = np.finfo(np.float64).max
+GDP_1 = gdp_epsilon(1.0, 1e-5)  # N(0, σ²) vs N(σ, σ²): 1-GDP whatever σ
+GDP_2 = gdp_epsilon(2.0, 1e-5)
+UNEQUAL = 17.09030650201507  # N(0, 1) vs N(1, 1.5²), the docstring's example, at any common scale
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        # means at ±1e300 and ±the largest float: the same law gives 0, opposite ends give the documented cap inf
+        ((1e300, 1.0, 1e300, 1.0), 0.0),
+        ((-1e300, 1e-300, -1e300, 1e-300), 0.0),
+        ((1e300, 1.0, -1e300, 1.0), np.inf),
+        ((1e300, 1e-300, -1e300, 1e-300), np.inf),
+        ((BIG, 1.0, -BIG, 1.0), np.inf),
+        ((-1e300, 1e300, 1e300, 1e300), GDP_2),
+        ((BIG, BIG, -BIG, BIG), GDP_2),
+        # σ ≈ 1e-300, and subnormal σ: halving the means rounded 5e-324 to 0 and gave ε = 0 for means one σ apart
+        ((0.0, 1e-300, 1e-300, 1e-300), GDP_1),
+        ((0.0, 1e-320, 1e-320, 1e-320), GDP_1),
+        ((0.0, 5e-324, 5e-324, 5e-324), GDP_1),
+        ((0.0, 1e-300, 1e-300, 1.5e-300), UNEQUAL),
+        ((0.0, 1e300, 1e300, 1.5e300), UNEQUAL),
+        ((1e300, 1e-300, 1e300, 1e-300), 0.0),
+        # refused, naming the argument
+        ((0.0, 1e-300, 0.0, 1.0), "`sigma1`/`sigma0`"),
+        ((0.0, 0.0, 0.0, 1e-300), "`sigma0`"),
+        ((0.0, 1e-300, 0.0, -1e-300), "`sigma1`"),
+        ((np.inf, 1e-300, 0.0, 1e-300), "`mu0`"),
+        ((0.0, 1.0, -np.inf, 1.0), "`mu1`"),
+        ((0.0, np.inf, 0.0, 1.0), "`sigma0`"),
+    ],
+)
+def test_two_gaussians_at_extreme_means_and_tiny_sigmas_is_a_number_or_names_the_argument(params, expected):
+    # issue 19: extreme means and σ ≈ 1e-300 gave tracebacks and RuntimeWarnings; now a number (inf is the
+    # documented cap for laws more than 1e6 σ apart) or a ValueError that names the argument, and no warning
+    if isinstance(expected, str):
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            epsilon_two_gaussians(*params, delta=1e-5)
+        return
+    epsilon = epsilon_two_gaussians(*params, delta=1e-5)
+    assert isinstance(epsilon, float) and not np.isnan(epsilon)
+    assert epsilon == pytest.approx(expected, rel=1e-6)

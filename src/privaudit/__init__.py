@@ -32,6 +32,7 @@ _EXPORTS = {
     "gdp_auc_lower_bound": "privaudit.stats.auc",
     "Split": "privaudit.stats.thresholds",
     "Bonferroni": "privaudit.stats.thresholds",
+    "MultiSplit": "privaudit.stats.thresholds",
     "Best": "privaudit.stats.thresholds",
     "SubsampledGaussian": "privaudit.stats.pld",
     "step_to_end_epsilon": "privaudit.stats.pld",

@@ -12,6 +12,21 @@ Each run is one job for :func:`privaudit.runner.run_all`, seeded from the
 root seed and its own index, so a killed audit resumes where it stopped and
 gives the same numbers on any backend.
 
+The user's own training (``train``, ``privaudit audit blackbox --train
+package.module:fn``) replaces the built-in model and DP-SGD. The contract::
+
+    fn(x_train, y_train, *, seed) -> model
+
+``x_train`` is a float32 array (n, d) and ``y_train`` an int64 array (n,) of
+labels 0 .. classes - 1: the config's dataset, with the canary appended in
+half of the runs; ``seed`` is the run's own seed, for all of ``fn``'s
+randomness. ``model`` is a ``torch.nn.Module`` returning logits (n, classes),
+an object with ``predict_proba(x) -> (n, classes)`` probabilities (as
+scikit-learn's), or such a ``predict_proba`` function. Workers import ``fn``
+by its path, so it must be importable (a module-level function). The claimed
+ε is still that of the config's ``noise_multiplier`` and ``num_steps`` at
+sampling rate 1: set them to describe the user's training.
+
 >>> BlackBoxConfig(score="margin")
 Traceback (most recent call last):
 ...
@@ -22,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import shutil
 import time
 from pathlib import Path
@@ -35,7 +51,7 @@ from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["AUDIT", "BlackBoxAudit", "BlackBoxConfig", "BlackBoxResult", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = ["AUDIT", "BlackBoxAudit", "BlackBoxConfig", "BlackBoxResult", "check_train_function", "run_blackbox_audit", "run_configs", "train_one"]
 
 THREAT_MODEL = "black-box: final model only, canary loss/confidence"
 DATASETS = ("breast-cancer", "digits")
@@ -70,8 +86,13 @@ class BlackBoxConfig:
     delta: float = 1e-5
     confidence: float = 0.95
     seed: int = 0
+    train: str | None = None  # "package.module:fn", the user's training function (see the module docstring)
 
     def __post_init__(self):
+        if self.train is not None:
+            from ..models.loading import check_import_path
+
+            check_import_path(self.train, "train")
         check_choice(self.dataset, "dataset", DATASETS)
         check_choice(self.architecture, "architecture", ARCHITECTURES)
         check_noise_multiplier(self.noise_multiplier)
@@ -164,7 +185,63 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
+    if base["train"] is None:  # the built-in training: runs stored before `train` existed resume unchanged
+        del base["train"]
     return [dict(base, index=index, with_canary=index % 2 == 0) for index in range(2 * config.num_models_per_side)]
+
+
+def check_train_function(path: str):
+    """The user's training function at ``path`` ('package.module:fn'), checked to take ``(x_train, y_train, *, seed)``; ValueError naming ``--train``."""
+    from ..models.loading import import_callable
+
+    function = import_callable(path, "--train")
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to inspect (a builtin): the first run will tell
+        return function
+    try:
+        signature.bind(np.zeros((1, 1), dtype=np.float32), np.zeros(1, dtype=np.int64), seed=0)
+    except TypeError as error:
+        raise ValueError(f"`--train` {path!r} must accept (x_train, y_train, *, seed), but its signature is {signature}: {error}") from None
+    return function
+
+
+@functools.lru_cache(maxsize=4)
+def _train_function(path: str):
+    return check_train_function(path)
+
+
+def _user_canary_logits(model, canary_x: np.ndarray, canary_y: int, path: str, index: int):
+    """Log-probabilities (or logits) of the canary's classes under the model the user's training returned."""
+    import torch
+
+    run = f"run {index}: the model that `--train` {path!r} returned"
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+        with torch.no_grad():
+            out = model(torch.from_numpy(canary_x)[None])
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{run} must return a tensor of logits, got {type(out).__name__}")
+        values, kind = out.detach().double().cpu(), "logits"
+    else:
+        predict = getattr(model, "predict_proba", None)
+        if predict is None and callable(model):
+            predict = model
+        if predict is None:
+            raise ValueError(f"{run} must be a torch.nn.Module, an object with predict_proba or a predict_proba function, got {type(model).__name__}")
+        out = predict(canary_x[None])
+        if isinstance(out, torch.Tensor):
+            out = out.detach().cpu().numpy()
+        values, kind = torch.as_tensor(np.asarray(out, dtype=np.float64)), "probabilities"
+    if values.ndim != 2 or values.shape[0] != 1 or values.shape[1] <= canary_y:
+        raise ValueError(f"{run} must give {kind} of shape (n, classes) with a class {canary_y} (the canary's label), got {tuple(values.shape)} for n = 1")
+    if not torch.isfinite(values).all():
+        raise ValueError(f"{run} gave non-finite {kind} on the canary (training diverged?)")
+    if kind == "probabilities":
+        if (values < 0).any() or abs(float(values.sum()) - 1.0) > 1e-4:
+            raise ValueError(f"{run} must give probabilities (>= 0, summing to 1) from predict_proba, got {values.reshape(-1).tolist()[:5]}")
+        values = torch.log(values.clamp_min(np.finfo(np.float64).tiny))
+    return values
 
 
 def train_one(config: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +249,8 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
 
     ``config`` holds the :class:`BlackBoxConfig` fields plus ``index`` and
     ``with_canary``; returns ``{"index", "with_canary", "seed", "score"}``
-    where ``seed`` is the run's DP-noise seed and ``score`` is higher for
+    where ``seed`` is the run's DP-noise seed (the ``seed`` given to the
+    user's ``train`` function, when there is one) and ``score`` is higher for
     "member" (negated loss, or the logit of the canary's label).
 
     >>> run = dict(run_configs(BlackBoxConfig(num_steps=2))[0])
@@ -193,6 +271,15 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     if config["with_canary"]:
         x = np.concatenate([x, canary_x[None]])
         y = np.concatenate([y, [canary_y]])
+    if config.get("train") is not None:  # the user's training function, with its own seed
+        trained = _train_function(config["train"])(x, y, seed=noise_seed)
+        logits = _user_canary_logits(trained, canary_x, canary_y, config["train"], int(config["index"]))
+        return {
+            "index": int(config["index"]),
+            "with_canary": bool(config["with_canary"]),
+            "seed": noise_seed,
+            "score": _score(logits, canary_y, config["score"]),
+        }
 
     model = build_classifier(
         config["architecture"],
@@ -248,6 +335,8 @@ def run_blackbox_audit(
     """
     if not isinstance(config, BlackBoxConfig):
         raise ValueError(f"`config` must be a BlackBoxConfig, got {type(config).__name__}")
+    if config.train is not None:  # a bad path or signature is refused before any run starts
+        check_train_function(config.train)
     store = RunStore(directory)
     configs = run_configs(config)
     already = len(store.done() & set(range(len(configs))))
@@ -328,7 +417,10 @@ class BlackBoxAudit(Audit):
         from .._core.extras import require
 
         require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
-        (progress or no_progress)("training models", detail=f"{2 * config.num_models_per_side} models, backend {backend}")
+        if config.train is not None:
+            check_train_function(config.train)  # before any folder is created
+        trainer = f"--train {config.train}" if config.train is not None else f"{config.architecture}, DP-SGD"
+        (progress or no_progress)("training models", detail=f"{2 * config.num_models_per_side} models ({trainer}), backend {backend}")
         created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]
         try:
             with tempfile.TemporaryDirectory() as scratch:

@@ -21,6 +21,16 @@ What the numbers are:
 * ``end_to_end``: §5.5's composition of the per-step bound over the training
   run (PLD with the data sampling rate): an *estimate*, labelled so.
 
+The audited model and data are the embedded ones (``dataset`` "digits" or
+"breast-cancer", ``architecture`` "linear", "mlp" or "cnn"), or the user's:
+``architecture`` may be an import path ``package.module:factory`` of a
+function that builds a ``torch.nn.Module`` returning class logits (optionally
+with ``weights``, loaded strictly; see :mod:`privaudit.models.loading`), and
+``dataset`` a ``.npz``, ``.csv`` or ``.parquet`` file (label column
+``label_col``, else the last; see :func:`privaudit.data.tabular.load_dataset_file`).
+The user's module is trained by the same reference DP-SGD with the config's
+DP settings; ``privaudit audit dpsgd --model ... --data ...`` sets these.
+
 Threat models: ``white-box-gradient`` (gradient canaries on audit
 coordinates, the reference DP-SGD, optionally with a bug) and
 ``white-box-input`` (an input-space canary, :mod:`privaudit.observation.inputs`);
@@ -55,6 +65,7 @@ __all__ = [
     "PrefixBound",
     "bounds_on_prefixes",
     "prefix_sizes",
+    "audited_model_and_data",
     "bound_step_observations",
     "claimed_step_epsilon",
     "detect_bugs",
@@ -106,8 +117,8 @@ class DPSGDAuditConfig:
     ValueError: `canary_kind` must be one of 'dirac', 'constant', 'random', got 'spike'
     """
 
-    dataset: str = "digits"
-    architecture: str = "mlp"
+    dataset: str = "digits"  # or the path of a .npz, .csv or .parquet file (--data)
+    architecture: str = "mlp"  # or "package.module:factory" building the user's torch module (--model)
     noise_multiplier: float = 3.0023  # one step at q_c = 1 claims ε = 1.27 at δ = 1e-5 (§6.3)
     clip_norm: float = 1.0
     sampling_rate: float = 0.05
@@ -130,8 +141,11 @@ class DPSGDAuditConfig:
     threat_model: str = "white-box-gradient"
     input_canary: str = "blank"  # white-box-input only: mislabeled, blank, adversarial, crafted
     input_score: str = "dot"  # white-box-input only: dot (the paper's) or debiased
+    weights: str | None = None  # the user's module only: safetensors or a torch.save'd state dict (--weights)
+    label_col: str | None = None  # a .csv or .parquet dataset only: the label column, default the last (--label-col)
 
     def __post_init__(self):
+        _check_model_and_data(self)
         check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
         check_choice(self.input_canary, "input_canary", INPUT_CANARY_KINDS)
         check_choice(self.input_score, "input_score", INPUT_SCORES)
@@ -151,6 +165,38 @@ class DPSGDAuditConfig:
     @classmethod
     def from_json(cls, path) -> DPSGDAuditConfig:
         return AUDIT.load_config(path)
+
+
+def user_model(architecture: str) -> bool:
+    """Whether ``architecture`` is the import path of the user's module factory rather than a built-in name."""
+    return ":" in architecture
+
+
+def user_data(dataset: str) -> bool:
+    """Whether ``dataset`` is the path of the user's dataset file rather than an embedded name."""
+    from ..data.tabular import DATASET_NAMES
+
+    return dataset not in DATASET_NAMES
+
+
+def _check_model_and_data(config: DPSGDAuditConfig) -> None:
+    from .._core.readers import LABELLED_SUFFIXES
+    from ..data.tabular import DATASET_NAMES
+    from ..models.classifiers import ARCHITECTURES
+    from ..models.loading import check_import_path
+
+    if user_model(config.architecture):
+        check_import_path(config.architecture, "architecture")
+    else:
+        check_choice(config.architecture, "architecture", ARCHITECTURES)
+        if config.weights is not None:
+            raise ValueError("`--weights` (`weights`) needs `--model package.module:factory` (`architecture`), the module the weights are for")
+    if user_data(config.dataset):
+        if not config.dataset.lower().endswith(LABELLED_SUFFIXES):
+            names = ", ".join(repr(name) for name in DATASET_NAMES)
+            raise ValueError(f"`dataset` must be one of {names} or a .npz, .csv or .parquet file, got {config.dataset!r}")
+    if config.label_col is not None and not (user_data(config.dataset) and config.dataset.lower().endswith((".csv", ".parquet"))):
+        raise ValueError("`--label-col` (`label_col`) needs `--data` (`dataset`) with a .csv or .parquet file")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +224,7 @@ class DPSGDAuditResult(AuditResult):
     num_twinned_blocks: int
     test_accuracy: float
     bound_vs_observations: tuple[PrefixBound, ...] = ()
+    model: dict[str, Any] = dataclasses.field(default_factory=dict)  # what was audited: architecture or factory, weights, data, sizes
 
     def headline(self) -> Headline:
         bound = self.step_bounds["gdp_clopper_pearson"]
@@ -232,11 +279,7 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
     """Train with the reference DP-SGD while auditing every step; return the result and observations."""
     import torch
 
-    from ..data.tabular import load_dataset
-    from ..models.classifiers import build_classifier
-
-    data = load_dataset(config.dataset, seed=config.seed)
-    model = build_classifier(config.architecture, input_dim=data.x_train.shape[1], num_classes=data.num_classes, image_shape=data.image_shape, seed=config.seed)
+    model, data, audited = audited_model_and_data(config)
     training = DPSGDConfig(
         noise_multiplier=config.noise_multiplier,
         clip_norm=config.clip_norm,
@@ -272,8 +315,80 @@ def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradien
         bound_vs_observations=bounds_on_prefixes(
             observations.in_scores, observations.out_scores, delta=config.delta, threshold=config.threshold, confidence=config.confidence
         ),
+        model=audited,
     )
     return result, observations
+
+
+def audited_model_and_data(config: DPSGDAuditConfig):
+    """(model, dataset, description) that ``config`` audits: the embedded ones, or the user's module and file, checked.
+
+    The user's module is built by its factory with ``torch.manual_seed(config.seed)``
+    (its weights then loaded strictly, when ``weights`` is set), and must map a
+    batch of the data's features to logits of shape (n, classes), with a class
+    for every label, and have per-example gradients (no BatchNorm), before any
+    training starts.
+    """
+    from ..data.tabular import load_dataset, load_dataset_file
+    from ..models.classifiers import build_classifier, count_parameters
+
+    if user_data(config.dataset):
+        data = load_dataset_file(config.dataset, name="--data", label_col=config.label_col, seed=config.seed)
+    else:
+        data = load_dataset(config.dataset, seed=config.seed)
+    if user_model(config.architecture):
+        from ..models.loading import build_torch_module
+
+        model = build_torch_module(config.architecture, config.weights, seed=config.seed, factory_name="--model", weights_name="--weights")
+        _check_user_module(model, data, config.architecture)
+    else:
+        model = build_classifier(config.architecture, input_dim=data.num_features, num_classes=data.num_classes, image_shape=data.image_shape, seed=config.seed)
+    audited = {
+        "architecture": config.architecture,
+        "weights": config.weights,
+        "dataset": config.dataset,
+        "label_col": config.label_col,
+        "num_parameters": count_parameters(model),
+        "num_features": data.num_features,
+        "num_classes": data.num_classes,
+        "num_train": int(len(data.y_train)),
+        "num_test": int(len(data.y_test)),
+    }
+    return model, data, audited
+
+
+def _short(error: Exception) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+
+
+def _check_user_module(model, data, factory: str) -> None:
+    """Refuse, before training, a module that does not take the data, is not a classifier or has no per-example gradients."""
+    import copy
+
+    import torch
+
+    from ..training.dpsgd import ReferenceDPSGD
+
+    x, y = data.x_train[:2], data.y_train[:2]
+    try:
+        with torch.no_grad():
+            out = model(torch.as_tensor(x))
+    except Exception as error:  # the user's forward on inputs of the wrong shape or dtype
+        raise ValueError(f"`--data` does not fit the module of `--model` {factory!r} ({data.num_features} features): {_short(error)}") from None
+    classes = max(2, data.num_classes)
+    if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != len(x) or out.shape[1] < classes or not out.is_floating_point():
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            f"`--model` {factory!r} must return class logits of shape (n, classes) with classes >= {classes} "
+            f"(the labels of `--data` go up to {data.num_classes - 1}), got {got} for n = {len(x)}"
+        )
+    try:  # one step of the reference DP-SGD on a copy: per-example gradients through torch.func
+        ReferenceDPSGD(copy.deepcopy(model), x, y, DPSGDConfig(noise_multiplier=1.0, sampling_rate=1.0), audit_size=0).step()
+    except Exception as error:
+        raise ValueError(
+            f"`--model` {factory!r}: DP-SGD cannot compute per-example gradients of this module ({_short(error)}); "
+            "use layers that treat each example on its own (no BatchNorm), as Opacus requires"
+        ) from None
 
 
 def _gradient_observations(model, data, training: DPSGDConfig, config: DPSGDAuditConfig) -> GradientObservations:
@@ -360,7 +475,8 @@ class DPSGDAudit(Audit):
         return dataclasses.replace(self.default_config(), num_steps=3, canaries_per_step=10, num_slots=100)
 
     def run(self, config: DPSGDAuditConfig, *, progress: Progress | None = None) -> AuditRun:
-        (progress or no_progress)("training with DP-SGD and observing canaries", detail=f"{config.num_steps} steps, bug: {config.bug}")
+        detail = f"{config.architecture} on {config.dataset}, {config.num_steps} steps, bug: {config.bug}"
+        (progress or no_progress)("training with DP-SGD and observing canaries", detail=detail)
         result, observations = run_dpsgd_audit(config)
         return AuditRun(self.name, config, result, observations={"in_scores": observations.in_scores, "out_scores": observations.out_scores})
 

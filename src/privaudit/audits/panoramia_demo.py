@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.resources import check_memory
 from .._core.validation import check_choice, check_count, check_probability
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .panoramia import PanoramiaAuditResult, PanoramiaSettings, run_panoramia
@@ -36,12 +37,16 @@ __all__ = [
     "PanoramiaTarget",
     "DEMO_DATASETS",
     "PanoramiaDemoConfig",
+    "classifier_parameters",
     "run_panoramia_demo",
     "run_panoramia_on_model",
+    "spec_memory_estimate",
 ]
 
 DEMO_DATASETS = ("fair", "randhie", "digits")
 GENERATORS = ("mst", "vae")
+# the widest embedded data: digits' 8 x 8 pixels and 10 classes (fair: 8 features, randhie: 9, both 2 classes)
+_DEMO_INPUT_DIM, _DEMO_CLASSES = 64, 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +208,58 @@ def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict
 MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
 
 
+def classifier_parameters(architecture: str, *, input_dim: int, num_classes: int, hidden: int = 64, depth: int = 1) -> int:
+    """The number of weights of :func:`~privaudit.models.classifiers.build_classifier`'s model, without building it.
+
+    Exact for "linear" and "mlp"; for "cnn" an upper bound (one input channel).
+
+    >>> classifier_parameters("mlp", input_dim=30, num_classes=2, hidden=16), classifier_parameters("mlp", input_dim=30, num_classes=2, hidden=16, depth=3)
+    (530, 1074)
+    >>> classifier_parameters("mlp", input_dim=10**6, num_classes=2, hidden=10**6) > 10**12
+    True
+    """
+    if architecture == "linear":
+        return (input_dim + 1) * num_classes
+    if architecture == "cnn":  # Conv2d(C, 8, 3) and Linear(8 (H // 2) (W // 2), classes), with C * H * W = input_dim
+        return 8 * 9 * input_dim + 8 + (2 * input_dim + 1) * num_classes
+    return (input_dim + 1) * hidden + (depth - 1) * (hidden + 1) * hidden + (hidden + 1) * num_classes
+
+
+def _training_memory(parameters: int, *, dp_batch_size: int = 0) -> int:
+    """Bytes of float32 weights of a model being trained: weights, gradients and Adam's two moments, plus DP-SGD's per-example gradients."""
+    return 4 * parameters * (4 + dp_batch_size)
+
+
+def _peak_memory(target: int, helper: int, *, target_dp_batch: int = 0, helper_dp_batch: int = 0, trained: bool = True) -> int:
+    """The larger of: training the target (``trained``), and the target beside the helper while the real-data helper trains."""
+    training = _training_memory(target, dp_batch_size=target_dp_batch) if trained else 0
+    return max(training, 4 * target + 4 * helper + _training_memory(helper, dp_batch_size=helper_dp_batch))
+
+
+def spec_memory_estimate(model_path, spec_path=None) -> tuple[int, str]:
+    """A lower estimate of the bytes an audit of the privaudit classifier described by ``--spec`` holds, and the sizes that drive it.
+
+    Read before the model is built, so that ``input_dim``, ``hidden`` or
+    ``depth`` beyond the machine's memory are refused up front. A spec this
+    cannot read is left to :func:`~.panoramia_targets.load_model` (0: no
+    estimate), which names what is wrong with it.
+    """
+    from .._core.files import read_json
+
+    spec_path = Path(spec_path) if spec_path is not None else Path(model_path).with_suffix(".json")
+    spec = read_json(spec_path, "--spec")  # size and nesting checked before parsing
+    if not isinstance(spec, dict):
+        return 0, ""
+    values = {key: spec.get(key, default) for key, default in (("input_dim", None), ("num_classes", None), ("hidden", 64), ("depth", 1))}
+    sizes: dict[str, int] = {key: value for key, value in values.items() if isinstance(value, int) and not isinstance(value, bool) and value >= 1}
+    if len(sizes) < len(values):
+        return 0, ""
+    architecture = spec.get("architecture")
+    parameters = classifier_parameters(architecture if isinstance(architecture, str) else "mlp", **sizes)
+    shown = ", ".join(f"`{key}` = {sizes[key]}" for key in ("input_dim", "hidden", "depth") if key in spec)
+    return _peak_memory(parameters, parameters, trained=False), f"the `--spec` model ({shown})"
+
+
 def _user_target(model_path, model_kind, factory, spec_path, x, y):
     """(loss function, spec of the helper) of the user's model; the helper is the model's architecture or an MLP."""
     check_choice(model_kind, "--model-kind", MODEL_KINDS)
@@ -253,6 +310,8 @@ def run_panoramia_on_model(
     by fair coins before training (enables O(1)).
     """
     make_generator(generator)  # a bad name fails before any file is read
+    if model_kind == "privaudit":  # sizes the machine cannot hold are refused before any file is loaded or model built
+        check_memory(*spec_memory_estimate(model_path, spec_path))
     x, y = load_members(members_path)
     loss, spec = _user_target(model_path, model_kind, factory, spec_path, x, y)
     non_members = load_members(non_members_path, "non-members") if non_members_path is not None else None
@@ -341,6 +400,28 @@ class PanoramiaAudit(Audit):
     result_type = PanoramiaResults
     default_resource = "panoramia.json"
     requires = ("torch", "sklearn", "mbi", "statsmodels")
+
+    def memory_estimate(self, config: PanoramiaDemoConfig) -> tuple[int, str]:
+        # each target on the widest embedded data, trained, then beside the helpers; named by the larger model's
+        # sizes. A user's model (--model with --spec) is checked in run_panoramia_on_model, when its spec is read.
+        models = {}  # name -> (parameters, DP-SGD batch size or 0, the settings that size it)
+        for name in (None, *config.targets):
+            recipe = config.recipe(name)
+            prefix, own = ("helper", config.helper) if name is None else (f"targets.{name}", config.targets[name])
+            hidden = check_count(recipe.hidden, f"{prefix}.hidden" if "hidden" in own else "hidden", minimum=1)
+            depth = check_count(recipe.depth, f"{prefix}.depth", minimum=1)
+            parameters = classifier_parameters(recipe.architecture, input_dim=_DEMO_INPUT_DIM, num_classes=_DEMO_CLASSES, hidden=hidden, depth=depth)
+            shown = [f"`{prefix}.hidden`" if "hidden" in own else "`hidden`"] + ([f"`{prefix}.depth`"] if "depth" in own else [])
+            sizes = ", ".join(f"{key} = {value}" for key, value in zip(shown, (hidden, depth)))
+            models[name] = (parameters, recipe.batch_size if recipe.dp_epsilon is not None else 0, sizes)
+        helper, helper_dp, helper_sizes = models[None]
+        best, what = 0, ""
+        for name in config.targets:
+            target, target_dp, target_sizes = models[name]
+            estimate = _peak_memory(target, helper, target_dp_batch=target_dp, helper_dp_batch=helper_dp)
+            if estimate > best:
+                best, what = estimate, target_sizes if target * (1 + target_dp) >= helper * (1 + helper_dp) else helper_sizes
+        return best, what
 
     def tiny_config(self) -> PanoramiaDemoConfig:
         return PanoramiaDemoConfig(

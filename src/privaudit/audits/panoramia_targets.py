@@ -11,7 +11,8 @@ File formats of ``privaudit audit panoramia --model MODEL --members MEMBERS``:
   ``image_shape``;
 * ``MEMBERS`` (and ``--non-members``): a ``.npz`` with arrays ``x`` (n, d)
   and ``y`` (n,) of integer labels, read with ``allow_pickle=False``, or a
-  ``.csv`` of numbers (optional header) whose last column is the label.
+  ``.csv`` (or ``.parquet``) of numbers (optional header) whose last column
+  is the label (:func:`privaudit._core.readers.read_labelled`).
 
 The model's loss is the per-example cross-entropy of its logits.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core.extras import require
-from .._core.readers import read_npz
+from .._core.readers import read_labelled
 from .._core.validation import check_count, check_positive
 from ..models.device import require_torch
 
@@ -133,28 +134,11 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
 
 
 def load_members(path, name: str = "members") -> tuple[np.ndarray, np.ndarray]:
-    """Read (x, y) from a ``.npz`` (arrays ``x`` and ``y``) or a ``.csv`` whose last column is the label."""
-    path = Path(path)
-    try:
-        if path.suffix == ".npz":
-            arrays = read_npz(path, f"--{name}", ("x", "y"))  # header checked before allocating; NaN refused
-            x, y = np.asarray(arrays["x"], dtype=np.float64), np.asarray(arrays["y"])
-        elif path.suffix == ".csv":
-            table = np.atleast_2d(np.genfromtxt(path, delimiter=",", dtype=np.float64, encoding="utf-8-sig"))
-            if table.size and np.isnan(table[0]).all():
-                table = table[1:]  # a header row
-            if not np.isfinite(table).all():
-                raise ValueError(f"`--{name}` must hold only numbers, got an empty or non-numeric cell in {str(path)!r}")
-            x, y = table[:, :-1], table[:, -1]
-        else:
-            raise ValueError(f"`--{name}` must be a .npz or .csv file, got {str(path)!r}")
-    except (OSError, ValueError) as error:
-        if isinstance(error, ValueError) and str(error).startswith("`"):
-            raise
-        raise ValueError(f"`--{name}`: cannot read {str(path)!r}: {error}") from None
-    if x.ndim != 2 or x.shape[1] < 1 or y.shape != (len(x),) or not np.all(y == np.round(y)) or (y < 0).any():
-        raise ValueError(f"`--{name}` must hold features x of shape (n, d) and n labels in 0, 1, ..., got {x.shape} and {y.shape}")
-    return x, y.astype(np.int64)
+    """Read (x, y) from a ``.npz`` (arrays ``x`` and ``y``), or a ``.csv`` or ``.parquet`` whose last column is the label.
+
+    The reader is :func:`privaudit._core.readers.read_labelled`, shared by every command that takes a tabular dataset.
+    """
+    return read_labelled(path, f"--{name}")
 
 
 def load_model(path, spec_path=None) -> tuple[TorchTarget, dict]:

@@ -53,6 +53,25 @@ def _schedule(text: str) -> tuple[int, ...]:
         raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
 
 
+def _import_path(option: str) -> Callable[[str], str]:
+    """The parser of an option that names a callable as 'package.module:callable'."""
+
+    def parse(text: str) -> str:
+        from ..models.loading import check_import_path
+
+        return check_import_path(text, option)
+
+    return parse
+
+
+def _dataset_file(path: Path) -> str:
+    from .._core.readers import LABELLED_SUFFIXES
+
+    if not str(path).lower().endswith(LABELLED_SUFFIXES):
+        raise ValueError(f"`--data` must be a .npz, .csv or .parquet file, got {str(path)!r}")
+    return str(path)
+
+
 FLAGS: dict[str, tuple[Flag, ...]] = {
     "secret-sharer": (
         Flag("--template", Optional[str], "Canary format, e.g. 'my pin is {digits:6}'.", config="template"),
@@ -72,7 +91,49 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--provenance", Optional[Path], "The provenance.json written by `privaudit canaries insert` (with --model).", run="provenance"),
         Flag("--num-references", Optional[int], "Reference candidates (never inserted) that exposure ranks canaries among.", config="num_references"),
     ),
+    "dpsgd": (
+        Flag(
+            "--model",
+            Optional[str],
+            "Your PyTorch module instead of the built-in architecture: package.module:factory, a function called with no arguments "
+            "(weights seeded by --seed) that returns a torch.nn.Module mapping (n, features) to class logits (n, classes), "
+            "with no BatchNorm. It is trained by the reference DP-SGD with the config's DP settings. "
+            "The module is imported from the current directory or the Python path.",
+            config="architecture",
+            parse=_import_path("--model"),
+        ),
+        Flag(
+            "--weights",
+            Optional[Path],
+            "Initial weights of --model: safetensors, or a state_dict saved with torch.save (read with weights_only=True). "
+            "Pickle files are refused, and the names and shapes must match the module exactly.",
+            config="weights",
+            parse=str,
+        ),
+        Flag(
+            "--data",
+            Optional[Path],
+            "Your dataset instead of the embedded one: .npz with arrays x (n, features) and y (n integer labels), "
+            "or .csv/.parquet of numbers, one example per row, label in --label-col (default: the last column). "
+            "It is split 75/25 into train and test by --seed; features are used as they are (no scaling). "
+            ".parquet needs pandas and pyarrow.",
+            config="dataset",
+            parse=_dataset_file,
+        ),
+        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+    ),
     "blackbox": (
+        Flag(
+            "--train",
+            Optional[str],
+            "Your training function instead of the built-in model and DP-SGD: package.module:fn with "
+            "fn(x_train, y_train, *, seed) -> model. x_train is float32 (n, d) and y_train is int64 (n,), the config's dataset with the canary in half the runs. "
+            "The model is a torch.nn.Module returning logits, an object with predict_proba, or a predict_proba function. "
+            "fn must be a module-level function that worker processes can import (from the current directory or the Python path). "
+            "The claimed ε uses the config's noise_multiplier and num_steps at sampling rate 1, so set them to match your training.",
+            config="train",
+            parse=_import_path("--train"),
+        ),
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
@@ -87,7 +148,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
         Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
-        Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv whose last column is the label.", run="members"),
+        Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv/.parquet whose last column is the label.", run="members"),
         Flag("--non-members", Optional[Path], "Real non-members (same formats), for the RM;RN comparison.", run="non_members"),
         Flag(
             "--inclusion-randomised",
@@ -136,6 +197,23 @@ def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
     return config_from_dict(type(config), values, "--config")
 
 
+# the options that name a callable by its import path, per family
+_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",)}
+
+
+def _current_directory_importable() -> None:
+    """Let an import path name a module in the current directory, as uvicorn's ``app:app`` does.
+
+    ``python -m privaudit`` has the current directory on ``sys.path``, but the console script does not.
+    Local worker processes inherit ``sys.path``.
+    """
+    import os
+    import sys
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
 def make_audit_command(name: str) -> Callable[..., None]:
     """The ``privaudit audit NAME`` command function, with the common options and the family's flags."""
     from ..audits.registry import AUDITS
@@ -158,12 +236,14 @@ def make_audit_command(name: str) -> Callable[..., None]:
         overrides = {
             flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
             for flag in flags
-            if flag.config and options[flag.parameter] not in (None, False)
+            if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False
         }
         config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
         check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
+        if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
+            _current_directory_importable()
         record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun

@@ -14,37 +14,97 @@ from .options import JsonOption, emit, format_value, render_table
 
 @app.command()
 def exposure(
-    canaries: Annotated[Path, typer.Option("--canaries", help="Canary losses (.npy, .csv or one number per line).")],
+    canaries: Annotated[
+        Path,
+        typer.Option(
+            "--canaries", help="Canary losses (.npy, .csv or one number per line), or a CSV with a header and --loss-col/--text-col/--insertions-col."
+        ),
+    ],
     references: Annotated[Path, typer.Option("--references", help="Reference losses from the same format, never inserted.")],
     extrapolate: Annotated[bool, typer.Option("--extrapolate", help="Add skew-normal extrapolated exposure.")] = False,
+    loss_col: Annotated[Optional[str], typer.Option("--loss-col", help="With a CSV --canaries with a header: the column of losses (default 'loss').")] = None,
+    text_col: Annotated[Optional[str], typer.Option("--text-col", help="With a CSV --canaries: the column of each canary's text or id.")] = None,
+    insertions_col: Annotated[
+        Optional[str], typer.Option("--insertions-col", help="With a CSV --canaries: the column of each canary's number of insertions.")
+    ] = None,
+    insertions: Annotated[
+        Optional[int], typer.Option("--insertions", help="Every canary was inserted this many times (enables the ε bound, for a group of that size).")
+    ] = None,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the ε lower bound, in (0, 1).")] = 0.95,
+    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json, report.html and the exposure figure.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Rank-based exposure of each canary among reference losses (Secret Sharer §4)."""
+    """Rank-based exposure of each canary among reference losses (Secret Sharer §4), the baselines and, insertions known, the ε bound."""
+    from .._core.files import check_output_dir
+    from .._core.messages import printable
     from .._core.readers import read_numbers
-    from ..stats.exposure import exposure as rank_exposure
-    from ..stats.exposure import exposure_extrapolated
+    from .._core.results import to_plain
+    from ..audits.exposure import audit_exposure, read_canary_table
 
-    canary_losses = read_numbers(canaries, "--canaries")
+    if output is not None:
+        check_output_dir(output)
+    if insertions is not None and insertions_col is not None:
+        raise ValueError("give either `--insertions` (one count for every canary) or `--insertions-col`, not both")
+    texts = counts = None
+    source = {"canaries": str(canaries), "references": str(references)}
+    if loss_col is not None or text_col is not None or insertions_col is not None:
+        loss_col = loss_col or "loss"
+        canary_losses, texts, counts = read_canary_table(canaries, loss_col, text_col, insertions_col)
+        source.update({key: value for key, value in (("loss_column", loss_col), ("text_column", text_col), ("insertions_column", insertions_col)) if value})
+    else:
+        canary_losses = read_numbers(canaries, "--canaries")
+    if insertions is not None:
+        if insertions < 1:
+            raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
+        counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    ranked = rank_exposure(canary_losses, reference_losses)
-    fitted = exposure_extrapolated(canary_losses, reference_losses) if extrapolate else None
+    run = audit_exposure(canary_losses, reference_losses, texts=texts, insertions=counts, confidence=confidence, extrapolate=extrapolate, source=source)
+    result: Any = run.result  # an ExposureAuditResult
+    if output is not None:
+        from ..report.runs import write_run
+
+        write_run(output, run, report=True)
     if as_json:
-        payload = {"exposure": ranked.to_dict()}
-        if fitted is not None:
-            payload["extrapolated"] = fitted.to_dict()
+        payload: dict[str, Any] = {"exposure": run.observations["ranked"].to_dict()}
+        if run.observations["fitted"] is not None:
+            payload["extrapolated"] = run.observations["fitted"].to_dict()
+        payload["canaries"] = to_plain(result.canaries)
+        payload["baselines"] = result.baselines
+        payload["epsilon_bound"] = result.epsilon_bound
         emit(json.dumps(payload, indent=2))
         return
-    columns = ["canary", "loss", "rank", "exposure"] + (["extrapolated exposure"] if fitted is not None else [])
+    fitted = result.extrapolation
+    columns = ["canary"] + (["text"] if texts is not None else []) + (["insertions"] if counts is not None else [])
+    columns += ["loss", "rank", "exposure"] + (["extrapolated exposure"] if fitted is not None else [])
     rows = []
-    for index, loss in enumerate(canary_losses):
-        row = [str(index), format_value(float(loss)), str(int(ranked.ranks[index])), format_value(float(ranked.exposures[index]))]
+    for canary in result.canaries:
+        row = [str(canary.index)]
+        if texts is not None:
+            row.append(printable(canary.text if len(canary.text) <= 40 else canary.text[:39] + "…"))
+        if counts is not None:
+            row.append(str(canary.insertions))
+        row += [format_value(canary.loss), str(canary.rank), format_value(canary.exposure)]
         if fitted is not None:
-            row.append(format_value(float(fitted.exposures[index])))
+            row.append(format_value(canary.exposure_extrapolated))
         rows.append(row)
-    title = f"Exposure among {ranked.num_references} references (ties count against the canary)"
+    title = f"Exposure among {result.num_references} references (ties count against the canary)"
     text = render_table(title, columns, rows)
+    baselines = result.baselines
+    text += (
+        f"random guessing: mean {baselines['mean']:.4g}, median {baselines['median']:.4g}, 75th percentile {baselines['quantile_75']:.4g} bits; "
+        f"no unmemorised canary exceeds {baselines['sampled_upper_95_all_canaries']:.4g} bits with 95% probability\n"
+    )
+    bound = result.epsilon_bound
+    if bound is not None:
+        text += f"ε lower bound from exposures: {format_value(bound['epsilon'])} ({bound['kind']}, {bound['confidence']:.0%}, group of {bound['duplicates']})\n"
+    else:
+        text += "ε lower bound: not computed (give --insertions or --insertions-col: a canary inserted k times bounds kε)\n"
     if fitted is not None:
-        text += f"skew-normal fit: Kolmogorov-Smirnov statistic {fitted.ks_statistic:.4g} (p = {fitted.ks_pvalue:.3g}, optimistic: fitted on the same data)\n"
+        text += (
+            f"skew-normal fit: Kolmogorov-Smirnov statistic {fitted['ks_statistic']:.4g} (p = {fitted['ks_pvalue']:.3g}, optimistic: fitted on the same data)\n"
+        )
+    if output is not None:
+        text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
     emit(text)
 
 
@@ -96,7 +156,7 @@ def bound(
         typer.Option("--claimed-epsilon", help="The ε the mechanism claims at --delta: flagged if the bound exceeds it, drawn on the trade-off plot."),
     ] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", help="Directory for results.json and the ROC, histogram and trade-off figures (then `privaudit report`).")
+        Optional[Path], typer.Option("--output", help="Directory for results.json, report.html and the ROC, histogram and trade-off figures.")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -128,7 +188,7 @@ def bound(
     if output is not None:
         from ..report.runs import write_run
 
-        write_run(output, run)
+        write_run(output, run, report=True)
     data = {**result.bound.to_dict(), "auc": result.auc, "tpr_at_fpr": result.tpr_at_fpr}
     if result.bound_eps_delta is not None:
         data["epsilon_eps_delta"] = result.bound_eps_delta.epsilon
@@ -143,12 +203,17 @@ def bound(
         if result.bound_eps_delta is not None:
             rows.append([f"(ε, δ) lower bound ({result.bound_eps_delta.kind})", format_value(result.bound_eps_delta.epsilon)])
         if result.one_run is not None:
-            rows.append([f"one-run lower bound ({result.one_run.kind}, Steinke et al.)", format_value(result.one_run.epsilon)])
+            rows.append(
+                [
+                    f"one-run lower bound ({result.one_run.kind}, best of {result.one_run.num_tests} tests: {result.one_run.method})",
+                    format_value(result.one_run.epsilon),
+                ]
+            )
         if result.claimed_epsilon is not None:
             rows.append(["claim rejected (bound > claimed ε)", "yes" if result.headline().flag else "no"])
         text = render_table("Epsilon lower bound", ["quantity", "value"], rows)
         if output is not None:
-            text += f"results: {output / 'results.json'}; report: privaudit report {output} --output report.html\n"
+            text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
     if not result.bound.valid:
         typer.echo("warning: the threshold was chosen on the same data it bounds; the bound is optimistic (valid = False)", err=True)
     emit(text)

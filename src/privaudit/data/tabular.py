@@ -13,6 +13,10 @@ are identical on every machine:
 The train/test split is a stratified permutation drawn from
 ``numpy.random.default_rng(seed)``: each class is shuffled and split on its
 own, so both splits keep the full data's class proportions.
+
+:func:`load_dataset_file` splits the user's own dataset file (``.npz``,
+``.csv`` or ``.parquet``, read by :func:`privaudit._core.readers.read_labelled`)
+the same way; its features are used as they are, without scaling.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 from .._core.extras import require
 from .._core.validation import check_choice, check_count, check_probability
 
-__all__ = ["DATASET_NAMES", "Dataset", "load_dataset"]
+__all__ = ["DATASET_NAMES", "Dataset", "load_dataset", "load_dataset_file"]
 
 DATASET_NAMES = ("digits", "breast-cancer")
 
@@ -141,5 +145,45 @@ def load_dataset(name: str, *, seed: int = 0, test_fraction: float = 0.25) -> Da
         y_test=labels[test_index],
         num_classes=num_classes,
         image_shape=image_shape,
+        seed=seed,
+    )
+
+
+def load_dataset_file(path, *, name: str = "--data", label_col: str | None = None, seed: int = 0, test_fraction: float = 0.25) -> Dataset:
+    """The user's labelled dataset file, split into train and test as :func:`load_dataset` splits the embedded ones.
+
+    ``path`` is an ``.npz`` (arrays ``x`` and ``y``), ``.csv`` or ``.parquet``
+    file (label column ``label_col``, else the last one); see
+    :func:`privaudit._core.readers.read_labelled`. Features are used as
+    they are (no scaling); the classes are 0 .. max(y). Errors are
+    ValueErrors naming ``name``.
+
+    >>> import tempfile, os
+    >>> file = os.path.join(tempfile.mkdtemp(), "d.npz")
+    >>> np.savez(file, x=np.arange(40.0).reshape(20, 2), y=np.arange(20) % 2)
+    >>> data = load_dataset_file(file, seed=1)
+    >>> data.x_train.shape, data.x_test.shape, data.num_classes, data.image_shape
+    ((15, 2), (5, 2), 2, None)
+    """
+    from .._core.readers import read_labelled
+
+    seed = check_count(seed, "seed")
+    test_fraction = check_probability(test_fraction, "test_fraction")
+    x, y = read_labelled(path, name, label_col=label_col)
+    if len(y) < 4:
+        raise ValueError(f"`{name}` must hold at least 4 examples (some to train on, some to test), got {len(y)} in {str(path)!r}")
+    with np.errstate(over="ignore"):
+        features = x.astype(np.float32)
+    if not np.isfinite(features).all():
+        raise ValueError(f"`{name}` must hold features within float32's range (|x| < 3.4e38), got larger values in {str(path)!r}")
+    train_index, test_index = _stratified_split(y, test_fraction, np.random.default_rng(seed))
+    return Dataset(
+        name=str(path),
+        x_train=np.ascontiguousarray(features[train_index]),
+        y_train=y[train_index],
+        x_test=np.ascontiguousarray(features[test_index]),
+        y_test=y[test_index],
+        num_classes=int(y.max()) + 1,
+        image_shape=None,
         seed=seed,
     )

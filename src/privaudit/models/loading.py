@@ -34,7 +34,7 @@ import numpy as np
 from .._core.extras import require
 from .._core.validation import check_choice
 
-__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "load_model"]
+__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "build_torch_module", "check_import_path", "import_callable", "load_model"]
 
 KINDS = ("huggingface", "torch", "torch-export", "skops", "onnx")
 OUTPUTS = ("logits", "probabilities")
@@ -170,21 +170,41 @@ def _load_huggingface(directory, device, task: str) -> LoadedModel:
     return LoadedModel("huggingface", model.to(_device(device)).eval(), tokenizer=tokenizer, source=str(directory))
 
 
-def _import_factory(factory: str):
-    module_name, _, attribute = factory.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"`factory` must be 'package.module:callable', got {factory!r}")
+def check_import_path(path, name: str = "factory") -> str:
+    """``path`` if it reads 'package.module:attribute' (uvicorn's ``app:app`` style); ValueError naming ``name`` otherwise.
+
+    >>> check_import_path("my_models:build", "--model")
+    'my_models:build'
+    >>> check_import_path("my_models.build", "--model")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--model` must be 'package.module:callable', got 'my_models.build'
+    """
+    module_name, _, attribute = str(path).partition(":")
+    if not isinstance(path, str) or not module_name.strip() or not attribute.strip() or ":" in attribute:
+        raise ValueError(f"`{name}` must be 'package.module:callable', got {path!r}")
+    return path
+
+
+def import_callable(path: str, name: str = "factory"):
+    """The callable that the import path ``package.module:attribute`` names; ValueError naming ``name`` when it cannot be imported or called."""
+    check_import_path(path, name)
+    module_name, _, attribute = path.partition(":")
     try:
         target = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"`factory` {factory!r}: cannot import {module_name!r}: {error}") from None
+        raise ValueError(f"`{name}` {path!r}: cannot import {module_name!r}: {error}") from None
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise ValueError(f"`factory` {factory!r}: {module_name!r} has no attribute {attribute!r}")
+            raise ValueError(f"`{name}` {path!r}: {module_name!r} has no attribute {attribute!r}")
         target = getattr(target, part)
     if not callable(target):
-        raise ValueError(f"`factory` {factory!r} is not callable")
+        raise ValueError(f"`{name}` {path!r} is not callable")
     return target
+
+
+def _import_factory(factory: str):
+    return import_callable(factory, "factory")
 
 
 def _state_dict(path: Path) -> dict:
@@ -230,6 +250,41 @@ def _load_torch(path, factory, device) -> LoadedModel:
         raise ValueError(f"`factory` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
     _strict_load(module, _state_dict(path), path)
     return LoadedModel("torch", module.to(_device(device)).eval(), source=f"{factory} + {path}")
+
+
+def build_torch_module(factory: str, weights=None, *, seed: int | None = None, factory_name: str = "factory", weights_name: str = "weights"):
+    """The ``torch.nn.Module`` that ``factory`` ('package.module:callable', called with no arguments) builds, with ``weights`` loaded strictly.
+
+    ``seed`` seeds the initial weights (inside ``torch.random.fork_rng``, so
+    the caller's random state is untouched). ``weights`` is safetensors or a
+    state dict saved with ``torch.save`` (read with ``weights_only=True``);
+    a pickle, a file of another kind and weights that do not fit the module
+    are ValueErrors naming ``weights_name``; a factory that cannot be
+    imported, fails or returns something else is one naming ``factory_name``.
+    """
+    torch = require("torch", purpose="building a PyTorch model")
+    build = import_callable(factory, factory_name)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(int(seed))
+            module = build()
+    except Exception as error:  # the user's code: any failure is reported in one line
+        raise ValueError(
+            f"`{factory_name}` {factory!r} failed when called with no arguments: {type(error).__name__}: {' '.join(str(error).split())[:200]}"
+        ) from None
+    if not isinstance(module, torch.nn.Module):
+        raise ValueError(f"`{factory_name}` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
+    if weights is not None:
+        path = Path(weights)
+        if not path.is_file():
+            raise ValueError(f"`{weights_name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
+        try:
+            _refuse_pickle(path)
+            _strict_load(module, _state_dict(path), path)
+        except ValueError as error:
+            raise ValueError(f"`{weights_name}`: {error}") from None
+    return module
 
 
 def _load_torch_export(path, device) -> LoadedModel:

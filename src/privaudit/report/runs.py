@@ -2,8 +2,10 @@
 
 It stamps the result (schema version, audit, machine, time), validates it
 against the JSON Schema, writes ``results.json`` and the audit's artifacts
-into a staging directory, draws the figures from the run, and only then moves
-everything into place: a failure at any step leaves nothing behind.
+into a staging directory, draws the figures from the run, with ``report=True``
+builds ``report.html`` from them (the page ``privaudit report`` builds), and
+only then moves everything into place: a failure at any step leaves nothing
+behind.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from .._core.files import staged_output, write_json_atomic
 from ..audits.base import AuditRun
 from ..schemas import stamp_results, validate_results
 
-__all__ = ["FIGURES", "figures_for", "run_to_dict", "write_run"]
+__all__ = ["FIGURES", "REPORT_NAME", "figures_for", "run_to_dict", "write_run"]
+
+REPORT_NAME = "report.html"
 
 # audit name -> "module:function" returning {file name: draw(path)} for a run
 FIGURES: dict[str, str] = {
@@ -27,6 +31,7 @@ FIGURES: dict[str, str] = {
     "panoramia": "privaudit.report.panoramia:figures",
     "extraction": "privaudit.report.extraction:figures",
     "scores": "privaudit.report.scores:figures",
+    "exposure": "privaudit.report.exposure:figures",
 }
 
 
@@ -45,8 +50,19 @@ def run_to_dict(run: AuditRun) -> dict[str, Any]:
     return validate_results(data, f"results of {run.audit}")
 
 
-def write_run(directory: Any, run: AuditRun, *, figures: bool = True) -> dict[str, Any]:
+def _write_report_page(folder: Path, title: str) -> None:
+    """``folder/report.html`` from ``folder``'s results.json and figures, exactly as ``privaudit report folder`` reads them."""
+    from .html import write_report
+    from .sections import load_results, section_for
+
+    write_report([section_for(load_results(folder), folder)], folder / REPORT_NAME, title=title)
+
+
+def write_run(directory: Any, run: AuditRun, *, figures: bool = True, report: bool = False, title: str = "privaudit report") -> dict[str, Any]:
     """Write ``results.json``, the artifacts and the figures of ``run`` into ``directory``; return the results dict.
+
+    With ``report``, also ``report.html`` (titled ``title``): the self-contained
+    page that ``privaudit report directory`` builds, staged with the rest.
 
     >>> import dataclasses, tempfile, os
     >>> from privaudit.audits.base import AuditResult, Headline
@@ -68,4 +84,6 @@ def write_run(directory: Any, run: AuditRun, *, figures: bool = True) -> dict[st
             (scratch / name).write_bytes(payload)
         for name, draw in drawings.items():
             draw(scratch / name)
+        if report:
+            _write_report_page(scratch, title)
     return data

@@ -1,22 +1,31 @@
-"""Figures of a scores audit: the ROC on log-log axes, the score histograms, and the trade-off curve against a claim."""
+"""Figures of a scores audit: the ROC on log-log axes, the score histograms, and the trade-off curve.
+
+Each figure only draws what the audit computed (:class:`~privaudit.audits.scores.ScoresCurves`
+and the scores themselves): no statistic is computed here. The trade-off
+figure compares the attack with the claimed ε when one was given, and with
+the curve of the bound's own ε otherwise (the result's ``tradeoff`` field
+says which).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..stats.metrics import roc_curve
-from .dpsgd import plot_observation_histograms, plot_tradeoff
 from .plotting import new_figure, save_figure
 
-__all__ = ["figures", "plot_roc_loglog"]
+__all__ = ["figures", "plot_roc_loglog", "plot_score_histograms", "plot_tradeoff_curves"]
+
+_STYLES = (("tab:blue", "-"), ("tab:green", "--"), ("tab:purple", "-."))
 
 
-def plot_roc_loglog(in_scores, out_scores, path, *, title: str = "ROC"):
-    """TPR against FPR on log-log axes, where the low-FPR regime that matters for privacy is visible."""
-    curve = roc_curve(in_scores, out_scores)
-    floor = 0.5 / max(len(in_scores), len(out_scores))
+def plot_roc_loglog(fpr, tpr, path, *, floor: float, title: str = "ROC"):
+    """TPR against FPR on log-log axes, where the low-FPR regime that matters for privacy is visible.
+
+    ``fpr``/``tpr`` are the ROC points; ``floor`` (half of one observation's
+    rate) stands in for zero, which log axes cannot show.
+    """
     figure, axis = new_figure(figsize=(5, 4.5))
-    axis.plot(np.maximum(curve.fpr, floor), np.maximum(curve.tpr, floor), label="attack")
+    axis.plot(np.maximum(fpr, floor), np.maximum(tpr, floor), label="attack")
     grid = np.geomspace(floor, 1.0, 50)
     axis.plot(grid, grid, color="grey", linestyle=":", label="chance")
     axis.set(xscale="log", yscale="log", xlabel="false positive rate", ylabel="true positive rate", title=title)
@@ -24,14 +33,45 @@ def plot_roc_loglog(in_scores, out_scores, path, *, title: str = "ROC"):
     return save_figure(figure, path)
 
 
+def plot_score_histograms(in_scores, out_scores, path, *, title: str):
+    """Overlaid density histograms of the members' and non-members' scores, on shared bins."""
+    figure, axis = new_figure(figsize=(6, 4))
+    both = np.concatenate([in_scores, out_scores])
+    low, high = float(np.min(both)), float(np.max(both))
+    if low == high:  # every score equal: widen the range so the plot is not empty
+        low, high = low - 0.5, high + 0.5
+    bins = np.linspace(low, high, 61)
+    axis.hist(out_scores, bins=bins, density=True, alpha=0.45, color="tab:blue", label=f"non-members (out, {len(out_scores)})")
+    axis.hist(in_scores, bins=bins, density=True, alpha=0.45, color="tab:orange", label=f"members (in, {len(in_scores)})")
+    axis.set(xlabel="score (higher = member)", ylabel="density", title=title)
+    axis.legend()
+    return save_figure(figure, path)
+
+
+def plot_tradeoff_curves(fpr, tpr, alpha, references: dict, path, *, title: str):
+    """The attack's empirical trade-off curve (FNR against FPR) and the reference curves, each given on ``alpha``."""
+    figure, axis = new_figure(figsize=(5, 5))
+    axis.plot(fpr, 1.0 - np.asarray(tpr), color="tab:red", label="attack (empirical)")
+    for (label, fnr), (color, style) in zip(references.items(), _STYLES * (1 + len(references) // len(_STYLES))):
+        axis.plot(alpha, fnr, color=color, linestyle=style, label=label)
+    axis.plot([0.0, 1.0], [1.0, 0.0], color="grey", linestyle=":", label="no privacy loss")
+    axis.set(xlim=(0.0, 1.0), ylim=(0.0, 1.0), xlabel="false-positive rate", ylabel="false-negative rate", title=title)
+    axis.set_aspect("equal")
+    axis.legend(loc="upper right", fontsize="small")
+    return save_figure(figure, path)
+
+
 def figures(run) -> dict:
-    in_scores, out_scores = run.observations["in_scores"], run.observations["out_scores"]
+    """The figures of a scores run, each a function of the run's result and of the curves its audit computed."""
+    result = run.result
+    in_scores, out_scores, curves = run.observations["in_scores"], run.observations["out_scores"], run.observations["curves"]
+    floor = 0.5 / max(result.num_in, result.num_out)
     drawings = {
-        "roc.png": lambda path: plot_roc_loglog(in_scores, out_scores, path),
-        "scores.png": lambda path: plot_observation_histograms(in_scores, out_scores, path, title="scores: members (in) and non-members (out)"),
+        "roc.png": lambda path: plot_roc_loglog(curves.roc_fpr, curves.roc_tpr, path, floor=floor),
+        "scores.png": lambda path: plot_score_histograms(in_scores, out_scores, path, title="scores: members (in) and non-members (out)"),
     }
-    if run.result.claimed_epsilon is not None:
-        drawings["tradeoff.png"] = lambda path: plot_tradeoff(
-            in_scores, out_scores, path, claimed_epsilon=run.result.claimed_epsilon, delta=run.result.bound.delta
-        )
+    if curves.references:
+        against = (result.tradeoff or {}).get("against", "")
+        title = "trade-off against the claimed ε" if against == "claimed epsilon" else "trade-off against the bound's own ε"
+        drawings["tradeoff.png"] = lambda path: plot_tradeoff_curves(curves.roc_fpr, curves.roc_tpr, curves.alpha, curves.references, path, title=title)
     return drawings

@@ -361,10 +361,14 @@ def _scores(data: dict, directory: Path | None) -> ReportSection:
     if result.bound_eps_delta is not None:
         details.append((f"(ε, δ) lower bound ({result.bound_eps_delta.kind})", result.bound_eps_delta.epsilon))
     if result.one_run is not None:
-        details.append((f"one-run lower bound (Steinke et al., {result.one_run.kind})", result.one_run.epsilon))
+        details.append((f"one-run lower bound ({result.one_run.kind}, method {result.one_run.method})", result.one_run.epsilon))
     if result.claimed_epsilon is not None:
         details.append(("claimed ε", result.claimed_epsilon))
     details.append(("scores in / out", f"{result.num_in} / {result.num_out}"))
+    tradeoff = result.tradeoff or {}
+    if tradeoff.get("note"):
+        details.append(("trade-off figure compares the attack with", tradeoff["note"]))
+    against = "the claimed ε" if tradeoff.get("against", "claimed epsilon") == "claimed epsilon" else "the curve of the bound's own ε"
     claim = result.claimed_epsilon
     return ReportSection(
         title="Membership-inference scores: ε lower bounds",
@@ -379,12 +383,72 @@ def _scores(data: dict, directory: Path | None) -> ReportSection:
         threat_model=result.threat_model,
         flag=f"Claim rejected: the lower bound exceeds the claimed ε = {claim:g}." if headline.flag else None,
         details=tuple(details),
-        plots=_plots(directory, {"roc.png": "ROC on log-log axes", "scores.png": "Score histograms", "tradeoff.png": "Trade-off curve against the claimed ε"}),
+        plots=_plots(directory, {"roc.png": "ROC on log-log axes", "scores.png": "Score histograms", "tradeoff.png": f"Trade-off curve against {against}"}),
         **_provenance(data),
     )
 
 
 register_adapter("scores", _scores)
+
+
+def _exposure(data: dict, directory: Path | None) -> ReportSection:
+    from ..audits.exposure import ExposureAuditResult
+
+    result = _typed(ExposureAuditResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline = result.headline()
+    baselines, bound = result.baselines, result.epsilon_bound
+    details: list[tuple[str, Any]] = []
+    for canary in result.canaries:
+        name = f"canary {canary.index}" if canary.text is None else f"canary {canary.index} '{canary.text}'"
+        inserted = "" if canary.insertions is None else f", inserted {canary.insertions}×"
+        extrapolated = "" if canary.exposure_extrapolated is None else f" (extrapolated, estimate: {canary.exposure_extrapolated:.4g})"
+        details.append((f"{name}{inserted}: exposure (rank {canary.rank})", f"{canary.exposure:.4g}{extrapolated}"))
+    if bound is not None:
+        details.append((f"ε lower bound from exposures ({bound['confidence']:.0%}, group of {bound['duplicates']})", bound["epsilon"]))
+        details.append(("ε estimate from exposures (no confidence)", bound["epsilon_estimate"]))
+    else:
+        details.append(("ε lower bound from exposures", "not computed: the insertions were not given (--insertions or --insertions-col)"))
+    details += [
+        ("largest possible exposure, log2 n", baselines["max_exposure"]),
+        ("random guessing: mean / median / 75th percentile", f"{baselines['mean']:.4g} / {baselines['median']:.4g} / {baselines['quantile_75']:.4g}"),
+        ("exposure no unmemorised canary reaches (95%, all canaries)", baselines["sampled_upper_95_all_canaries"]),
+        ("references", result.num_references),
+    ]
+    if result.extrapolation is not None:
+        details.append(("skew-normal fit: Kolmogorov–Smirnov statistic (optimistic: fitted on the same data)", result.extrapolation["ks_statistic"]))
+    flag = None
+    if headline.flag:
+        flag = (
+            f"Memorisation: a canary's exposure ({headline.value:.3g} bits) exceeds what random guessing reaches with 95% "
+            f"probability over all canaries ({baselines['sampled_upper_95_all_canaries']:.3g} bits)."
+        )
+    return ReportSection(
+        title="Canary exposure (your model's losses)",
+        audit="exposure",
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=None,
+        meaning=(
+            "Exposure is log2 n minus log2 of the canary's rank among n references that were never inserted: a canary with "
+            "exposure e is as likely under the model as the top 2^-e of the references. Far above the random-guessing "
+            "baselines, the model memorised the inserted canary."
+        ),
+        not_meaning=(
+            "Exposure is a statistic of these canaries and this model, not an ε; sampled exposure cannot exceed log2 n. "
+            "The ε lower bound beside it holds for a group of the largest insertion count, not for one example."
+        ),
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        plots=_plots(directory, {"exposure.png": "Exposure of each canary against the random-guessing baselines"}),
+        **_provenance(data),
+    )
+
+
+register_adapter("exposure", _exposure)
 
 # results written before the ``audit`` field existed, or by writers that do not stamp it
 FAMILY_OF_RESULT_TYPE = {
@@ -395,6 +459,7 @@ FAMILY_OF_RESULT_TYPE = {
     "PanoramiaResults": "panoramia",
     "ExtractionResult": "extraction",
     "ScoresResult": "scores",
+    "ExposureAuditResult": "exposure",
 }
 
 

@@ -38,7 +38,7 @@ from .._core.validation import as_scores, check_choice, check_probability
 from .bayes import posterior_quantiles
 from .families import EpsilonDelta, GaussianDP
 from .intervals import _upper
-from .thresholds import Best, Bonferroni, Split, candidate_thresholds, error_counts, held_out_split, resolve_threshold
+from .thresholds import Best, Bonferroni, MultiSplit, Split, candidate_thresholds, error_counts, held_out_split, rank_grid, resolve_threshold
 
 __all__ = ["EpsilonLowerBound", "epsilon_lower_bound"]
 
@@ -174,6 +174,35 @@ def _plan(strategy: Any, in_scores: Any, out_scores: Any, proxy: Any, confidence
     return list(ranked[:count]), eval_in, eval_out, select_in.size + select_out.size, True
 
 
+def _rank_tests(strategy: Bonferroni, in_scores: Any, out_scores: Any, rng: Any) -> tuple[Any, Any, Any]:
+    """Thresholds at ranks fixed in advance: (threshold values, false positives, false negatives).
+
+    Ties are ordered by a seeded coin, so every threshold is a position in
+    one strict order of the pooled observations. A threshold just above the
+    j-th highest out-score makes j - 1 false positives, and its false-positive
+    rate is Beta(j, n - j + 1): the Clopper–Pearson bound at j - 1 covers it
+    exactly; in the same way for the j-th lowest in-score and false negatives.
+    """
+    pooled = np.concatenate([out_scores, in_scores])
+    order = np.lexsort((rng.random(pooled.size), pooled))
+    position = np.empty(pooled.size, dtype=np.int64)
+    position[order] = np.arange(pooled.size)
+    out_desc = np.sort(position[: out_scores.size])[::-1]
+    in_asc = np.sort(position[out_scores.size :])
+    if strategy.over == "all":
+        out_ranks, in_ranks = np.arange(1, out_scores.size + 1), np.arange(1, in_scores.size + 1)
+    else:
+        half = strategy.num_thresholds // 2
+        out_ranks, in_ranks = rank_grid(out_scores.size, strategy.num_thresholds - half), rank_grid(in_scores.size, half)
+    cuts = np.concatenate([out_desc[out_ranks - 1] + 1, in_asc[in_ranks - 1]])  # predict "in" at positions >= cut
+    cuts = np.unique(cuts)
+    false_positives = out_scores.size - np.searchsorted(np.sort(position[: out_scores.size]), cuts)
+    false_negatives = np.searchsorted(in_asc, cuts)
+    sorted_pooled = pooled[order]
+    values = np.where(cuts < pooled.size, sorted_pooled[np.minimum(cuts, pooled.size - 1)], np.inf)
+    return values, false_positives, false_negatives
+
+
 def _describe(strategy: Any) -> str:
     return repr(float(strategy)) if isinstance(strategy, float) else repr(strategy)
 
@@ -229,16 +258,31 @@ def epsilon_lower_bound(
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(None if seed is None else check_seed(seed))
     proxy = getattr(family, "proxy", family)
 
-    thresholds, eval_in, eval_out, num_selection, valid = _plan(strategy, in_scores, out_scores, proxy, confidence, rng)
+    if isinstance(strategy, MultiSplit):
+        return _multi_split(strategy, in_scores, out_scores, delta=delta, method=method, interval=interval, confidence=confidence, rng=rng, seed=seed)
+    if isinstance(strategy, Bonferroni) and strategy.thresholds is None and strategy.over != "held-out":
+        if interval not in ("clopper-pearson", "jeffreys"):
+            raise ValueError(f"`threshold` Bonferroni(over={strategy.over!r}) needs interval 'clopper-pearson' or 'jeffreys', got {interval!r}")
+        if strategy.over == "all" and not hasattr(family, "region"):
+            raise ValueError("`threshold` Bonferroni(over='all') is not available for PLD methods; use over='ranks'")
+        thresholds, false_positives, false_negatives = _rank_tests(strategy, in_scores, out_scores, rng)
+        eval_in, eval_out, num_selection, valid = in_scores, out_scores, 0, True
+    else:
+        thresholds, eval_in, eval_out, num_selection, valid = _plan(strategy, in_scores, out_scores, proxy, confidence, rng)
+        false_positives, false_negatives = error_counts(np.sort(eval_in), np.sort(eval_out), thresholds)
     per_test_confidence = 1.0 - (1.0 - confidence) / len(thresholds)
-    in_sorted, out_sorted = np.sort(eval_in), np.sort(eval_out)
-    false_positives, false_negatives = error_counts(in_sorted, out_sorted, thresholds)
+    n_in, n_out = eval_in.size, eval_out.size
 
+    candidates: list[int] = list(range(len(thresholds)))
+    if len(thresholds) > 64 and hasattr(family, "region"):  # many tests: score them all at once, evaluate the best
+        fpr_upper, fnr_upper = _error_bounds(false_positives, n_out, false_negatives, n_in, per_test_confidence, interval)
+        candidates = [int(np.argmax(family.parameter_from_errors(fpr_upper, fnr_upper)))]
     best: Any = None
-    for t, fp, fn in zip(thresholds, false_positives, false_negatives, strict=True):
-        epsilon, parameter, extras = _evaluate(family, interval, int(fp), out_sorted.size, int(fn), in_sorted.size, per_test_confidence)
+    for index in candidates:
+        fp, fn = int(false_positives[index]), int(false_negatives[index])
+        epsilon, parameter, extras = _evaluate(family, interval, fp, n_out, fn, n_in, per_test_confidence)
         if best is None or epsilon > best[0]:
-            best = (epsilon, parameter, extras, float(t), int(fp), int(fn))
+            best = (epsilon, parameter, extras, float(thresholds[index]), fp, fn)
     epsilon, parameter, extras, chosen, fp, fn = best
 
     kind = {"clopper-pearson": "lower bound", "bayes": "credible bound"}.get(interval, "approximate lower bound")
@@ -257,9 +301,26 @@ def epsilon_lower_bound(
         parameter=parameter,
         false_positives=fp,
         false_negatives=fn,
-        num_in=int(in_sorted.size),
-        num_out=int(out_sorted.size),
+        num_in=int(n_in),
+        num_out=int(n_out),
         num_selection=int(num_selection),
         seed=int(seed) if isinstance(seed, (int, np.integer)) else None,
         **extras,
+    )
+
+
+def _multi_split(strategy: MultiSplit, in_scores: Any, out_scores: Any, *, rng: Any, seed: Any, confidence: float, **options: Any) -> EpsilonLowerBound:
+    """Lower median of ``num_splits`` split bounds at confidence 1 - (1 - c)/2 (see :class:`MultiSplit`)."""
+    split = Split(fraction=strategy.fraction)
+    results = [
+        epsilon_lower_bound(in_scores, out_scores, threshold=split, confidence=1.0 - (1.0 - confidence) / 2.0, seed=child, **options)
+        for child in rng.spawn(strategy.num_splits)
+    ]
+    median = sorted(results, key=lambda result: result.epsilon)[(len(results) - 1) // 2]
+    return dataclasses.replace(
+        median,
+        confidence=confidence,
+        threshold_strategy=repr(strategy),
+        num_tests=strategy.num_splits,
+        seed=int(seed) if isinstance(seed, (int, np.integer)) else None,
     )

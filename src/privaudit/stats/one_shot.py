@@ -184,7 +184,10 @@ def epsilon_two_gaussians(mu0: float, sigma0: float, mu1: float, sigma1: float, 
     if abs(log_ratio) > np.log(_MAX_SIGMA_RATIO):
         raise ValueError(f"`sigma1`/`sigma0` must be in [{1 / _MAX_SIGMA_RATIO:g}, {_MAX_SIGMA_RATIO:g}], got exp({log_ratio:.4g})")
     with np.errstate(over="ignore"):
-        shift = 2.0 * ((0.5 * mu1 - 0.5 * mu0) / sigma0)  # halves: the difference itself cannot overflow
+        difference = np.float64(mu1) - np.float64(mu0)
+        # the plain difference when it is finite: halving subnormal means would round them to 0 (σ = 5e-324
+        # gave ε = 0 for means one σ apart); halves only where the difference itself overflows
+        shift = float(difference / sigma0 if np.isfinite(difference) else 2.0 * ((0.5 * mu1 - 0.5 * mu0) / sigma0))
     if not abs(shift) <= _MAX_SHIFT:
         return np.inf  # ε >= d²/2 - 8.3 d > 1e8 for every δ a float can hold
     ratio = float(np.exp(log_ratio))

@@ -10,7 +10,13 @@ optimistic. The strategies differ in how they avoid (or flag) that:
 * a float: fixed in advance, every observation is used for the bound;
 * :class:`Split`: chosen on a seeded held-out fraction, bounded on the rest;
 * :class:`Bonferroni`: several thresholds, each tested at confidence
-  1 - (1 - c)/k, so the best of them is still valid at confidence c;
+  1 - (1 - c)/k, so the best of them is still valid at confidence c. They
+  are given, picked on a held-out fraction, or placed at ranks fixed in
+  advance (``over="ranks"``: a geometric grid of false-positive counts from
+  the top of the out-scores and of false-negative counts from the bottom of
+  the in-scores; ``over="all"``: every such rank), using every observation;
+* :class:`MultiSplit`: the lower median of several seeded splits, each at
+  confidence 1 - (1 - c)/2, valid at confidence c by Markov's inequality;
 * :class:`Best`: the best of many thresholds on the same data. Optimistic;
   results carry ``valid=False``.
 """
@@ -24,7 +30,7 @@ import numpy as np
 
 from .._core.validation import check_count, check_real
 
-__all__ = ["Best", "Bonferroni", "Split", "candidate_thresholds", "error_counts", "resolve_threshold"]
+__all__ = ["Best", "Bonferroni", "MultiSplit", "Split", "candidate_thresholds", "error_counts", "rank_grid", "resolve_threshold"]
 
 #: Upper limit on thresholds scored by a search; keeps 10⁶ observations well under a second.
 MAX_CANDIDATES = 4096
@@ -56,29 +62,75 @@ class Bonferroni:
     """Test k thresholds, each at confidence 1 - (1 - c)/k, and report the best.
 
     With ``thresholds`` given, they are fixed in advance and all observations
-    are used. Otherwise the ``num_thresholds`` most promising thresholds are
-    picked on a held-out ``fraction`` and tested on the rest.
+    are used. With ``over="held-out"`` (the default) the ``num_thresholds``
+    most promising thresholds are picked on a held-out ``fraction`` and
+    tested on the rest. With ``over="ranks"`` the thresholds sit at ranks
+    fixed in advance, ``num_thresholds`` of them, and every observation is
+    used; ``over="all"`` takes every rank (k = number of observations).
+
+    A threshold at the j-th highest out-score has a false-positive rate
+    distributed as Beta(j, n - j + 1) for continuous scores, which the
+    Clopper–Pearson bound at j false positives covers; tied scores are
+    ordered by a seeded coin, which makes the test a randomised one without
+    changing what it may claim.
 
     >>> Bonferroni(thresholds=(0.5, 1.0)).num_tests
     2
+    >>> Bonferroni(over="ranks")
+    Bonferroni(thresholds=None, num_thresholds=32, fraction=0.25, over='ranks')
     """
 
     thresholds: tuple[float, ...] | None = None
     num_thresholds: int = 16
     fraction: float = 0.25
+    over: str = "held-out"
 
     def __post_init__(self) -> None:
+        if self.over not in ("held-out", "ranks", "all"):
+            raise ValueError(f"`over` must be one of 'held-out', 'ranks', 'all', got {self.over!r}")
         if self.thresholds is not None:
             values = tuple(check_real(t, "thresholds") for t in np.ravel(self.thresholds))
             if not values:
                 raise ValueError("`thresholds` must hold at least 1 value, got 0")
             object.__setattr__(self, "thresholds", values)
-        check_count(self.num_thresholds, "num_thresholds", minimum=1)
+        if self.over == "ranks" and self.num_thresholds == 16 and self.thresholds is None:
+            object.__setattr__(self, "num_thresholds", 32)  # ranks use all data; a finer grid pays for itself
+        check_count(self.num_thresholds, "num_thresholds", minimum=2 if self.over == "ranks" else 1)
         _check_fraction_open(self.fraction, "fraction")
 
     @property
     def num_tests(self) -> int:
         return len(self.thresholds) if self.thresholds is not None else self.num_thresholds
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiSplit:
+    """The lower median of ``num_splits`` seeded :class:`Split` bounds, each at confidence 1 - (1 - c)/2.
+
+    If each split's bound exceeds the truth with probability at most
+    (1 - c)/2, the median exceeds it only when half of them do, which by
+    Markov's inequality has probability at most 1 - c. Averaging over splits
+    removes most of the luck of a single split.
+
+    >>> MultiSplit()
+    MultiSplit(num_splits=10, fraction=0.2)
+    """
+
+    num_splits: int = 10
+    fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        check_count(self.num_splits, "num_splits", minimum=1)
+        _check_fraction_open(self.fraction, "fraction")
+
+
+def rank_grid(size: int, count: int) -> np.ndarray:
+    """``count`` ranks in [1, size], geometrically spaced from 1 (fewer where they repeat).
+
+    >>> rank_grid(1000, 4)
+    array([   1,   10,  100, 1000])
+    """
+    return np.unique(np.round(np.geomspace(1, size, count)).astype(np.int64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +142,7 @@ class Best:
     """
 
 
-_NAMED = {"split": Split, "bonferroni": Bonferroni, "best": Best}
+_NAMED = {"split": Split, "bonferroni": Bonferroni, "multi-split": MultiSplit, "best": Best}
 
 
 def resolve_threshold(threshold: Any) -> Any:
@@ -101,9 +153,9 @@ def resolve_threshold(threshold: Any) -> Any:
     >>> resolve_threshold("median")
     Traceback (most recent call last):
     ...
-    ValueError: `threshold` must be a finite number or one of 'split', 'bonferroni', 'best', got 'median'
+    ValueError: `threshold` must be a finite number or one of 'split', 'bonferroni', 'multi-split', 'best', got 'median'
     """
-    if isinstance(threshold, (Split, Bonferroni, Best)):
+    if isinstance(threshold, (Split, Bonferroni, MultiSplit, Best)):
         return threshold
     if isinstance(threshold, str):
         if threshold in _NAMED:
