@@ -217,6 +217,37 @@ def read_numbers(path: str | os.PathLike[str], name: str) -> np.ndarray:
 _TRUE, _FALSE = {"1", "true", "yes", "in", "member"}, {"0", "false", "no", "out", "non-member"}
 
 
+def read_csv_rows(path: str | Path, name: str) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a CSV file with a header row, blank rows dropped; bounded in size, errors name ``name``.
+
+    >>> import tempfile, os
+    >>> file = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(file, "w").write("a, b\\n1,2\\n\\n3,4\\n")
+    >>> read_csv_rows(file, "--scores")
+    (['a', 'b'], [['a', ' b'], ['1', '2'], ['3', '4']])
+    """
+    import csv
+    import io
+
+    path = Path(path)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "file not found"
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    except csv.Error as error:
+        raise ValueError(f"`{name}`: {str(path)!r} is not valid CSV: {error}") from None
+    if not rows:
+        raise ValueError(f"`{name}`: {str(path)!r} is empty; it needs a header row naming its columns")
+    return [cell.strip() for cell in rows[0]], rows
+
+
 def read_score_table(path: str | os.PathLike[str], score_column: str, member_column: str, name: str = "--scores") -> tuple[np.ndarray, np.ndarray]:
     """Scores and membership from a CSV file with a header row: two named columns, one row per example.
 
@@ -238,27 +269,8 @@ def read_score_table(path: str | os.PathLike[str], score_column: str, member_col
     ...
     ValueError: `--scores`: ...s.csv' line 2: column `member` must be 1/0, true/false, yes/no or in/out, got 'maybe'
     """
-    import csv
-    import io
-
     path = Path(path)
-    if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as error:
-        raise ValueError(f"`{name}`: {str(path)!r} is not valid CSV: {error}") from None
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if not rows:
-        raise ValueError(f"`{name}`: {str(path)!r} is empty; it needs a header row naming its columns")
-    header = [cell.strip() for cell in rows[0]]
+    header, rows = read_csv_rows(path, name)
     positions = {}
     for column, option in ((score_column, "--score-col"), (member_column, "--member-col")):
         if column not in header:

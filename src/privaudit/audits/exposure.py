@@ -26,17 +26,14 @@ sees the model.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._core.messages import describe_value
-from .._core.readers import MAX_TEXT_BYTES
+from .._core.readers import read_csv_rows
 from .._core.validation import as_scores, check_count, check_probability
 from ..stats.exposure import epsilon_from_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 from .base import AuditResult, AuditRun, Headline
@@ -193,23 +190,7 @@ def read_canary_table(
     >>> read_canary_table(file, "loss", "text", "insertions")
     (array([12.5, 30. ]), ['my pin is 1234', 'my pin is 9876'], [4, 1])
     """
-    path = Path(path)
-    if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
-    try:
-        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
-    except csv.Error as error:
-        raise ValueError(f"`{name}`: {str(path)!r} is not valid CSV: {error}") from None
-    if not rows:
-        raise ValueError(f"`{name}`: {str(path)!r} is empty; it needs a header row naming its columns")
-    header = [cell.strip() for cell in rows[0]]
+    header, rows = read_csv_rows(path, name)
     positions: dict[str, int] = {}
     for column, option in ((loss_column, "--loss-col"), (text_column, "--text-col"), (insertions_column, "--insertions-col")):
         if column is None:
