@@ -44,7 +44,7 @@ def _cases():
         "exposure, skew-normal extrapolation: 1e3 canaries vs 1e6 references": lambda: privaudit.exposure_extrapolated(canaries, references),
         "GDP bound, Clopper-Pearson, split: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(in_scores, out_scores, delta=DELTA, seed=0),
         "(eps, delta) bound, Clopper-Pearson, split: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(
-            in_scores, out_scores, delta=DELTA, method="eps-delta", seed=0
+            in_scores, out_scores, delta=DELTA, method="eps-delta", threshold="split", seed=0
         ),
         "GDP bound, fixed threshold: 1e6 observations per side": lambda: privaudit.epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=0.5),
         "one Bayesian interval (GDP, fixed threshold, 1e4 per side)": lambda: privaudit.epsilon_lower_bound(

@@ -161,6 +161,7 @@ def test_every_exported_lower_bound_is_covered():
         "precision_at_recall",
         "Split",
         "Bonferroni",
+        "MultiSplit",
         "Best",
         "SubsampledGaussian",
         "step_to_end_epsilon",

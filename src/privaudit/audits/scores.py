@@ -127,7 +127,7 @@ def audit_scores(
     method: Any = "gdp",
     interval: str = "clopper-pearson",
     confidence: float = 0.95,
-    threshold: Any = "split",
+    threshold: Any = "auto",
     seed: int = 0,
     one_run: bool = False,
     claimed_epsilon: float | None = None,

@@ -109,12 +109,16 @@ def exposure(
 
 
 def _parse_threshold(text: str):
-    if text in ("split", "bonferroni", "best"):
+    if text in ("auto", "split", "bonferroni", "multi-split", "best"):
         return text
+    if text == "ranks":
+        from ..stats.thresholds import Bonferroni
+
+        return Bonferroni(over="ranks")
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"`--threshold` must be a number or one of 'split', 'bonferroni', 'best', got {text!r}") from None
+        raise ValueError(f"`--threshold` must be a number or one of 'auto', 'split', 'bonferroni', 'ranks', 'multi-split', 'best', got {text!r}") from None
 
 
 def _bound_inputs(in_file, out_file, scores, score_col, member_col):
@@ -144,7 +148,13 @@ def bound(
     method: Annotated[str, typer.Option("--method", help="gdp, eps-delta, pure, or pld (subsampled Gaussian, see --sampling-prob/--steps).")] = "gdp",
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
-    threshold: Annotated[str, typer.Option("--threshold", help="A number fixed in advance, or split, bonferroni, best.")] = "split",
+    threshold: Annotated[
+        str,
+        typer.Option(
+            "--threshold",
+            help="auto (split for gdp/pld, ranks fixed in advance for eps-delta/pure), a number fixed in advance, or split, bonferroni, ranks, multi-split, best.",
+        ),
+    ] = "auto",
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the held-out split (fixed by default, so equal input gives equal output; recorded in the output).")
     ] = 0,

@@ -215,7 +215,7 @@ def epsilon_lower_bound(
     method: Any = "gdp",
     interval: str = "clopper-pearson",
     confidence: float = 0.95,
-    threshold: Any = "split",
+    threshold: Any = "auto",
     seed: Any = None,
 ) -> EpsilonLowerBound:
     """Lower-bound ε(δ) from the scores of an attack on "in" and "out" observations.
@@ -231,8 +231,13 @@ def epsilon_lower_bound(
     interval : {"clopper-pearson", "jeffreys", "bayes", "katz-log"}
         "katz-log" only with ``method="pure"``; "bayes" not with PLD families.
     confidence : float in (0, 1)
-    threshold : float, "split", "bonferroni", "best", Split, Bonferroni or Best
+    threshold : "auto", float, "split", "bonferroni", "multi-split", "best", or a strategy object
         How the decision threshold is chosen (see :mod:`privaudit.stats.thresholds`).
+        "auto" takes the strategy that was tightest in the benchmark against
+        jax_privacy: :class:`Split` for GDP and PLD families,
+        ``Bonferroni(over="ranks")`` for (ε, δ) and pure DP with a
+        Clopper–Pearson or Jeffreys interval (their best thresholds sit in
+        the far tails, where a held-out split loses most).
     seed : int, numpy Generator or None
         Randomness of the held-out split.
 
@@ -254,6 +259,9 @@ def epsilon_lower_bound(
     confidence = check_probability(confidence, "confidence")
     family = _resolve_family(method, delta)
     interval = _check_interval(interval, family)
+    if isinstance(threshold, str) and threshold == "auto":
+        ranks = family.name == "eps-delta" and interval in ("clopper-pearson", "jeffreys")
+        threshold = Bonferroni(over="ranks") if ranks else "split"
     strategy = resolve_threshold(threshold)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(None if seed is None else check_seed(seed))
     proxy = getattr(family, "proxy", family)
