@@ -20,11 +20,10 @@ import time
 import warnings
 from pathlib import Path
 
-from privaudit.audits.panoramia_report import summary_rows
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions, to_plain
-from privaudit.audits.panoramia_demo import PanoramiaDemoConfig, run_panoramia_demo
+from privaudit.audits.panoramia import AUDIT, PanoramiaDemoConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,19 +39,19 @@ def main() -> None:
     runs = []
     for seed in args.seeds:
         started = time.perf_counter()
-        results, _ = run_panoramia_demo(dataclasses.replace(base, seed=seed))
+        result = AUDIT.run(dataclasses.replace(base, seed=seed)).result
         total = time.perf_counter() - started
         phases = {}
-        for entry in results.values():
-            for phase, seconds in entry["timings_s"].items():
+        for entry in result.targets.values():
+            for phase, seconds in entry.timings_s.items():
                 phases[phase] = phases.get(phase, 0.0) + seconds
         runs.append(
             {
                 "seed": seed,
                 "wall_time_s": round(total, 2),
                 "phases_s": {phase: round(seconds, 3) for phase, seconds in phases.items()},
-                "summary": to_plain(summary_rows(results)),
-                "accuracy": {name: {"train": e["train_accuracy"], "test": e["test_accuracy"]} for name, e in results.items()},
+                "summary": to_plain(result.summary_rows()),
+                "accuracy": {name: {"train": e.train_accuracy, "test": e.test_accuracy} for name, e in result.targets.items()},
             }
         )
         print(json.dumps(runs[-1]), flush=True)

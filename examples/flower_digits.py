@@ -178,6 +178,7 @@ def run_flower_digits(*configs: FlowerDigitsConfig) -> list[dict]:
 def write_outputs(config: FlowerDigitsConfig, outcome: dict, output) -> dict:
     """Write ``results.json`` and ``cosines.png`` into ``output``, all at once (nothing on failure)."""
     from privaudit._core.files import staged_output
+    from privaudit.audits.fl import cosine_densities
     from privaudit.report.fl import plot_cosine_densities
 
     estimate = outcome["estimate"]
@@ -187,9 +188,10 @@ def write_outputs(config: FlowerDigitsConfig, outcome: dict, output) -> dict:
     if estimate.num_held_out >= 2:
         groups["0 (held out)"] = estimate.held_out_cosines
     title = f"ε_est = {estimate.epsilon_est.epsilon:.3g}, ε_lo = {estimate.epsilon_lo.epsilon:.3g} (z = {config.noise_multiplier:g})"
+    densities = cosine_densities(groups, dimension=estimate.dimension)  # the statistics, before anything is drawn
     with staged_output(output) as scratch:
         (scratch / "results.json").write_text(json.dumps(data, indent=2) + "\n")
-        plot_cosine_densities(groups, scratch / "cosines.png", dimension=estimate.dimension, title=title)
+        plot_cosine_densities(densities, scratch / "cosines.png", title=title)
     return data
 
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from privaudit.audits.config import config_from_dict, config_to_dict
+from privaudit.audits.base import Audit
+from privaudit.audits.config import config_from_dict, config_text, config_to_dict, with_overrides
 from privaudit.audits.registry import get_audit, names
 from privaudit.cli import main
 from privaudit.history import HistoryStore
@@ -75,3 +76,59 @@ def test_bad_config_key_names_its_path(name, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code.value.code == 2 and "unknown keys no_such_key" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+# settings whose value a tiny run must take from the embedded default, not from the config class (a tiny run only shrinks sizes)
+_INHERITED = ("seed", "confidence", "delta", "target_delta")
+
+
+@pytest.mark.parametrize("name", names())
+def test_tiny_config_is_the_embedded_default_with_smaller_sizes(name, monkeypatch):
+    audit = get_audit(name)
+    default = audit.default_config()
+    fields = config_to_dict(default)
+    # a default that differs from the class's in the inherited settings: the tiny config must follow it
+    changed = {"seed": fields["seed"] + 4321}
+    changed.update({key: fields[key] * 0.5 for key in _INHERITED[1:] if isinstance(fields.get(key), float)})
+    other = with_overrides(default, changed)
+    monkeypatch.setattr(audit, "default_config", lambda: other)
+    tiny = config_to_dict(audit.tiny_config())
+    problems = {key: (tiny[key], value) for key, value in changed.items() if tiny[key] != value}
+    assert not problems, f"tiny config of {name} ignores its default config: {problems}"
+    if type(audit).tiny_config is Audit.tiny_config:  # the same config as the default, but for the overridden sizes
+        expected = with_overrides(other, audit.tiny_overrides)
+        assert audit.tiny_config() == expected and expected != other
+
+
+# families that take minutes at their embedded default run from a small config derived from the printed default
+_SLOW_AT_DEFAULT = {"secret-sharer", "blackbox", "fl", "panoramia", "one-run"}
+
+
+@pytest.mark.parametrize("name", names())
+def test_audit_command_runs_without_config_and_report_reads_its_output(name, tmp_path, capsys):
+    audit = get_audit(name)
+    _needs(audit)
+    with pytest.raises(SystemExit) as code:
+        main(["audit", name, "--print-config"])
+    assert code.value.code == 0
+    printed = tmp_path / "default.json"
+    printed.write_text(capsys.readouterr().out, encoding="utf-8")
+    default = audit.load_config(printed)  # what --print-config prints is a config file
+    assert default == audit.default_config()
+    output = tmp_path / "out"
+    argv = ["audit", name, "--output", str(output), "--no-history"]
+    if name in _SLOW_AT_DEFAULT:
+        overrides = audit.tiny_overrides or {k: v for k, v in config_to_dict(audit.tiny_config()).items() if config_to_dict(default)[k] != v}
+        small = tmp_path / "small.json"
+        small.write_text(config_text(with_overrides(default, overrides)), encoding="utf-8")
+        argv += ["--config", str(small)]
+    with pytest.raises(SystemExit) as code:
+        main(argv)
+    assert code.value.code == 0, capsys.readouterr().err
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    assert data["audit"] == name and (name in _SLOW_AT_DEFAULT or config_from_dict(audit.config_type, data["config"]) == default)
+    with pytest.raises(SystemExit) as code:
+        main(["report", str(output), "--output", str(tmp_path / "report.html")])
+    assert code.value.code == 0, capsys.readouterr().err
+    headline = audit.result_from_dict(data).headline()
+    assert headline.label.split(" ")[0] in (tmp_path / "report.html").read_text(encoding="utf-8")

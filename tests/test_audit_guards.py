@@ -71,14 +71,14 @@ def _panoramia_on_spec(tmp_path, spec):
     ],
 )
 def test_a_panoramia_spec_the_machine_cannot_hold_is_refused_before_the_model_is_built(spec, shown, tmp_path, capsys, monkeypatch):
-    import privaudit.audits.panoramia_targets as targets
+    import privaudit.audits.panoramia.targets as targets
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("the members or the model were loaded before the sizes were checked")
 
     monkeypatch.setattr(targets, "load_model", must_not_run)
-    monkeypatch.setattr("privaudit.audits.panoramia_demo.load_model", must_not_run)
-    monkeypatch.setattr("privaudit.audits.panoramia_demo.load_members", must_not_run)
+    monkeypatch.setattr("privaudit.audits.panoramia.audit.load_model", must_not_run)
+    monkeypatch.setattr("privaudit.audits.panoramia.audit.load_members", must_not_run)
     code, out, err = _cli(_panoramia_on_spec(tmp_path, spec), capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert f"the `--spec` model ({shown}) needs about" in err and "GiB" in err
@@ -87,7 +87,7 @@ def test_a_panoramia_spec_the_machine_cannot_hold_is_refused_before_the_model_is
 
 def test_the_spec_estimate_counts_the_weights_of_the_model_it_describes():
     pytest.importorskip("torch")
-    from privaudit.audits.panoramia_demo import classifier_parameters, spec_memory_estimate
+    from privaudit.audits.panoramia import classifier_parameters, spec_memory_estimate
     from privaudit.models.classifiers import build_classifier, count_parameters
 
     for architecture, sizes in [("linear", {"input_dim": 30}), ("mlp", {"input_dim": 30, "hidden": 16, "depth": 3}), ("mlp", {"input_dim": 7, "hidden": 5})]:
@@ -109,7 +109,7 @@ def _write_spec(spec):
 
 @pytest.mark.parametrize("spec", ['{"architecture": "mlp", "input_dim": "wide", "num_classes": 2}', "[1, 2]", '{"input_dim": true, "num_classes": 2}'])
 def test_a_spec_the_estimate_cannot_read_is_left_to_the_model_loader(spec, tmp_path):
-    from privaudit.audits.panoramia_demo import spec_memory_estimate
+    from privaudit.audits.panoramia import spec_memory_estimate
 
     (tmp_path / "m.json").write_text(spec)
     assert spec_memory_estimate(tmp_path / "m.pt") == (0, "")

@@ -8,6 +8,7 @@ import pytest
 
 from privaudit import demo_full
 from privaudit.history import HistoryStore
+from privaudit.schemas import stamp_results, validate_results
 
 
 @pytest.fixture()
@@ -33,6 +34,7 @@ def test_demo_writes_report_results_and_history(cli, tmp_path, small_fl_demo):
     summary = json.loads((output / "results.json").read_text())
     fl = json.loads((output / "fl" / "results.json").read_text())
     assert summary["schema_version"] == 1 and summary["audit"] == "demo" and fl["audit"] == "fl"
+    assert validate_results(summary, "summary") is summary  # as written: the demo's block of the results schema
     (entry,) = summary["audits"]
     worst = max(fl["runs"], key=lambda r: r["participations"])
     assert entry["value"] == worst["final"]["estimate"]["epsilon"] and entry["kind"] == "estimate"
@@ -56,3 +58,18 @@ def test_unknown_audit_is_refused(tmp_path):
     with pytest.raises(ValueError, match="`audits` must be among"):
         demo_full.run_full_demo(tmp_path / "x", audits=["nope"])
     assert not (tmp_path / "x").exists()
+
+
+def test_summary_is_checked_against_the_schema_entry_by_entry():
+    inner = stamp_results({"result_type": "R", "versions": {"privaudit": "0"}}, audit="x")
+    entry = {"directory": "x", "audit": "x", "title": "t", "label": "l", "value": 1.0, "kind": "estimate", "confidence": None, "valid": True, "flag": None}
+    entry["results"] = inner
+    summary = {"result_type": "DemoResults", "versions": {"privaudit": "0"}, "seed": 0, "child_seeds": {"x": 1}, "seconds": 1.0, "audits": [entry]}
+    summary = stamp_results(summary, audit="demo")
+    assert validate_results(summary) is summary
+    with pytest.raises(ValueError, match="at `audits.0.results.audit`"):  # each audit's own results, against the same schema
+        validate_results({**summary, "audits": [{**entry, "results": {**inner, "audit": 3}}]})
+    with pytest.raises(ValueError, match="at `audits.0.value`"):
+        validate_results({**summary, "audits": [{**entry, "value": "high"}]})
+    with pytest.raises(ValueError, match="'child_seeds' is a required property"):
+        validate_results({key: value for key, value in summary.items() if key != "child_seeds"})

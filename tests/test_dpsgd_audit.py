@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from privaudit.audits.dpsgd import DPSGDAuditConfig, bound_step_observations, claimed_step_epsilon, detect_bugs, run_dpsgd_audit  # noqa: E402
+from privaudit.audits.dpsgd import AUDIT, DPSGDAuditConfig, bound_step_observations, claimed_step_epsilon, detect_bugs  # noqa: E402
 from privaudit.canaries.gradient import GradientCanary  # noqa: E402
 from privaudit.observation.gradient import collect_gradient_observations  # noqa: E402
 from privaudit.stats.conversions import gdp_mu  # noqa: E402
@@ -85,14 +85,14 @@ def test_every_bug_is_flagged_and_the_correct_implementation_is_not():
 
 def test_the_correct_implementation_is_not_flagged_for_other_seeds():
     for seed in (1, 2):
-        result, _ = run_dpsgd_audit(DPSGDAuditConfig(canary_norm=100.0, seed=seed))
+        result = AUDIT.run(DPSGDAuditConfig(canary_norm=100.0, seed=seed)).result
         assert not result.flagged
         assert result.end_to_end.kind == "estimate" and result.end_to_end.epsilon <= result.claimed_end_to_end_epsilon * 1.05
 
 
 def test_subsampled_canaries_are_bounded_with_the_pld_family():
     config = DPSGDAuditConfig(noise_multiplier=1.0, canary_rate=0.5, num_steps=40)
-    result, observations = run_dpsgd_audit(config)
+    result = AUDIT.run(config).result
     assert result.step_bounds["gdp_clopper_pearson"].method == "pld"
     assert 0.0 <= result.step_bounds["gdp_clopper_pearson"].epsilon <= claimed_step_epsilon(1.0, DELTA, 0.5)
 
@@ -219,9 +219,10 @@ def test_opacus_needs_its_own_optimizer():
 
 def test_the_input_space_threat_model_runs_through_the_same_command_config():
     config = DPSGDAuditConfig(threat_model="white-box-input", input_canary="blank", input_score="debiased", noise_multiplier=1.0, clip_norm=0.5, num_steps=200)
-    result, observations = run_dpsgd_audit(config)
+    run = AUDIT.run(config)
+    result, observations = run.result, run.observations
     assert result.threat_model.startswith("white-box, input-space canary")
-    assert observations.in_scores.size == observations.out_scores.size == 200
+    assert observations["in_scores"].size == observations["out_scores"].size == 200
     assert 0.0 <= result.step_bounds["gdp_clopper_pearson"].epsilon <= result.claimed_step_epsilon
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from privaudit.audits.fl import FLAuditConfig, run_fl_audit
+from privaudit.audits.fl import AUDIT, FLAuditConfig
 from privaudit.audits.gaussian_mechanism import (
     audit_gaussian_mechanism,
     gaussian_mechanism_cosines,
@@ -82,7 +82,7 @@ def test_gaussian_mechanism_bad_input(args, message):
 @pytest.fixture(scope="module")
 def repetitions():
     config = FLAuditConfig.from_dict({**SMALL, "participations": [1, 2, 4, 8]})
-    return run_fl_audit(config)[0]
+    return AUDIT.run(config).result
 
 
 def test_more_participations_raise_the_final_model_estimate(repetitions):
@@ -104,7 +104,7 @@ def test_canaries_change_accuracy_by_less_than_a_point(repetitions):
 
 def test_all_iterates_estimate_reaches_the_analytical_epsilon_at_low_noise():
     config = FLAuditConfig.from_dict({**SMALL, "measure_canary_effect": False, "training": {**SMALL["training"], "noise_multiplier": 0.3}})
-    run = run_fl_audit(config)[0].runs[0]
+    run = AUDIT.run(config).result.runs[0]
     assert run.all.estimate.epsilon >= 0.5 * run.analytical_epsilon  # ε_est-all / analytical: 2.0 at seed 0
     assert run.all.estimate.null == "fitted to null_cosines"
 
@@ -114,7 +114,7 @@ def test_all_iterates_estimate_reaches_the_analytical_epsilon_at_low_noise():
 )
 def test_other_patterns_clipping_and_optimizers_run(training):
     config = FLAuditConfig.from_dict({**SMALL, "measure_canary_effect": False, "training": {"num_rounds": 40, "clients_per_round": 30, **training}})
-    run = run_fl_audit(config)[0].runs[0]
+    run = AUDIT.run(config).result.runs[0]
     assert run.canary_participations["max"] >= 1
     assert run.final.lower_bound.epsilon >= 0 and np.isfinite(run.analytical_epsilon)
 
@@ -128,10 +128,10 @@ def test_no_canary_participating_is_an_error(seed):
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(13,)))  # the schedule's stream
     participated = (participation_schedule(population, config.training, rng)[0] >= 1347 // 5).any()
     if participated:
-        run_fl_audit(config)
+        AUDIT.run(config)
     else:
         with pytest.raises(ValueError, match="no canary participated"):
-            run_fl_audit(config)
+            AUDIT.run(config)
 
 
 @pytest.mark.parametrize(

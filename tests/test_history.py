@@ -7,25 +7,13 @@ import sqlite3
 
 import numpy as np
 import pytest
+from typed_results import blackbox_results
 
 from privaudit.history import HistoryStore, compare, default_model_id, history_path, record_audit
-from privaudit.schemas import stamp_results
 
 
 def blackbox(epsilon: float, seed: int = 0) -> dict:
-    return stamp_results(
-        {
-            "result_type": "BlackBoxResult",
-            "versions": {"privaudit": "0.1.0"},
-            "epsilon_lower_bound": epsilon,
-            "confidence": 0.95,
-            "claimed_epsilon": 5.0,
-            "threat_model": "black-box",
-            "config": {"dataset": "breast-cancer", "architecture": "linear", "seed": seed},
-            "bound": {"kind": "lower bound", "valid": True},
-        },
-        audit="blackbox",
-    )
+    return blackbox_results(epsilon, seed=seed, claimed=5.0, dataset="breast-cancer", architecture="linear")
 
 
 def test_round_trip_keeps_the_full_json_and_the_headline(tmp_path):

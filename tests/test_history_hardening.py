@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from typed_results import blackbox_results
 
 from privaudit._core.messages import printable
 from privaudit.history import (
@@ -20,23 +21,12 @@ from privaudit.history import (
     check_label,
     record_audit,
 )
-from privaudit.schemas import stamp_results
 
 ESCAPES = ["\x1b[2J", "\x1b]0;owned\x07", "a\rb", "line\nbreak", "bell\x07", "\x9b31m", "rtl\u202eevil", "nul\x00"]
 
 
 def results(epsilon: float = 1.0) -> dict:
-    return stamp_results(
-        {
-            "result_type": "BlackBoxResult",
-            "versions": {},
-            "epsilon_lower_bound": epsilon,
-            "confidence": 0.95,
-            "bound": {"kind": "lower bound", "valid": True},
-            "config": {"dataset": "digits", "architecture": "mlp"},
-        },
-        audit="blackbox",
-    )
+    return blackbox_results(epsilon, dataset="digits", architecture="mlp")
 
 
 def digest(path: Path) -> str:

@@ -141,7 +141,7 @@ def panoramia_members(f: Path, members: bytes) -> list:
         "--model",
         str(f / "m.pt"),
         "--spec",
-        write(f, "m.json", spec),
+        write(f, "m.json", {**spec, "activation": "tanh"}),
         "--members",
         write(f, "m.npz", members),
         "--output",

@@ -270,7 +270,7 @@ def test_dpsgd_parquet_without_pyarrow_names_what_to_install(files, tmp_path):
         pytest.skip("pyarrow is installed: .parquet files are read")
     out = tmp_path / "out"
     (tmp_path / "d.parquet").write_bytes(b"PAR1")
-    refused(dpsgd(files, out, "--model", MODEL, "--data", tmp_path / "d.parquet"), out, "pip install pandas pyarrow")
+    refused(dpsgd(files, out, "--model", MODEL, "--data", tmp_path / "d.parquet"), out, "privaudit[parquet]")
 
 
 def test_parquet_reads_like_csv(files, tmp_path):

@@ -41,7 +41,7 @@ def user_files(tmp_path_factory):
     y = (x[:, 0] + rng.integers(0, 2, 700) > 2).astype(np.int64)
     model = build_classifier("mlp", input_dim=3, num_classes=2, hidden=8)
     torch.save(model.state_dict(), folder / "model.pt")
-    (folder / "model.json").write_text(json.dumps({"architecture": "mlp", "input_dim": 3, "num_classes": 2, "hidden": 8}))
+    (folder / "model.json").write_text(json.dumps({"architecture": "mlp", "input_dim": 3, "num_classes": 2, "hidden": 8, "activation": "tanh"}))
     np.savez(folder / "members.npz", x=x[:500], y=y[:500])
     np.savetxt(folder / "non_members.csv", np.column_stack([x[500:], y[500:]]), delimiter=",", header="a,b,c,label", comments="")
     return folder
@@ -62,7 +62,7 @@ def test_demo_writes_results_and_plots_reproducibly(tmp_path):
         outputs.append(data)
         assert (tmp_path / name / "pr_few.png").stat().st_size > 0
     assert outputs[0] == outputs[1]
-    from privaudit.audits.panoramia_demo import PanoramiaResults
+    from privaudit.audits.panoramia import PanoramiaResults
 
     row = PanoramiaResults.from_dict(json.loads((tmp_path / "first" / "results.json").read_text())).summary_rows()[0]
     assert row["generator"] == "mst on fair" and row["c_lb"] >= 0.0
@@ -122,7 +122,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output(user_files, tmp_path, ext
 
 def test_a_model_of_the_wrong_width_cannot_score(user_files, tmp_path):
     spec = tmp_path / "wide.json"
-    spec.write_text(json.dumps({"architecture": "mlp", "input_dim": 5, "num_classes": 2, "hidden": 8}))
+    spec.write_text(json.dumps({"architecture": "mlp", "input_dim": 5, "num_classes": 2, "hidden": 8, "activation": "tanh"}))
     code, _, stderr = run(
         ["audit", "panoramia", "--model", user_files / "model.pt", "--spec", spec, "--members", user_files / "members.npz", "--output", tmp_path / "run"]
     )

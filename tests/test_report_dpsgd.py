@@ -1,4 +1,4 @@
-"""DP-SGD audit figures: each writes a readable PNG, and the bound curve matches the statistical core."""
+"""DP-SGD audit figures: each draws what the audit computed into a readable PNG, and the bound curve matches the statistical core."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ pytest.importorskip("matplotlib")
 
 import matplotlib.image  # noqa: E402
 
-from privaudit.audits.dpsgd import bounds_on_prefixes  # noqa: E402
+from privaudit.audits.dpsgd import bounds_on_prefixes, observation_fits, tradeoff_curves  # noqa: E402
 from privaudit.report.dpsgd import plot_bound_vs_observations, plot_observation_histograms, plot_tradeoff  # noqa: E402
 from privaudit.stats.bounds import epsilon_lower_bound  # noqa: E402
 
@@ -33,20 +33,20 @@ def assert_png(path):
 def test_histograms_write_png(tmp_path):
     in_scores, out_scores = scores(2000)
     path = tmp_path / "hist.png"
-    assert plot_observation_histograms(in_scores, out_scores, path, title="observations") == path
+    assert plot_observation_histograms(in_scores, out_scores, observation_fits(in_scores, out_scores), path, title="observations") == path
     assert_png(path)
 
 
 def test_histograms_accept_constant_scores(tmp_path):
     path = tmp_path / "hist.png"
-    plot_observation_histograms(np.ones(10), np.zeros(10), path)
+    plot_observation_histograms(np.ones(10), np.zeros(10), observation_fits(np.ones(10), np.zeros(10)), path)
     assert_png(path)
 
 
 def test_tradeoff_writes_png(tmp_path):
     in_scores, out_scores = scores(2000)
     path = tmp_path / "tradeoff.png"
-    assert plot_tradeoff(in_scores, out_scores, path, claimed_epsilon=8.0, delta=DELTA) == path
+    assert plot_tradeoff(tradeoff_curves(in_scores, out_scores, claimed_epsilon=8.0, delta=DELTA), path) == path
     assert_png(path)
 
 
@@ -92,8 +92,8 @@ def test_bound_default_start_caps_at_array_size(tmp_path):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda i, o, p: plot_observation_histograms(i, o, p),
-        lambda i, o, p: plot_tradeoff(i, o, p, claimed_epsilon=1.0, delta=DELTA),
+        lambda i, o, p: plot_observation_histograms(i, o, observation_fits(i, o), p),
+        lambda i, o, p: plot_tradeoff(tradeoff_curves(i, o, claimed_epsilon=1.0, delta=DELTA), p),
         lambda i, o, p: bounds_on_prefixes(i, o, delta=DELTA),
     ],
     ids=["histograms", "tradeoff", "bound"],

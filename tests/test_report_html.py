@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typed_results import dpsgd_results, secret_sharer_results  # complete typed results, as write_run writes them
 
 from privaudit.report.html import ReportSection, render_report, write_report
 from privaudit.report.sections import load_results, section_for
@@ -53,40 +54,6 @@ def make_png(path: Path, seed: int) -> bytes:
     figure.savefig(path)
     plt.close(figure)
     return path.read_bytes()
-
-
-def secret_sharer_results(text: str) -> dict:
-    canaries = [
-        {"text": text, "repetitions": 1, "log_perplexity_bits": 20.0, "exposure_sampled": 3.0, "exposure_exact": 4.5, "extracted": False},
-        {"text": "my pin is 12345", "repetitions": 64, "log_perplexity_bits": 5.0, "exposure_sampled": 12.0, "exposure_exact": 16.6, "extracted": True},
-    ]
-    data = {
-        "result_type": "SecretSharerResult",
-        "versions": {"privaudit": "0.1.0"},
-        "config": {"template": text, "seed": 11, "dataset": text},
-        "canaries": canaries,
-        "space_size": 100_000,
-        "baselines": {"max_exposure": 16.61, "exact_upper_95_all_canaries": 12.3},
-        "epsilon_bound": {"epsilon": 0.07, "kind": "lower bound", "confidence": 0.95, "duplicates": 64},
-    }
-    return stamp_results(data, audit="secret-sharer")
-
-
-def dpsgd_results(epsilon: float, claimed: float, flagged: bool) -> dict:
-    bound = {"epsilon": epsilon, "kind": "lower bound", "confidence": 0.95, "valid": True}
-    data = {
-        "result_type": "DPSGDAuditResult",
-        "versions": {"privaudit": "0.1.0"},
-        "config": {"bug": "clip-after-averaging", "seed": 4},
-        "threat_model": "white-box",
-        "claimed_step_epsilon": claimed,
-        "step_bounds": {"gdp_clopper_pearson": bound},
-        "flagged": flagged,
-        "end_to_end": {"epsilon": 9.0, "kind": "estimate"},
-        "num_in": 100,
-        "num_out": 900,
-    }
-    return stamp_results(data, audit="dpsgd")
 
 
 def test_user_strings_are_escaped_everywhere(tmp_path):

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._core.files import staged_output, write_json_atomic
+from ._core.files import staged_output
 from ._core.results import library_versions
 from ._core.seeding import child_seeds
 from .audits.base import Progress
@@ -42,7 +42,7 @@ from .audits.registry import get_audit
 from .report.html import ReportSection, write_report
 from .report.runs import write_run
 from .report.sections import section_for
-from .schemas import stamp_results
+from .schemas import stamp_results, write_results
 
 __all__ = ["DEMO_AUDITS", "DemoAudit", "DemoOutcome", "DemoRun", "register_demo_audit", "run_full_demo"]
 
@@ -193,7 +193,7 @@ def run_full_demo(output, *, seed: int = 0, audits=None, progress: Progress | No
             },
             audit="demo",
         )
-        write_json_atomic(scratch / "results.json", summary)
+        write_results(scratch / "results.json", summary, "the demo's summary")  # checked against the schema, then written atomically
         write_report(sections, scratch / "report.html", title=f"privaudit demo (seed {seed})")
     return DemoOutcome(results=tuple(results), sections=tuple(sections), summary=summary, report_path=output / "report.html", seconds=seconds)
 

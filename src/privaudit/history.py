@@ -18,7 +18,7 @@ exposure means the newer release leaks more) beyond ``tolerance``.
 >>> import tempfile, os
 >>> store = HistoryStore(os.path.join(tempfile.mkdtemp(), "h.sqlite"))
 >>> for eps in (1.0, 1.05, 2.0):
-...     _ = store.append({"audit": "blackbox", "epsilon_lower_bound": eps, "confidence": 0.95}, model_id="m")
+...     _ = store.append({"audit": "custom", "epsilon": eps, "kind": "lower bound", "confidence": 0.95}, model_id="m")
 >>> [(round(c.change, 2), c.regression) for c in compare(store.records(model_id="m"), tolerance=0.1)]
 [(0.05, False), (0.95, True)]
 """

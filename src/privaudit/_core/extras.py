@@ -33,9 +33,9 @@ EXTRAS: dict[str, str] = {
     "flwr": "flower",
     "mbi": "panoramia",
     "statsmodels": "panoramia",
-    "jsonschema": "report",
-    "yaml": "yaml",
-}
+    "pandas": "parquet",
+    "pyarrow": "parquet",
+}  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 
 class MissingExtraError(ImportError):

@@ -342,20 +342,18 @@ def _read_csv_table(path: Path, name: str) -> tuple[list[str] | None, np.ndarray
 
 
 def _read_parquet_table(path: Path, name: str) -> tuple[list[str], np.ndarray]:
-    from .extras import MissingExtraError
+    from .extras import MissingExtraError, missing_extra_message
 
     if path.stat().st_size > MAX_TEXT_BYTES:
         raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
-    install = "reading a .parquet file needs pandas and pyarrow, which privaudit does not install: pip install pandas pyarrow"
-    try:
-        import pandas
-        import pyarrow  # noqa: F401  (pandas' parquet engine)
-    except ImportError as error:
-        raise MissingExtraError(install, name=error.name) from None
+    from .extras import require
+
+    pandas = require("pandas", purpose="reading a .parquet file")
+    require("pyarrow", purpose="reading a .parquet file")  # pandas' parquet engine
     try:
         frame = pandas.read_parquet(path)
     except ImportError:
-        raise MissingExtraError(install, name="pyarrow") from None
+        raise MissingExtraError(str(missing_extra_message("pyarrow", "reading a .parquet file")), name="pyarrow") from None
     except Exception as error:  # pyarrow raises its own types for a file that is not parquet
         raise ValueError(f"`{name}`: cannot read {str(path)!r} as a parquet file: {type(error).__name__}: {describe_value(str(error))}") from None
     header = [str(column) for column in frame.columns]
@@ -377,8 +375,8 @@ def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | N
     * ``.csv``: numbers, one example per row; a first row without a single
       number is the header. The label is the column ``label_col`` (which
       needs the header) or else the last column;
-    * ``.parquet``: the same, read with pandas and pyarrow (not installed
-      with privaudit).
+    * ``.parquet``: the same, read with pandas and pyarrow (the ``parquet``
+      extra).
 
     Labels must be integers 0, 1, ...; every cell must be a finite number.
     Each failure is a ValueError naming ``name`` (or ``--label-col``).

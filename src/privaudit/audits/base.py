@@ -134,6 +134,8 @@ class Audit:
     default_resource: ClassVar[str]  # file name under privaudit/configs
     requires: ClassVar[tuple[str, ...]] = ()  # optional packages the run imports
     checkpointed: ClassVar[bool] = False  # run() takes ``checkpoints``, a directory of finished pieces to resume from
+    # the keys of the default config that :meth:`tiny_config` shrinks (nested configs as nested dicts)
+    tiny_overrides: ClassVar[Mapping[str, Any]] = {}
 
     def default_config(self) -> Any:
         """The embedded default config."""
@@ -163,8 +165,16 @@ class Audit:
         return 0, ""
 
     def tiny_config(self) -> Any:
-        """A config that runs in seconds, for the contract tests and ``--quick`` smoke runs."""
-        raise NotImplementedError
+        """A config that runs in seconds, for the contract tests and ``--quick`` smoke runs.
+
+        The embedded default with :attr:`tiny_overrides` applied (nested
+        configs merged key by key): the same audit, only smaller.
+        """
+        from .config import with_overrides
+
+        if not self.tiny_overrides:
+            raise NotImplementedError(f"{type(self).__name__} sets no `tiny_overrides`")
+        return with_overrides(self.default_config(), self.tiny_overrides, f"tiny_overrides of {self.name}")
 
     def run(self, config: Any, *, progress: Progress | None = None) -> AuditRun:
         raise NotImplementedError

@@ -387,8 +387,7 @@ class BlackBoxAudit(Audit):
         # every model's result (about 1 KiB each, with its config) is held to compute the bounds
         return 1024 * 2 * config.num_models_per_side, f"`num_models_per_side` = {config.num_models_per_side}"
 
-    def tiny_config(self) -> BlackBoxConfig:
-        return BlackBoxConfig(num_steps=2, num_models_per_side=MIN_MODELS_PER_SIDE)
+    tiny_overrides = {"num_steps": 2, "num_models_per_side": MIN_MODELS_PER_SIDE}
 
     def run(
         self,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 from .._core.files import read_json, read_text_limited
 from .._core.results import to_plain
 
-__all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text"]
+__all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text", "with_overrides"]
 
 T = TypeVar("T")
 
@@ -178,6 +179,29 @@ def load_config(cls: type[T], path: Any, name: str = "--config") -> T:
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A config as plain JSON values; :func:`config_from_dict` reads it back to an equal config."""
     return to_plain(config)
+
+
+def _merged(config: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    merged = config_to_dict(config)
+    for key, value in overrides.items():
+        current = getattr(config, key, None)
+        nested = isinstance(value, Mapping) and dataclasses.is_dataclass(current) and not isinstance(current, type)
+        merged[key] = _merged(current, value) if nested else to_plain(value)
+    return merged
+
+
+def with_overrides(config: T, overrides: Mapping[str, Any], name: str = "overrides") -> T:
+    """``config`` with the keys of ``overrides`` replaced, checked as any config.
+
+    A nested config (a dataclass field) is merged key by key; any other value,
+    a dict field included, is replaced whole.
+
+    >>> from privaudit.audits.fl import FLAuditConfig
+    >>> config = with_overrides(FLAuditConfig(), {"num_canaries": 20, "training": {"num_rounds": 3}})
+    >>> config.num_canaries, config.training.num_rounds, config.training.hidden == FLAuditConfig().training.hidden
+    (20, 3, True)
+    """
+    return config_from_dict(type(config), _merged(config, overrides), name)
 
 
 def default_config(cls: type[T], resource: str) -> T:

@@ -1,6 +1,6 @@
 """White-box audit of DP-SGD with gradient canaries (Tight Auditing Algorithm 2, §5.5, §6.3).
 
-:func:`run_dpsgd_audit` trains a small model on embedded data with the
+``AUDIT.run(config)`` (:class:`DPSGDAudit`) trains a small model on embedded data with the
 reference DP-SGD (:mod:`privaudit.training.dpsgd`), optionally with a bug,
 collects canary observations (:mod:`privaudit.observation.gradient`) and hands
 them to the statistical core. :func:`bound_step_observations` is the part
@@ -41,7 +41,7 @@ trains many models and lives in :mod:`privaudit.audits.blackbox`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -62,6 +62,8 @@ __all__ = [
     "DPSGDAudit",
     "DPSGDAuditConfig",
     "DPSGDAuditResult",
+    "GaussianFit",
+    "ObservationFits",
     "PrefixBound",
     "bounds_on_prefixes",
     "prefix_sizes",
@@ -69,7 +71,8 @@ __all__ = [
     "bound_step_observations",
     "claimed_step_epsilon",
     "detect_bugs",
-    "run_dpsgd_audit",
+    "observation_fits",
+    "tradeoff_curves",
 ]
 
 THREAT_MODELS = {
@@ -275,8 +278,90 @@ def bounds_on_prefixes(in_scores, out_scores, *, delta: float, threshold: float 
     )
 
 
-def run_dpsgd_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, GradientObservations]:
-    """Train with the reference DP-SGD while auditing every step; return the result and observations."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class GaussianFit:
+    """The normal distribution fitted to one set of observations: its mean, standard deviation and density.
+
+    ``density`` is the fitted density on :attr:`ObservationFits.grid`; None for
+    a point mass (standard deviation 0), which has no density to draw.
+    """
+
+    mean: float
+    std: float
+    density: np.ndarray | None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ObservationFits:
+    """What the observation histograms draw (Tight Auditing Figure 4), computed here so that plotting holds no statistics.
+
+    ``bins``: histogram bin edges shared by both sets of observations;
+    ``grid``: the observation values the fitted densities are evaluated at;
+    ``fits``: "out" and "in" -> the Gaussian fitted to that set.
+    """
+
+    bins: np.ndarray
+    grid: np.ndarray
+    fits: dict[str, GaussianFit]
+
+
+def observation_fits(in_scores, out_scores, *, bins: int = 60, points: int = 400) -> ObservationFits:
+    """Shared histogram bins and the Gaussian fitted to each set of observations, its density on a grid.
+
+    Under the Gaussian mechanism the two sets should look like N(0, σ²) and
+    N(μσ, σ²), so the fits show at a glance whether the GDP reading is sensible.
+
+    >>> fits = observation_fits(np.array([1.0, 2.0, 3.0]), np.zeros(3))
+    >>> fits.bins.size, round(fits.fits["in"].mean, 3), fits.fits["out"].density is None
+    (61, 2.0, True)
+    """
+    from scipy import stats
+
+    in_scores, out_scores = as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
+    edges = np.histogram_bin_edges(np.concatenate([in_scores, out_scores]), bins=bins)
+    low, high = edges[0], edges[-1]
+    if low == high:  # every observation equal: widen the grid so the figure is not empty
+        low, high = low - 0.5, high + 0.5
+    grid = np.linspace(low, high, points)
+    fits = {}
+    for name, scores in (("out", out_scores), ("in", in_scores)):
+        mean, std = float(np.mean(scores)), float(np.std(scores))
+        fits[name] = GaussianFit(mean=mean, std=std, density=stats.norm.pdf(grid, loc=mean, scale=std) if std > 0 else None)
+    return ObservationFits(bins=edges, grid=grid, fits=fits)
+
+
+def tradeoff_curves(in_scores, out_scores, *, claimed_epsilon: float, delta: float):
+    """The attack's empirical ROC and the claimed guarantee's trade-off curves, as μ-GDP and as (ε, δ)-DP.
+
+    The attack is "in iff observation >= t", one point per threshold; the μ
+    is the one that implies the claimed (ε, δ). An attack whose curve dips
+    below the claimed curves refutes the claim (up to sampling error).
+    Returns a :class:`privaudit.audits.scores.ScoresCurves`.
+
+    >>> curves = tradeoff_curves(np.array([1.0, 2.0]), np.array([0.0, 1.5]), claimed_epsilon=1.0, delta=1e-5)
+    >>> list(curves.references), curves.alpha.size
+    (['claimed 0.268-GDP', 'claimed (1, 1e-05)-DP'], 1001)
+    """
+    from ..stats.conversions import gdp_mu
+    from ..stats.metrics import roc_curve
+    from ..stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
+    from .scores import TRADEOFF_GRID, ScoresCurves
+
+    in_scores, out_scores = as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
+    claimed_epsilon = check_positive(claimed_epsilon, "claimed_epsilon", allow_zero=True)
+    delta = check_probability(delta, "delta")
+    curve = roc_curve(in_scores, out_scores)
+    mu = gdp_mu(claimed_epsilon, delta)
+    alpha = np.linspace(0.0, 1.0, TRADEOFF_GRID)
+    references = {
+        f"claimed {mu:.3g}-GDP": np.asarray(tradeoff_gdp(alpha, mu)),
+        f"claimed ({claimed_epsilon:.3g}, {delta:.2g})-DP": np.asarray(tradeoff_eps_delta(alpha, claimed_epsilon, delta)),
+    }
+    return ScoresCurves(roc_fpr=curve.fpr, roc_tpr=curve.tpr, alpha=alpha, references=references)
+
+
+def _train_and_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, GradientObservations]:
+    """Train with the reference DP-SGD while auditing every step; the result and the observations (for :meth:`DPSGDAudit.run`)."""
     import torch
 
     model, data, audited = audited_model_and_data(config)
@@ -449,7 +534,7 @@ def detect_bugs(base: DPSGDAuditConfig | None = None, *, true_epsilon: float = 1
     results = {}
     for bug in BUGS:
         config = dataclasses.replace(base, bug=bug, noise_factor=factor if bug == "small-noise" else 1.0)
-        results[bug] = run_dpsgd_audit(config)[0]
+        results[bug] = cast(DPSGDAuditResult, AUDIT.run(config).result)
     return results
 
 
@@ -471,14 +556,20 @@ class DPSGDAudit(Audit):
             2 * config.num_steps * width + config.canaries_per_step * width
         ), f"`num_steps` × `num_slots` × `canary_slot_size` = {config.num_steps} × {config.num_slots} × {config.canary_slot_size}"
 
-    def tiny_config(self) -> DPSGDAuditConfig:
-        return dataclasses.replace(self.default_config(), num_steps=3, canaries_per_step=10, num_slots=100)
+    tiny_overrides = {"num_steps": 3, "canaries_per_step": 10, "num_slots": 100}
 
     def run(self, config: DPSGDAuditConfig, *, progress: Progress | None = None) -> AuditRun:
         detail = f"{config.architecture} on {config.dataset}, {config.num_steps} steps, bug: {config.bug}"
         (progress or no_progress)("training with DP-SGD and observing canaries", detail=detail)
-        result, observations = run_dpsgd_audit(config)
-        return AuditRun(self.name, config, result, observations={"in_scores": observations.in_scores, "out_scores": observations.out_scores})
+        result, observations = _train_and_audit(config)
+        in_scores, out_scores = observations.in_scores, observations.out_scores
+        drawn = {
+            "in_scores": in_scores,
+            "out_scores": out_scores,
+            "fits": observation_fits(in_scores, out_scores),
+            "curves": tradeoff_curves(in_scores, out_scores, claimed_epsilon=result.claimed_step_epsilon, delta=config.delta),
+        }
+        return AuditRun(self.name, config, result, observations=drawn)
 
 
 AUDIT = DPSGDAudit()

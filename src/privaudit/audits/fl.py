@@ -1,6 +1,6 @@
 """One-shot privacy estimation for DP-FedAvg (One-shot Algorithms 2 and 3, §5).
 
-:func:`run_fl_audit` trains the DP-FedAvg simulator
+``AUDIT.run(config)`` (:class:`FLAudit`) trains the DP-FedAvg simulator
 (:mod:`privaudit.training.fedavg`) on the embedded digits data with random
 canary clients, once per value of ``participations`` (sampling "fixed"), and
 hands the canaries' cosines to the statistical core. Two threat models:
@@ -39,7 +39,18 @@ from ..stats.one_shot import CosineLowerBound, GaussianityCheck, OneShotEstimate
 from ..training.fedavg import FedAvgConfig, FedAvgRun, model_dimension, simulate_fedavg
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["AUDIT", "FLAudit", "ThreatModelEstimate", "FLAuditConfig", "FLAuditResult", "FLRunResult", "analytical_epsilon", "run_fl_audit"]
+__all__ = [
+    "AUDIT",
+    "CosineDensities",
+    "FLAudit",
+    "ThreatModelEstimate",
+    "FLAuditConfig",
+    "FLAuditResult",
+    "FLRunResult",
+    "analytical_epsilon",
+    "cosine_densities",
+    "run_labels",
+]
 
 THREAT_MODELS = {
     "final": "final model only (Algorithm 2), null N(0, 1/d)",
@@ -213,11 +224,11 @@ def _estimate_run(run: FedAvgRun, config: FLAuditConfig, training: FedAvgConfig,
     )
 
 
-def run_fl_audit(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedAvgRun]]:
-    """Train once per ``participations`` value and estimate ε under both threat models.
+def _train_and_estimate(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedAvgRun]]:
+    """Train once per ``participations`` value and estimate ε under both threat models (for :meth:`FLAudit.run`).
 
-    Returns the result and the raw runs (cosines, for the plots). Raises
-    ValueError when no canary took part in training.
+    Returns the result and the raw runs (their cosines). Raises ValueError
+    when no canary took part in training.
     """
     from ..data.tabular import load_dataset
 
@@ -242,6 +253,61 @@ def run_fl_audit(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedAvgRun]]
     return result, runs
 
 
+def run_labels(result: FLAuditResult) -> list[str]:
+    """One label per run of ``result``: its number of participations (sampling "fixed"), else its sampling."""
+    return [str(run.participations) if run.sampling == "fixed" else run.sampling for run in result.runs]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CosineDensities:
+    """What a cosine figure draws (One-shot Figures 1 and 3), computed here so that plotting holds no statistics.
+
+    ``grid``: the cosines the densities are evaluated at; ``densities``: label
+    -> kernel density estimate of that set of cosines on ``grid``; ``null``:
+    the null's density on ``grid``, described by ``null_label``.
+    """
+
+    grid: np.ndarray
+    densities: dict[str, np.ndarray]
+    null: np.ndarray
+    null_label: str
+
+
+def cosine_densities(groups, *, dimension=None, null_cosines=None, points: int = 400) -> CosineDensities:
+    """Kernel density estimates of each set of cosines in ``groups`` ({label: cosines}) and the null's density.
+
+    The null is N(0, 1/``dimension``) (final model) or a kernel density
+    estimate of ``null_cosines`` (unobserved canaries, all iterates); give one
+    of them. The grid spans every cosine and four null standard deviations.
+
+    >>> rng = np.random.default_rng(0)
+    >>> drawn = cosine_densities({"1": rng.normal(0.02, 0.01, 100)}, dimension=10_000)
+    >>> drawn.grid.size, list(drawn.densities), drawn.null_label
+    (400, ['1'], 'null N(0, 1/d)')
+    """
+    from scipy import stats
+
+    from .._core.validation import as_scores
+
+    if (dimension is None) == (null_cosines is None):
+        raise ValueError("exactly one of `dimension` and `null_cosines` must be given")
+    samples = {str(label): as_scores(values, f"groups[{label!r}]", min_size=2) for label, values in groups.items()}
+    if not samples:
+        raise ValueError("`groups` must hold at least one set of cosines")
+    if null_cosines is not None:
+        null_cosines = as_scores(null_cosines, "null_cosines", min_size=2)
+        spread = float(null_cosines.std())
+    else:
+        dimension = check_count(dimension, "dimension", minimum=2)
+        spread = 1.0 / np.sqrt(dimension)
+    everything = np.concatenate(list(samples.values()) + ([null_cosines] if null_cosines is not None else []))
+    grid = np.linspace(min(everything.min(), -4 * spread), max(everything.max(), 4 * spread) + spread, points)
+    densities = {label: stats.gaussian_kde(values)(grid) for label, values in samples.items()}
+    if null_cosines is not None:
+        return CosineDensities(grid=grid, densities=densities, null=stats.gaussian_kde(null_cosines)(grid), null_label="null (unobserved canaries)")
+    return CosineDensities(grid=grid, densities=densities, null=stats.norm.pdf(grid, 0.0, spread), null_label="null N(0, 1/d)")
+
+
 class FLAudit(Audit):
     """One-shot FL estimation (Andrew et al.): DP-FedAvg with random canary clients, ε_est and ε_lo per threat model."""
 
@@ -258,25 +324,32 @@ class FLAudit(Audit):
         dimension = model_dimension(64, 10, config.training.hidden)
         return 8 * dimension * (config.training.clients_per_round + 4), f"`training.hidden` = {config.training.hidden}"
 
-    def tiny_config(self) -> FLAuditConfig:
-        return FLAuditConfig.from_dict(
-            {
-                "num_canaries": 20,
-                "num_unobserved": 20,
-                "measure_canary_effect": False,
-                "training": {"num_rounds": 3, "clients_per_round": 10, "hidden": 16},
-            }
-        )
+    tiny_overrides = {
+        "num_canaries": 20,
+        "num_unobserved": 20,
+        "participations": (1, 2),
+        "measure_canary_effect": False,
+        "training": {"num_rounds": 3, "clients_per_round": 10, "hidden": 16},
+    }
 
     def run(self, config: FLAuditConfig, *, progress: Progress | None = None) -> AuditRun:
         detail = f"{len(config.participations)} run(s), {config.training.num_rounds} rounds each"
         (progress or no_progress)("training DP-FedAvg with canary clients", detail=detail)
-        result, runs = run_fl_audit(config)
+        result, runs = _train_and_estimate(config)
+        labels = run_labels(result)
+        final = [run.final_cosines[: run.num_observed] for run in runs]
+        every = [run.max_cosines[: run.num_observed] for run in runs]
+        null_all = runs[0].max_cosines[runs[0].num_observed :]
         observations = {
             "dimension": runs[0].dimension,
-            "final": [run.final_cosines[: run.num_observed] for run in runs],
-            "all": [run.max_cosines[: run.num_observed] for run in runs],
-            "null_all": runs[0].max_cosines[runs[0].num_observed :],
+            "final": final,
+            "all": every,
+            "null_all": null_all,
+            # what the cosine figures draw: one density per run, and the null's, under each threat model
+            "densities": {
+                "final": cosine_densities(dict(zip(labels, final, strict=True)), dimension=runs[0].dimension),
+                "all": cosine_densities(dict(zip(labels, every, strict=True)), null_cosines=null_all),
+            },
         }
         return AuditRun(self.name, config, result, observations=observations)
 

@@ -6,11 +6,11 @@ here. Entries are import paths, imported on first use: listing the families
 imports no optional dependency.
 
 >>> names()
-['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia']
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run']
 >>> get_audit("nope")
 Traceback (most recent call last):
 ...
-ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', got 'nope'
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', got 'nope'
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ AUDITS: dict[str, str] = {
     "dpsgd": "privaudit.audits.dpsgd:AUDIT",
     "blackbox": "privaudit.audits.blackbox:AUDIT",
     "fl": "privaudit.audits.fl:AUDIT",
-    "panoramia": "privaudit.audits.panoramia_demo:AUDIT",
+    "panoramia": "privaudit.audits.panoramia:AUDIT",
+    "one-run": "privaudit.audits.one_run:AUDIT",
 }
 
 

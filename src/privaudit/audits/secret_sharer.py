@@ -32,7 +32,7 @@ from ..canaries.text import MAX_ENUMERATION
 from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
+__all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult", "skewnorm_density"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +98,22 @@ class SecretSharerResult(AuditResult):
         # memorisation: beyond what random guessing reaches with 95% probability over all canaries
         flag = bool(exact) and largest > self.baselines["exact_upper_95_all_canaries"]
         return Headline(value=largest, label=f"largest canary exposure ({column}, bits)", kind="statistic", confidence=None, valid=True, flag=flag)
+
+
+def skewnorm_density(reference_bits, canary_bits, fit, points: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """(grid, density): the skew-normal ``fit`` of the references' log-perplexities on a grid from the lowest value to the references' highest.
+
+    What the perplexity histogram draws beside the data, computed by the audit so that plotting holds no statistics.
+
+    >>> from types import SimpleNamespace
+    >>> grid, density = skewnorm_density(np.array([1.0, 3.0]), np.array([0.0]), SimpleNamespace(shape=0.0, loc=2.0, scale=1.0))
+    >>> float(grid[0]), float(grid[-1]), round(float(density.max()), 3)
+    (0.0, 3.0, 0.399)
+    """
+    from scipy import stats
+
+    grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), points)
+    return grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale)
 
 
 def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list[tuple]:
@@ -266,7 +282,12 @@ def _run(config, say, started: float, device) -> AuditRun:
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
-    observations = {"reference_bits": reference_bits, "canary_bits": canary_bits, "skewnorm_fit": extrapolated}
+    observations = {
+        "reference_bits": reference_bits,
+        "canary_bits": canary_bits,
+        "skewnorm_fit": extrapolated,
+        "skewnorm_density": skewnorm_density(reference_bits, canary_bits, extrapolated),
+    }
     if dp is not None:
         observations["dp_canaries"] = dp_canaries
     return AuditRun(
@@ -297,8 +318,15 @@ class SecretSharerAudit(Audit):
         activations = config.batch_size * config.sequence_length * 4 * hidden
         return 4 * (4 * weights + 2 * activations), f"`hidden` = {hidden}"
 
-    def tiny_config(self) -> SecretSharerConfig:
-        return SecretSharerConfig(template="pin {digits:2}", schedule=(1, 2), num_references=20, max_corpus_chars=2000, epochs=1, hidden=16, extract=False)
+    tiny_overrides = {
+        "template": "pin {digits:2}",
+        "schedule": (1, 2),
+        "num_references": 20,
+        "max_corpus_chars": 2000,
+        "epochs": 1,
+        "hidden": 16,
+        "extract": False,
+    }
 
     def run(self, config: SecretSharerConfig, *, progress: Progress | None = None, device=None, model=None, provenance=None) -> AuditRun:
         """Insert, train, measure; the model and the provenance record come back as the run's artifacts.

@@ -142,5 +142,12 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         skewnorm_fit=measured.skewnorm_fit,
         seconds=time.perf_counter() - started,
     )
-    observations = {"reference_bits": reference_bits, "canary_bits": canary_bits, "skewnorm_fit": fit}
+    from .secret_sharer import skewnorm_density
+
+    observations = {
+        "reference_bits": reference_bits,
+        "canary_bits": canary_bits,
+        "skewnorm_fit": fit,
+        "skewnorm_density": skewnorm_density(reference_bits, canary_bits, fit),
+    }
     return AuditRun("secret-sharer", config, result, observations=observations)

@@ -166,6 +166,21 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
         Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
     ),
+    "one-run": (
+        Flag("--threat-model", Optional[str], "white-box (gradient canaries, the default) or black-box (mislabeled input canaries).", config="threat_model"),
+        Flag("--canaries", Optional[int], "m, the number of canaries, each included with probability --inclusion-prob.", config="num_canaries"),
+        Flag("--inclusion-prob", Optional[float], "Probability that each canary is included (the guessing bounds need 0.5).", config="inclusion_prob"),
+        Flag("--steps", Optional[int], "DP-SGD steps of the one training run.", config="num_steps"),
+        Flag(
+            "--train",
+            Optional[str],
+            "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
+            "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
+            "with the included canaries appended. The claimed ε uses the config's noise_multiplier, sampling_rate and num_steps.",
+            config="train",
+            parse=_import_path("--train"),
+        ),
+    ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
@@ -198,7 +213,7 @@ def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
 
 
 # the options that name a callable by its import path, per family
-_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",)}
+_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",)}
 
 
 def _current_directory_importable() -> None:

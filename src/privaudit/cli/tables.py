@@ -82,7 +82,27 @@ def _panoramia(result: Any, output: Path) -> str:
     return render_table(f"PANORAMIA, results in {output}", columns, rows)
 
 
-_TABLES = {"secret-sharer": _secret_sharer, "dpsgd": _dpsgd, "blackbox": _blackbox, "fl": _fl, "panoramia": _panoramia}
+def _one_run(result: Any, output: Path) -> str:
+    from ..report.one_run import BOUND_LABELS
+
+    settings = result.config
+    rows = [
+        [f"{BOUND_LABELS.get(name, name)} ε lower bound ({bound.kind}{'' if name == 'headline' else ', alone'})", format_value(float(bound.epsilon))]
+        for name, bound in result.side_by_side().items()
+    ]
+    rows += [
+        [f"claimed ε of the run (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g})", format_value(float(result.claimed_epsilon))],
+        ["flagged (bound exceeds the claim)", "yes" if result.flagged else "no"],
+        ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
+        ["inclusion seed", str(result.inclusion_seed)],
+    ]
+    if result.canary_epsilon != result.claimed_epsilon:
+        rows.insert(len(rows) - 3, ["ε of a canary at its own rate", format_value(float(result.canary_epsilon))])
+    title = f"One-run audit ({settings.threat_model}, {settings.num_steps} steps, {settings.confidence:.0%}), results in {output}"
+    return render_table(title, ["quantity", "value"], rows)
+
+
+_TABLES = {"secret-sharer": _secret_sharer, "dpsgd": _dpsgd, "blackbox": _blackbox, "fl": _fl, "panoramia": _panoramia, "one-run": _one_run}
 
 
 def table_for(run: Any, output: Path) -> str:

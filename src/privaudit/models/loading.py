@@ -34,7 +34,7 @@ import numpy as np
 from .._core.extras import require
 from .._core.validation import check_choice
 
-__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "build_torch_module", "check_import_path", "import_callable", "load_model"]
+__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "build_torch_module", "check_import_path", "import_callable", "load_model", "read_state_dict"]
 
 KINDS = ("huggingface", "torch", "torch-export", "skops", "onnx")
 OUTPUTS = ("logits", "probabilities")
@@ -128,7 +128,9 @@ def _zip_names(path: Path) -> list[str]:
 
 def _refuse_pickle(path: Path) -> None:
     if _is_pickle(path):
-        raise ValueError(f"{str(path)!r} is a pickle file, which can run code when loaded; save the weights with safetensors or a state dict")
+        raise ValueError(
+            f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; save the weights with safetensors or a state dict"
+        )
 
 
 def _not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
@@ -221,6 +223,24 @@ def _state_dict(path: Path) -> dict:
     if not isinstance(state, dict) or not all(isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()):
         raise ValueError(f"{str(path)!r} must hold a state dict (names to tensors), got {type(state).__name__}")
     return state
+
+
+def read_state_dict(path, name: str = "weights") -> dict:
+    """The state dict in the file ``path``: safetensors, or saved with ``torch.save`` (read with ``weights_only=True``).
+
+    A missing file, a pickle, a file of another kind and one holding more
+    than tensors are ValueErrors naming ``name``. A ``torch.save``d state
+    dict keeps its ``_metadata`` (what ``Module.state_dict`` records beside
+    the tensors).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"`{name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
+    try:
+        _refuse_pickle(path)
+        return _state_dict(path)
+    except ValueError as error:
+        raise ValueError(f"`{name}`: {error}") from None
 
 
 def _strict_load(module, state: dict, path: Path) -> None:

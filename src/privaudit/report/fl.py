@@ -1,12 +1,13 @@
 """Figures of a one-shot FL audit, after Andrew et al., "One-shot Empirical Privacy Estimation for FL".
 
-* :func:`plot_cosine_densities` (their Figures 1 and 3): kernel density
+* :func:`plot_cosine_densities` (their Figures 1 and 3): the kernel density
   estimates of each set of canary cosines (one per number of participations)
-  against the null's density, N(0, 1/d) drawn in black.
+  and the null's density, drawn in black, as the audit computed them
+  (:func:`privaudit.audits.fl.cosine_densities`).
 * :func:`plot_epsilon_vs_repetitions` (their Figures 2 and 4): ε_est as bars
   and the 95% ε_lo as red ticks, per number of canary participations.
 
-The numbers all come from :mod:`privaudit.stats`; this module only draws.
+The numbers all come from the audit (:mod:`privaudit.audits.fl`); this module only draws.
 """
 
 from __future__ import annotations
@@ -14,49 +15,30 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from privaudit._core.validation import as_scores, check_count
 
 from .plotting import new_figure, save_figure
 
-__all__ = ["plot_cosine_densities", "plot_epsilon_vs_repetitions"]
+__all__ = ["figures", "plot_cosine_densities", "plot_epsilon_vs_repetitions"]
 
 
-def plot_cosine_densities(groups, path, *, dimension=None, null_cosines=None, title=None):
-    """Densities of each set of cosines in ``groups`` ({label: cosines}) with the null's density.
-
-    The null is N(0, 1/``dimension``) (final model) or a density estimate of
-    ``null_cosines`` (unobserved canaries, all iterates); give one of them.
+def plot_cosine_densities(densities, path, *, title=None):
+    """Each density of ``densities`` (a :class:`privaudit.audits.fl.CosineDensities`) with the null's, in black.
 
     >>> import tempfile, pathlib
-    >>> rng = np.random.default_rng(0)
+    >>> from privaudit.audits.fl import cosine_densities
+    >>> drawn = cosine_densities({"1": np.random.default_rng(0).normal(0.02, 0.01, 100)}, dimension=10_000)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = pathlib.Path(folder) / "densities.png"
-    ...     _ = plot_cosine_densities({"1": rng.normal(0.02, 0.01, 100)}, path, dimension=10_000)
+    ...     _ = plot_cosine_densities(drawn, path)
     ...     path.stat().st_size > 0
     True
     """
-    if (dimension is None) == (null_cosines is None):
-        raise ValueError("exactly one of `dimension` and `null_cosines` must be given")
-    samples = {str(label): as_scores(values, f"groups[{label!r}]", min_size=2) for label, values in groups.items()}
-    if not samples:
-        raise ValueError("`groups` must hold at least one set of cosines")
-    if null_cosines is not None:
-        null_cosines = as_scores(null_cosines, "null_cosines", min_size=2)
-        spread = float(null_cosines.std())
-    else:
-        dimension = check_count(dimension, "dimension", minimum=2)
-        spread = 1.0 / np.sqrt(dimension)
-    everything = np.concatenate(list(samples.values()) + ([null_cosines] if null_cosines is not None else []))
-    grid = np.linspace(min(everything.min(), -4 * spread), max(everything.max(), 4 * spread) + spread, 400)
     figure, axes = new_figure(figsize=(6, 4))
-    for label, values in samples.items():
-        axes.plot(grid, stats.gaussian_kde(values)(grid), label=label)
-    if null_cosines is not None:
-        axes.plot(grid, stats.gaussian_kde(null_cosines)(grid), color="black", label="null (unobserved canaries)")
-    else:
-        axes.plot(grid, stats.norm.pdf(grid, 0.0, spread), color="black", label="null N(0, 1/d)")
+    for label, density in densities.densities.items():
+        axes.plot(densities.grid, density, label=label)
+    axes.plot(densities.grid, densities.null, color="black", label=densities.null_label)
     axes.set_xlabel("cosine")
     axes.set_ylabel("density")
     axes.set_title(title or "canary cosines")
@@ -97,21 +79,13 @@ def plot_epsilon_vs_repetitions(repetitions, estimates, lower_bounds, path, *, a
 
 def figures(run) -> dict[str, Any]:
     """The four figures of an FL audit run: cosine densities and ε against participations, per threat model."""
-    result, observations = run.result, run.observations
-    labels = [str(r.participations) if r.sampling == "fixed" else r.sampling for r in result.runs]
+    result, densities = run.result, run.observations["densities"]
     sigma = result.config.training.noise_multiplier
     repetitions = [r.participations for r in result.runs]
     analytical = [r.analytical_epsilon for r in result.runs]
     drawings = {
-        "cosines_final.png": lambda path: plot_cosine_densities(
-            dict(zip(labels, observations["final"])), path, dimension=observations["dimension"], title=f"final model, noise multiplier {sigma:g}"
-        ),
-        "cosines_all.png": lambda path: plot_cosine_densities(
-            dict(zip(labels, observations["all"])),
-            path,
-            null_cosines=observations["null_all"],
-            title=f"all iterates (max over rounds), noise multiplier {sigma:g}",
-        ),
+        "cosines_final.png": lambda path: plot_cosine_densities(densities["final"], path, title=f"final model, noise multiplier {sigma:g}"),
+        "cosines_all.png": lambda path: plot_cosine_densities(densities["all"], path, title=f"all iterates (max over rounds), noise multiplier {sigma:g}"),
     }
     for key, name in (("final", "final model"), ("all", "all iterates")):
         drawings[f"epsilon_{key}.png"] = lambda path, key=key, name=name: plot_epsilon_vs_repetitions(  # type: ignore[misc]

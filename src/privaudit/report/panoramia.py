@@ -6,50 +6,52 @@ target's loss); the right panel plots, at each recall, the lower bound that
 the precision gives (c for b, c + ε for the MIA, in logit units, at the
 Bonferroni level the reported test used) with the reported c_lb and
 {c+ε}_lb as dashed lines. RM;RN's MIA is drawn too when present.
+
+Every number drawn comes from the result and from the curves the audit
+computed (:func:`privaudit.audits.panoramia.panoramia_curves`, in the run's
+observations): this module computes no statistics.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ..stats.panoramia import privacy_recall_curve
 from .plotting import new_figure, save_figure
 
-__all__ = ["plot_panoramia"]
+__all__ = ["figure_name", "figures", "plot_panoramia"]
 
 
-def plot_panoramia(scores, result, path, *, title: str = "PANORAMIA") -> None:
+def plot_panoramia(curves, result, path, *, title: str = "PANORAMIA") -> None:
     """Write the two-panel figure for one audited target to ``path`` (PNG, Agg backend).
 
-    ``scores`` is the :class:`~privaudit.audits.panoramia.GameScores` of the
-    game and ``result`` its :class:`~privaudit.audits.panoramia.PanoramiaAuditResult`.
+    ``curves`` is the :class:`~privaudit.audits.panoramia.PanoramiaCurves`
+    the audit computed for the game and ``result`` its
+    :class:`~privaudit.audits.panoramia.PanoramiaAuditResult`.
 
     >>> import tempfile, os, types
-    >>> rng = np.random.default_rng(0)
-    >>> s = rng.random(200) < 0.5
-    >>> scores = types.SimpleNamespace(baseline=s + rng.normal(size=200), mia=2 * s + rng.normal(size=200), is_member=s,
-    ...                                real_non_member_mia=None, real_non_member_is_member=None)
-    >>> from privaudit.stats.panoramia import panoramia_bounds
-    >>> bounds = panoramia_bounds(scores.baseline, scores.mia, s)
+    >>> ramp = np.linspace(0.0, 1.0, 50)
+    >>> curve = types.SimpleNamespace(recall=ramp, precision=1.0 - ramp / 2, bound=2.0 - 3.0 * ramp, alpha=0.001)
+    >>> curves = types.SimpleNamespace(baseline=curve, mia=curve, real_non_members=None)
+    >>> bounds = types.SimpleNamespace(c_lb=0.5, c_plus_epsilon_lb=1.5, epsilon_tilde=1.0)
     >>> result = types.SimpleNamespace(bounds=bounds, generator="mst", target="demo")
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     plot_panoramia(scores, result, os.path.join(folder, "pr.png"))
+    ...     plot_panoramia(curves, result, os.path.join(folder, "pr.png"))
     ...     os.path.getsize(os.path.join(folder, "pr.png")) > 0
     True
     """
     bounds = result.bounds
-    alpha = (1.0 - bounds.confidence) / 2.0 / (bounds.num_tests if bounds.correction == "bonferroni" else 1)
-    curves: list[tuple] = [
-        (f"baseline b ({result.generator})", scores.baseline, scores.is_member, "tab:blue", bounds.c_lb, "c_lb"),
-        ("PANORAMIA MIA", scores.mia, scores.is_member, "tab:red", bounds.c_plus_epsilon_lb, "{c+ε}_lb"),
+    drawn: list[tuple[str, Any, str, float | None, str | None]] = [
+        (f"baseline b ({result.generator})", curves.baseline, "tab:blue", bounds.c_lb, "c_lb"),
+        ("PANORAMIA MIA", curves.mia, "tab:red", bounds.c_plus_epsilon_lb, "{c+ε}_lb"),
     ]
-    if scores.real_non_member_mia is not None:
-        curves.append(("RM;RN MIA", scores.real_non_member_mia, scores.real_non_member_is_member, "tab:green", None, None))
+    if curves.real_non_members is not None:
+        drawn.append(("RM;RN MIA", curves.real_non_members, "tab:green", None, None))
     figure, (left, right) = new_figure(1, 2, figsize=(11, 4.2))
-    for label, values, member, colour, level, level_name in curves:
-        curve = privacy_recall_curve(values, member, alpha=alpha)
-        left.plot(curve["recall"], curve["precision"], color=colour, label=label)
-        right.plot(curve["recall"], np.maximum(curve["bound"], -1.0), color=colour, label=label)
+    for label, curve, colour, level, level_name in drawn:
+        left.plot(curve.recall, curve.precision, color=colour, label=label)
+        right.plot(curve.recall, np.maximum(curve.bound, -1.0), color=colour, label=label)  # the axis floor, for legibility
         if level is not None:
             right.axhline(level, color=colour, linestyle="--", linewidth=1, label=f"{level_name} = {level:.3g}")
     left.axhline(0.5, color="grey", linestyle=":", linewidth=1)
@@ -73,9 +75,9 @@ def figure_name(target: str) -> str:
 
 
 def figures(run) -> dict:
-    """One precision-recall figure per target of a PANORAMIA run."""
-    scores = run.observations["scores"]
+    """One precision-recall figure per target of a PANORAMIA run, from its result and the curves its audit computed."""
+    curves = run.observations["curves"]
     return {
-        figure_name(name): (lambda path, name=name, entry=entry: plot_panoramia(scores[name], entry.audit, path, title=f"PANORAMIA: {name}"))
+        figure_name(name): (lambda path, name=name, entry=entry: plot_panoramia(curves[name], entry.audit, path, title=f"PANORAMIA: {name}"))
         for name, entry in run.result.targets.items()
     }

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._core.files import staged_output, write_json_atomic
+from .._core.files import staged_output
 from ..audits.base import AuditRun
-from ..schemas import stamp_results, validate_results
+from ..schemas import stamp_results, validate_results, write_results
 
 __all__ = ["FIGURES", "REPORT_NAME", "figures_for", "run_to_dict", "write_run"]
 
@@ -32,6 +32,7 @@ FIGURES: dict[str, str] = {
     "extraction": "privaudit.report.extraction:figures",
     "scores": "privaudit.report.scores:figures",
     "exposure": "privaudit.report.exposure:figures",
+    "one-run": "privaudit.report.one_run:figures",
 }
 
 
@@ -76,10 +77,10 @@ def write_run(directory: Any, run: AuditRun, *, figures: bool = True, report: bo
     ...     sorted(os.listdir(os.path.join(folder, "run"))), data["schema_version"], data["epsilon"]
     (['notes.txt', 'results.json'], 1, 1.5)
     """
-    data = run_to_dict(run)
+    data = run_to_dict(run)  # refused by the schema before anything is created
     drawings = figures_for(run) if figures else {}
     with staged_output(directory) as scratch:
-        write_json_atomic(scratch / "results.json", data)
+        write_results(scratch / "results.json", data, f"results of {run.audit}")
         for name, payload in run.artifacts.items():
             (scratch / name).write_bytes(payload)
         for name, draw in drawings.items():

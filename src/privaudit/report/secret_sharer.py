@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from .plotting import new_figure, save_figure
 
@@ -26,12 +25,12 @@ def plot_exposure_vs_insertions(result, path, *, label: str = "model", others=()
     save_figure(figure, path)
 
 
-def plot_perplexity_histogram(reference_bits, canary_bits, fit, path):
-    """Histogram of reference log-perplexities, the fitted skew-normal density, and the canaries."""
+def plot_perplexity_histogram(reference_bits, canary_bits, density, path):
+    """Histogram of reference log-perplexities, the fitted skew-normal ``density`` (the audit's (grid, values)), and the canaries."""
     figure, axis = new_figure(figsize=(6, 4))
     axis.hist(reference_bits, bins=100, density=True, alpha=0.6, label="reference candidates")
-    grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), 400)
-    axis.plot(grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale), label="skew-normal fit")
+    grid, values = density
+    axis.plot(grid, values, label="skew-normal fit")
     for value in canary_bits:
         axis.axvline(value, color="red", alpha=0.5, linewidth=1)
     axis.set_xlabel("log-perplexity (bits)")
@@ -66,7 +65,7 @@ def figures(run) -> dict:
     drawings = {
         "exposure_vs_insertions.png": lambda path: plot_exposure_vs_insertions(result, path),
         "perplexity_histogram.png": lambda path: plot_perplexity_histogram(
-            observations["reference_bits"], observations["canary_bits"], observations["skewnorm_fit"], path
+            observations["reference_bits"], observations["canary_bits"], observations["skewnorm_density"], path
         ),
     }
     if result.dp_comparison is not None:

@@ -6,10 +6,11 @@ New families plug in with :func:`register_adapter`; a family without an
 adapter gets a generic section built from its ``epsilon`` and ``kind``
 fields. The history store (:mod:`privaudit.history`) records the same
 headline through :func:`section_for`, so the report and the history never
-disagree on what an audit's number is.
+disagree on what an audit's number is. A registered family's adapter reads
+its typed result (``result_type.validate``); a file that lacks some of the
+result's fields gets the generic section, as a family without an adapter.
 
->>> data = {"audit": "blackbox", "epsilon_lower_bound": 0.8, "claimed_epsilon": 2.0, "confidence": 0.95, "delta": 1e-5,
-...         "threat_model": "black-box", "config": {"seed": 3}, "bound": {"kind": "lower bound", "valid": True}}
+>>> data = {"audit": "new-family", "result_type": "R", "epsilon": 0.8, "kind": "lower bound", "confidence": 0.95, "config": {"seed": 3}}
 >>> section = section_for(data)
 >>> section.value, section.kind, section.seeds
 (0.8, 'lower bound', {'seed': 3})
@@ -70,31 +71,35 @@ def _plots(directory: Path | None, captions: dict[str, str]) -> tuple:
 
 
 def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
-    canaries = data.get("canaries") or []
-    exact = [c.get("exposure_exact") for c in canaries if c.get("exposure_exact") is not None]
-    column, values = ("exact", exact) if exact else ("sampled", [c.get("exposure_sampled") for c in canaries])
-    values = [_number(v) for v in values if _number(v) is not None]
-    bound = data.get("epsilon_bound") or {}
-    baselines = data.get("baselines") or {}
-    extracted = [c["text"] for c in canaries if c.get("extracted")]
-    details = [(f"canary '{c['text']}' inserted {c['repetitions']}×: exposure ({column})", c.get(f"exposure_{column}")) for c in canaries]
+    from ..audits.secret_sharer import SecretSharerResult
+    from ..audits.secret_sharer_own import OwnModelSecretSharerResult
+
+    own = data.get("result_type") == OwnModelSecretSharerResult.__name__  # phase two on the user's model
+    result = _typed(OwnModelSecretSharerResult if own else SecretSharerResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline = result.headline()
+    # the result keeps one dict per canary and the bound and baselines as dicts: their keys are the result's fields
+    bound, baselines = result.epsilon_bound, result.baselines
+    column = "exact" if any(canary["exposure_exact"] is not None for canary in result.canaries) else "sampled"
+    extracted = [canary["text"] for canary in result.canaries if canary.get("extracted")]
+    details = [(f"canary '{c['text']}' inserted {c['repetitions']}×: exposure ({column})", c.get(f"exposure_{column}")) for c in result.canaries]
     details += [
         (f"ε lower bound from exposures ({bound.get('confidence', 0.95):.0%}, group of {bound.get('duplicates', 1)})", bound.get("epsilon")),
         ("largest possible exposure, log2 |R|", baselines.get("max_exposure")),
         ("exposure no unmemorised canary reaches (95%, all canaries)", baselines.get("exact_upper_95_all_canaries")),
         ("canaries extracted by shortest-path search", ", ".join(extracted) or "none"),
     ]
-    upper = _number(baselines.get("exact_upper_95_all_canaries"))
-    top = max(values) if values else None
     flag = None
-    if top is not None and upper is not None and column == "exact" and top > upper:
-        flag = f"Memorisation: a canary's exposure ({top:.3g} bits) exceeds what random guessing reaches with 95% probability ({upper:.3g} bits)."
+    if headline.flag:
+        upper = baselines["exact_upper_95_all_canaries"]
+        flag = f"Memorisation: a canary's exposure ({headline.value:.3g} bits) exceeds what random guessing reaches with 95% probability ({upper:.3g} bits)."
     return ReportSection(
         title="Secret Sharer: canary exposure",
         audit="secret-sharer",
-        value=top,
-        label=f"largest canary exposure ({column}, bits)",
-        kind="statistic",
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
         meaning=(
             "Exposure is log2 |R| minus log2 of the canary's rank among all candidates of its format: a canary with exposure e "
             "is as likely under the model as the top 2^-e of the candidates. High exposure means the model memorised the "
@@ -121,31 +126,32 @@ def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
 
 
 def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
-    bounds = data.get("step_bounds") or {}
-    main = bounds.get("gdp_clopper_pearson") or {}
-    claimed = _number(data.get("claimed_step_epsilon"))
-    end = data.get("end_to_end") or {}
-    config = data.get("config") or {}
+    from ..audits.dpsgd import DPSGDAuditResult
+
+    result = _typed(DPSGDAuditResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline, claimed = result.headline(), result.claimed_step_epsilon
     details: list[tuple[str, Any]] = [("claimed per-step ε", claimed)]
-    details += [(f"per-step bound: {name} ({b.get('kind')})", b.get("epsilon")) for name, b in bounds.items()]
+    details += [(f"per-step bound: {name} ({bound.kind})", bound.epsilon) for name, bound in result.step_bounds.items()]
     details += [
-        ("end-to-end ε (estimate, §5.5 composition)", end.get("epsilon")),
-        ("claimed end-to-end ε", data.get("claimed_end_to_end_epsilon")),
-        ("canary / other observations", f"{data.get('num_in')} / {data.get('num_out')}"),
-        ("injected bug", config.get("bug")),
-        ("test accuracy", data.get("test_accuracy")),
+        ("end-to-end ε (estimate, §5.5 composition)", result.end_to_end.epsilon),
+        ("claimed end-to-end ε", result.claimed_end_to_end_epsilon),
+        ("canary / other observations", f"{result.num_in} / {result.num_out}"),
+        ("injected bug", result.config.bug),
+        ("test accuracy", result.test_accuracy),
     ]
     flag = None
-    if data.get("flagged"):
+    if result.flagged:
         flag = f"Claim rejected: the per-step ε lower bound exceeds the claimed {claimed:.3g}; the implementation is not as private as claimed."
     return ReportSection(
-        title=f"DP-SGD white-box audit (bug: {config.get('bug', 'none')})",
+        title=f"DP-SGD white-box audit (bug: {result.config.bug})",
         audit="dpsgd",
-        value=_number(main.get("epsilon")),
-        label="per-step ε lower bound (GDP, Clopper–Pearson)",
-        kind=str(main.get("kind")) if main.get("kind") in KINDS else "lower bound",
-        confidence=_number(main.get("confidence")),
-        valid=bool(main.get("valid", True)),
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=headline.confidence,
+        valid=headline.valid,
         meaning=(
             "With the stated confidence, one step of this training run is no better than ε-DP at the reported δ: "
             "the canaries' noisy gradients were told apart this well. A bound above the claimed ε proves the claim false."
@@ -154,7 +160,7 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
             "A bound below the claim does not prove the claim: the audit only sees what its canaries reveal. "
             "The end-to-end figure composes the per-step bound and is an estimate, not a bound."
         ),
-        threat_model=str(data.get("threat_model", "white-box")),
+        threat_model=result.threat_model,
         flag=flag,
         details=tuple(details),
         plots=_plots(
@@ -170,59 +176,71 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
 
 
 def _blackbox(data: dict, directory: Path | None) -> ReportSection:
-    bound = data.get("bound") or {}
+    from ..audits.blackbox import BlackBoxResult
+
+    result = _typed(BlackBoxResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline = result.headline()
     return ReportSection(
         title="Black-box DP-SGD audit (many models)",
         audit="blackbox",
-        value=_number(data.get("epsilon_lower_bound")),
-        label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
-        kind=str(bound.get("kind")) if bound.get("kind") in KINDS else "lower bound",
-        confidence=_number(data.get("confidence")),
-        valid=bool(bound.get("valid", True)),
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=headline.confidence,
+        valid=headline.valid,
         meaning="With the stated confidence, training is no better than ε-DP: models trained with and without the canary were told apart this well from their final losses.",
         not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
-        threat_model=str(data.get("threat_model", "black-box")),
+        threat_model=result.threat_model,
         details=(
-            ("claimed ε (accountant)", data.get("claimed_epsilon")),
-            ("(ε, δ) Clopper–Pearson bound", data.get("epsilon_lower_bound_eps_delta")),
-            ("models with / without the canary", f"{data.get('num_in')} / {data.get('num_out')}"),
-            ("δ", data.get("delta")),
+            ("claimed ε (accountant)", result.claimed_epsilon),
+            ("(ε, δ) Clopper–Pearson bound", result.epsilon_lower_bound_eps_delta),
+            ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
+            ("δ", result.delta),
         ),
         **_provenance(data),
     )
 
 
 def _fl(data: dict, directory: Path | None) -> ReportSection:
-    runs = data.get("runs") or []
-    worst: dict = max(runs, key=lambda run: run.get("participations", 0), default={})
-    estimate = (worst.get("final") or {}).get("estimate") or {}
-    details = []
-    for run in runs:
-        label = f"{run.get('participations')} participation(s)" if run.get("sampling") == "fixed" else str(run.get("sampling"))
-        final, every = run.get("final") or {}, run.get("all") or {}
+    from ..audits.fl import FLAuditResult
+
+    result = _typed(FLAuditResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline = result.headline()
+    details: list[tuple[str, Any]] = []
+    for run in result.runs:
+        label = f"{run.participations} participation(s)" if run.sampling == "fixed" else run.sampling
         details += [
-            (f"{label}: analytical ε (accountant)", run.get("analytical_epsilon")),
-            (f"{label}: final model ε_est (estimate) / ε_lo (lower bound)", f"{_text_number(final, 'estimate')} / {_text_number(final, 'lower_bound')}"),
-            (f"{label}: all iterates ε_est (estimate) / ε_lo (lower bound)", f"{_text_number(every, 'estimate')} / {_text_number(every, 'lower_bound')}"),
+            (f"{label}: analytical ε (accountant)", run.analytical_epsilon),
+            (
+                f"{label}: final model ε_est (estimate) / ε_lo (lower bound)",
+                f"{_text_number(run.final.estimate.epsilon)} / {_text_number(run.final.lower_bound.epsilon)}",
+            ),
+            (
+                f"{label}: all iterates ε_est (estimate) / ε_lo (lower bound)",
+                f"{_text_number(run.all.estimate.epsilon)} / {_text_number(run.all.lower_bound.epsilon)}",
+            ),
         ]
-    config = data.get("config") or {}
     return ReportSection(
         title="One-shot FL audit (DP-FedAvg with canary clients)",
         audit="fl",
-        value=_number(estimate.get("epsilon")),
-        label=f"ε estimate, final model, client with {worst.get('participations')} participation(s)",
-        kind="estimate",
-        confidence=None,
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=headline.confidence,
         meaning=(
             "One training run with random canary clients: the canaries' cosines with the final model update are compared "
             "with those of canaries never inserted, and the ε of two Gaussians that far apart is the estimate. The lower "
-            f"bounds ε_lo beside it hold at {config.get('confidence', 0.95):.0%} confidence."
+            f"bounds ε_lo beside it hold at {result.config.confidence:.0%} confidence."
         ),
         not_meaning=(
             "ε_est is an estimate, not a bound: it assumes the cosines are Gaussian (checked by Anderson–Darling) and "
             "can fall below the true ε. It measures random canary clients, not the most vulnerable real client."
         ),
-        threat_model="; ".join(str(v) for v in (data.get("threat_models") or {}).values()) or "final model / all iterates",
+        threat_model="; ".join(result.threat_models.values()) or "final model / all iterates",
         details=tuple(details),
         plots=_plots(
             directory,
@@ -284,9 +302,8 @@ _SUMMARY_LABELS = {
 }
 
 
-def _text_number(entry: dict, key: str) -> str:
-    value = _number((entry.get(key) or {}).get("epsilon"))
-    return "—" if value is None else f"{value:.4g}"
+def _text_number(value: float) -> str:
+    return f"{value:.4g}"
 
 
 def _generic(data: dict, directory: Path | None) -> ReportSection:
@@ -450,6 +467,66 @@ def _exposure(data: dict, directory: Path | None) -> ReportSection:
 
 register_adapter("exposure", _exposure)
 
+
+def _one_run(data: dict, directory: Path | None) -> ReportSection:
+    from ..audits.one_run import OneRunAuditResult
+    from .one_run import BOUND_LABELS
+
+    result = _typed(OneRunAuditResult, data)
+    if result is None:
+        return _generic(data, directory)
+    headline, config = result.headline(), result.config
+    details: list[tuple[str, Any]] = [
+        (f"{BOUND_LABELS.get(name, name)} ({bound.kind}, {bound.confidence:.0%} alone)", bound.epsilon)
+        for name, bound in result.side_by_side().items()
+        if name != "headline"
+    ]
+    details += [
+        ("claimed ε of the run (accountant)", result.claimed_epsilon),
+        ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
+        ("score", result.score),
+        ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
+        ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}"),
+        ("test accuracy", result.test_accuracy),
+    ]
+    if result.canary_epsilon != result.claimed_epsilon:
+        details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
+    flag = None
+    if headline.flag:
+        flag = f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."
+    return ReportSection(
+        title=f"One-run audit of DP-SGD ({config.threat_model})",
+        audit="one-run",
+        value=headline.value,
+        label=headline.label,
+        kind=headline.kind,
+        confidence=headline.confidence,
+        valid=headline.valid,
+        meaning=(
+            "One training run with canaries each kept in or out by a recorded coin: with the stated confidence the whole "
+            "training run is no better than ε-DP, end to end, for an example like the canaries. The headline is the best of "
+            "the methods fixed in advance, corrected for the choice."
+        ),
+        not_meaning=(
+            "A bound below the claim does not prove the claim: one run with m canaries cannot reach the true ε when it is "
+            "large. Each side-by-side bound holds alone; only the headline may be read as the best of them."
+        ),
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        plots=_plots(
+            directory,
+            {
+                "observations.png": "Canary scores: included (in) against excluded (out), with fitted Gaussians",
+                "bounds.png": "Every one-run ε lower bound beside the claimed ε",
+            },
+        ),
+        **_provenance(data),
+    )
+
+
+register_adapter("one-run", _one_run)
+
 # results written before the ``audit`` field existed, or by writers that do not stamp it
 FAMILY_OF_RESULT_TYPE = {
     "SecretSharerResult": "secret-sharer",
@@ -460,6 +537,7 @@ FAMILY_OF_RESULT_TYPE = {
     "ExtractionResult": "extraction",
     "ScoresResult": "scores",
     "ExposureAuditResult": "exposure",
+    "OneRunAuditResult": "one-run",
 }
 
 

@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "check_results", "load_schema", "machine_info", "stamp_results", "validate_results"]
+__all__ = ["SCHEMA_VERSION", "check_results", "load_schema", "machine_info", "stamp_results", "validate_results", "write_results"]
 
 SCHEMA_VERSION = 1
 _REQUIRED = ("schema_version", "audit", "result_type", "versions")
@@ -120,4 +120,24 @@ def validate_results(data: Any, source: str = "results") -> dict[str, Any]:
     if error is not None:
         where = ".".join(str(part) for part in error.path) or "(top level)"
         raise ValueError(f"`{source}` does not match results schema v{SCHEMA_VERSION} at `{where}`: {error.message[:200]}")
+    return data
+
+
+def write_results(path: Any, data: dict[str, Any], source: str = "results") -> dict[str, Any]:
+    """Validate ``data`` against the results schema, then write it to ``path`` atomically; return it.
+
+    The one way a ``results.json`` is written (:func:`privaudit.report.runs.write_run`,
+    the demo's summary): nothing reaches the disk that the schema refuses.
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "results.json"
+    ...     _ = write_results(path, stamp_results({"result_type": "R", "versions": {"privaudit": "0"}}, audit="x"))
+    ...     json.loads(path.read_text())["audit"]
+    'x'
+    """
+    from .._core.files import write_json_atomic
+
+    validate_results(data, source)
+    write_json_atomic(path, data)
     return data

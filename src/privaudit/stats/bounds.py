@@ -174,33 +174,45 @@ def _plan(strategy: Any, in_scores: Any, out_scores: Any, proxy: Any, confidence
     return list(ranked[:count]), eval_in, eval_out, select_in.size + select_out.size, True
 
 
-def _rank_tests(strategy: Bonferroni, in_scores: Any, out_scores: Any, rng: Any) -> tuple[Any, Any, Any]:
-    """Thresholds at ranks fixed in advance: (threshold values, false positives, false negatives).
+def _rank_tests(strategy: Bonferroni, in_scores: Any, out_scores: Any, rng: Any) -> tuple[Any, Any, Any, int]:
+    """Thresholds at ranks fixed in advance: (threshold values, false positives, false negatives, number of tests).
 
-    Ties are ordered by a seeded coin, so every threshold is a position in
-    one strict order of the pooled observations. A threshold just above the
-    j-th highest out-score makes j - 1 false positives, and its false-positive
-    rate is Beta(j, n - j + 1): the Clopper–Pearson bound at j - 1 covers it
-    exactly; in the same way for the j-th lowest in-score and false negatives.
+    A threshold just above the j-th highest out-score makes j - 1 false
+    positives, and its false-positive rate is Beta(j, n - j + 1): the
+    Clopper–Pearson bound at j - 1 covers it exactly; in the same way a
+    threshold at the j-th lowest in-score makes j - 1 false negatives. The
+    number of tests is that of the grid, fixed by the sample sizes alone.
+    Tied scores are ordered by a seeded coin, so that every threshold is a
+    position in one strict order of the pooled observations.
     """
-    pooled = np.concatenate([out_scores, in_scores])
-    order = np.lexsort((rng.random(pooled.size), pooled))
-    position = np.empty(pooled.size, dtype=np.int64)
-    position[order] = np.arange(pooled.size)
-    out_desc = np.sort(position[: out_scores.size])[::-1]
-    in_asc = np.sort(position[out_scores.size :])
     if strategy.over == "all":
         out_ranks, in_ranks = np.arange(1, out_scores.size + 1), np.arange(1, in_scores.size + 1)
     else:
         half = strategy.num_thresholds // 2
         out_ranks, in_ranks = rank_grid(out_scores.size, strategy.num_thresholds - half), rank_grid(in_scores.size, half)
-    cuts = np.concatenate([out_desc[out_ranks - 1] + 1, in_asc[in_ranks - 1]])  # predict "in" at positions >= cut
-    cuts = np.unique(cuts)
-    false_positives = out_scores.size - np.searchsorted(np.sort(position[: out_scores.size]), cuts)
-    false_negatives = np.searchsorted(in_asc, cuts)
+    num_tests = out_ranks.size + in_ranks.size
+    out_sorted, in_sorted = np.sort(out_scores), np.sort(in_scores)
+    shared = np.searchsorted(in_sorted, out_sorted).clip(max=in_sorted.size - 1)
+    ties = np.any(out_sorted[1:] == out_sorted[:-1]) or np.any(in_sorted[1:] == in_sorted[:-1]) or np.any(in_sorted[shared] == out_sorted)
+    if not ties:  # distinct scores: the order is the scores' own, no coin needed
+        above_out = out_sorted[::-1][out_ranks - 1]
+        at_in = in_sorted[in_ranks - 1]
+        values = np.concatenate([np.nextafter(above_out, np.inf), at_in])
+        false_positives = np.concatenate([out_ranks - 1, out_scores.size - np.searchsorted(out_sorted, at_in, side="left")])
+        false_negatives = np.concatenate([np.searchsorted(in_sorted, above_out, side="right"), in_ranks - 1])
+        return values, false_positives, false_negatives, num_tests
+    pooled = np.concatenate([out_scores, in_scores])
+    order = np.lexsort((rng.random(pooled.size), pooled))
+    position = np.empty(pooled.size, dtype=np.int64)
+    position[order] = np.arange(pooled.size)
+    out_positions = np.sort(position[: out_scores.size])
+    in_positions = np.sort(position[out_scores.size :])
+    cuts = np.concatenate([out_positions[::-1][out_ranks - 1] + 1, in_positions[in_ranks - 1]])  # "in" at positions >= cut
+    false_positives = out_scores.size - np.searchsorted(out_positions, cuts)
+    false_negatives = np.searchsorted(in_positions, cuts)
     sorted_pooled = pooled[order]
     values = np.where(cuts < pooled.size, sorted_pooled[np.minimum(cuts, pooled.size - 1)], np.inf)
-    return values, false_positives, false_negatives
+    return values, false_positives, false_negatives, num_tests
 
 
 def _describe(strategy: Any) -> str:
@@ -273,16 +285,17 @@ def epsilon_lower_bound(
             raise ValueError(f"`threshold` Bonferroni(over={strategy.over!r}) needs interval 'clopper-pearson' or 'jeffreys', got {interval!r}")
         if strategy.over == "all" and not hasattr(family, "region"):
             raise ValueError("`threshold` Bonferroni(over='all') is not available for PLD methods; use over='ranks'")
-        thresholds, false_positives, false_negatives = _rank_tests(strategy, in_scores, out_scores, rng)
+        thresholds, false_positives, false_negatives, num_tests = _rank_tests(strategy, in_scores, out_scores, rng)
         eval_in, eval_out, num_selection, valid = in_scores, out_scores, 0, True
     else:
         thresholds, eval_in, eval_out, num_selection, valid = _plan(strategy, in_scores, out_scores, proxy, confidence, rng)
         false_positives, false_negatives = error_counts(np.sort(eval_in), np.sort(eval_out), thresholds)
-    per_test_confidence = 1.0 - (1.0 - confidence) / len(thresholds)
+        num_tests = len(thresholds)
+    per_test_confidence = 1.0 - (1.0 - confidence) / num_tests
     n_in, n_out = eval_in.size, eval_out.size
 
     candidates: list[int] = list(range(len(thresholds)))
-    if len(thresholds) > 64 and hasattr(family, "region"):  # many tests: score them all at once, evaluate the best
+    if len(thresholds) > 1 and hasattr(family, "region") and interval in ("clopper-pearson", "jeffreys"):  # score all at once, evaluate the best
         fpr_upper, fnr_upper = _error_bounds(false_positives, n_out, false_negatives, n_in, per_test_confidence, interval)
         candidates = [int(np.argmax(family.parameter_from_errors(fpr_upper, fnr_upper)))]
     best: Any = None
@@ -304,7 +317,7 @@ def epsilon_lower_bound(
         valid=valid,
         threshold=chosen,
         threshold_strategy=_describe(strategy),
-        num_tests=len(thresholds),
+        num_tests=num_tests,
         parameter_name=family.parameter_name,
         parameter=parameter,
         false_positives=fp,

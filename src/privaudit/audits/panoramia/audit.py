@@ -1,4 +1,4 @@
-"""PANORAMIA's embedded default and the audit of a user's model.
+"""PANORAMIA on the audit interface: the embedded default, the audit of a user's model, and their results.
 
 The default (``configs/panoramia.json``) runs on statsmodels' ``fair`` data:
 ``num_candidates`` rows are candidates, each put in the training set by an
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .._core.resources import check_memory
-from .._core.validation import check_choice, check_count, check_probability
-from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .panoramia import PanoramiaAuditResult, PanoramiaSettings, run_panoramia
-from .panoramia_targets import TrainingRecipe, load_members, load_model, train_classifier
+from ..._core.resources import check_memory
+from ..._core.validation import check_choice, check_count, check_probability
+from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .game import PanoramiaAuditResult, PanoramiaSettings, panoramia_curves, run_panoramia
+from .targets import TrainingRecipe, load_members, load_model, train_classifier
 
 __all__ = [
     "AUDIT",
@@ -38,7 +38,7 @@ __all__ = [
     "DEMO_DATASETS",
     "PanoramiaDemoConfig",
     "classifier_parameters",
-    "run_panoramia_demo",
+    "run_panoramia_default",
     "run_panoramia_on_model",
     "spec_memory_estimate",
 ]
@@ -129,28 +129,28 @@ def make_generator(kind: str, *, epochs: int = 200):
     """The generator of a modality: ``"mst"`` (tabular) or ``"vae"`` (images in [0, 1])."""
     check_choice(kind, "generator", GENERATORS)
     if kind == "mst":
-        from ..generators.tabular import MSTGenerator
+        from ...generators.tabular import MSTGenerator
 
         return MSTGenerator()
-    from ..generators.images import VAEGenerator
+    from ...generators.images import VAEGenerator
 
     return VAEGenerator(epochs=epochs)
 
 
 def _load(config: PanoramiaDemoConfig):
     if config.dataset == "digits":
-        from ..data.tabular import load_dataset
+        from ...data.tabular import load_dataset
 
         data = load_dataset("digits", seed=config.seed)
         x = np.concatenate([data.x_train, data.x_test]).astype(np.float64)
         return x, np.concatenate([data.y_train, data.y_test]), data.num_classes, data.image_shape
-    from ..data.statsmodels_data import load_statsmodels_dataset
+    from ...data.statsmodels_data import load_statsmodels_dataset
 
     tabular = load_statsmodels_dataset(config.dataset)
     return tabular.x, tabular.y, tabular.num_classes, None
 
 
-def run_panoramia_demo(config: PanoramiaDemoConfig, progress=None) -> tuple[dict, dict]:
+def run_panoramia_default(config: PanoramiaDemoConfig, progress=None) -> tuple[dict, dict]:
     """Train each target on the embedded data and audit it; return (results by target, game scores by target)."""
     progress = progress or (lambda *args, **kwargs: None)
     x, y, num_classes, image_shape = _load(config)
@@ -241,11 +241,14 @@ def spec_memory_estimate(model_path, spec_path=None) -> tuple[int, str]:
 
     Read before the model is built, so that ``input_dim``, ``hidden`` or
     ``depth`` beyond the machine's memory are refused up front. A spec this
-    cannot read is left to :func:`~.panoramia_targets.load_model` (0: no
+    cannot read, or a model whose spec only its state dict records, is left
+    to :func:`~privaudit.audits.panoramia.targets.load_model` (0: no
     estimate), which names what is wrong with it.
     """
-    from .._core.files import read_json
+    from ..._core.files import read_json
 
+    if spec_path is None and not Path(model_path).with_suffix(".json").exists():
+        return 0, ""  # the spec the state dict records, if any: its size bounds the model's
     spec_path = Path(spec_path) if spec_path is not None else Path(model_path).with_suffix(".json")
     spec = read_json(spec_path, "--spec")  # size and nesting checked before parsing
     if not isinstance(spec, dict):
@@ -272,7 +275,7 @@ def _user_target(model_path, model_kind, factory, spec_path, x, y):
         return target.loss, spec
     if spec_path is not None:
         raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
-    from ..models.loading import load_model as load_user_model
+    from ...models.loading import load_model as load_user_model
 
     loaded = load_user_model(model_path, kind=model_kind, factory=factory)
     try:
@@ -298,7 +301,7 @@ def run_panoramia_on_model(
     model_kind: str = "privaudit",
     factory: str | None = None,
 ) -> tuple[dict, dict]:
-    """Audit a user's saved classifier on its members (file formats in :mod:`.panoramia_targets`).
+    """Audit a user's saved classifier on its members (file formats in :mod:`privaudit.audits.panoramia.targets`).
 
     ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
     spec, and the helper has the model's architecture; any other kind is
@@ -423,17 +426,16 @@ class PanoramiaAudit(Audit):
                 best, what = estimate, target_sizes if target * (1 + target_dp) >= helper * (1 + helper_dp) else helper_sizes
         return best, what
 
-    def tiny_config(self) -> PanoramiaDemoConfig:
-        return PanoramiaDemoConfig(
-            targets={"mlp": {"epochs": 2}},
-            helper={"epochs": 2},
-            hidden=16,
-            num_candidates=200,
-            generator_epochs=5,
-            audit_size=200,
-            classifier_iterations=10,
-            num_recall_levels=4,
-        )
+    tiny_overrides = {
+        "targets": {"mlp": {"epochs": 2}},
+        "helper": {"epochs": 2},
+        "hidden": 16,
+        "num_candidates": 200,
+        "generator_epochs": 5,
+        "audit_size": 200,
+        "classifier_iterations": 10,
+        "num_recall_levels": 4,
+    }
 
     def run(
         self,
@@ -457,7 +459,7 @@ class PanoramiaAudit(Audit):
         if (model is None) != (members is None):
             raise ValueError("`--model` and `--members` must both be given (or neither, for the embedded default)")
         if model is None:
-            results, scores = run_panoramia_demo(config, progress=say)
+            results, scores = run_panoramia_default(config, progress=say)
             inputs = dataclasses.asdict(config)
         else:
             settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
@@ -476,7 +478,9 @@ class PanoramiaAudit(Audit):
             )
             inputs = {"model": str(model), "model_kind": model_kind, "factory": factory, "members": str(members), "settings": dataclasses.asdict(settings)}
         result = PanoramiaResults(config=inputs, targets=_targets(results))
-        return AuditRun(self.name, config, result, observations={"scores": scores})
+        # the figures' curves are computed here, with the statistics, so that plotting computes nothing
+        curves = {name: panoramia_curves(scores[name], entry.audit) for name, entry in result.targets.items()}
+        return AuditRun(self.name, config, result, observations={"scores": scores, "curves": curves})
 
 
 AUDIT = PanoramiaAudit()

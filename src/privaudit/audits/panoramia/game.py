@@ -26,9 +26,17 @@ Comparisons on the same target, when the data allow:
 
 * RM;RN: the same MIA against *real* non-members (c = 0, no baseline), a
   lower bound on ε when the non-members come from the members' distribution;
-* O(1) (Steinke et al.): when each of a set of candidates was included in
-  training by an independent fair coin, thresholding -loss_f on them gives a
-  lower bound on ε (pure DP, δ = 0, as the paper's comparison).
+* O(1): when each of a set of candidates was included in training by an
+  independent fair coin, thresholding -loss_f on them gives a lower bound on
+  ε from the one training run: :func:`privaudit.one_run_lower_bound`, the
+  best of Steinke et al.'s bound and its f-DP tightening (Mahloujifar et
+  al.), Bonferroni-corrected over all their tests, at δ =
+  ``settings.one_run_delta`` (the paper compares at δ = 0, which the f-DP
+  bound cannot take; its ε at δ > 0 is at least the δ = 0 one).
+
+The curves that PANORAMIA's figure draws (precision and the bound over
+recall) are computed here too, by :func:`panoramia_curves`, so that the
+plotting code holds no statistics.
 
 Readings of the paper that can only lower ε̃ or keep the bounds valid:
 
@@ -59,13 +67,23 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._core.results import Result
-from .._core.validation import check_choice, check_count, check_fraction, check_probability
-from ..generators import check_generated
-from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
-from ..stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, real_non_member_bound
+from ..._core.results import Result
+from ..._core.validation import check_choice, check_count, check_fraction, check_probability
+from ...generators import check_generated
+from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
+from ...stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, privacy_recall_curve, real_non_member_bound
 
-__all__ = ["GameScores", "PanoramiaAuditResult", "PanoramiaSettings", "fit_classifier", "run_panoramia", "score_losses"]
+__all__ = [
+    "GameScores",
+    "PanoramiaAuditResult",
+    "PanoramiaCurves",
+    "PanoramiaSettings",
+    "PrecisionRecallCurve",
+    "fit_classifier",
+    "panoramia_curves",
+    "run_panoramia",
+    "score_losses",
+]
 
 LossFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 LABELLERS = ("target", "classifier", "generator")
@@ -89,6 +107,7 @@ class PanoramiaSettings:
     classifier_iterations: int = 200
     labeller: str = "classifier"
     real_data_helper: bool = True
+    one_run_delta: float = 1e-5
     seed: int = 0
 
     def __post_init__(self):
@@ -100,6 +119,7 @@ class PanoramiaSettings:
         check_count(self.num_recall_levels, "num_recall_levels", minimum=1)
         check_count(self.classifier_iterations, "classifier_iterations", minimum=1)
         check_choice(self.labeller, "labeller", LABELLERS)
+        check_probability(self.one_run_delta, "one_run_delta")
         check_count(self.seed, "seed")
 
 
@@ -124,7 +144,7 @@ class PanoramiaAuditResult(Result):
     c_lb: float
     epsilon_tilde: float
     real_non_members: RealNonMemberBound | None
-    one_run: OneRunSweep | None
+    one_run: OneRunLowerBound | None
     settings: PanoramiaSettings
     split_sizes: dict[str, int]
     threat_model: str = "black-box: per-example loss of the final model; no retraining, no canaries"
@@ -307,7 +327,7 @@ def run_panoramia(
     if one_run_candidates is not None:
         cx, cy, included = one_run_candidates
         losses = score_losses(target_loss, np.asarray(cx, dtype=np.float64), np.asarray(cy, dtype=np.int64))
-        one_run = epsilon_one_run_sweep(-losses, np.asarray(included, dtype=bool), delta=0.0, confidence=settings.confidence)
+        one_run = one_run_lower_bound(-losses, np.asarray(included, dtype=bool), delta=settings.one_run_delta, confidence=settings.confidence)
         clock("O(1) comparison")
 
     result = PanoramiaAuditResult(
@@ -322,6 +342,61 @@ def run_panoramia(
         split_sizes=sizes,
     )
     return result, GameScores(baseline, mia, s, rn_scores, rn_member)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PrecisionRecallCurve:
+    """One attack at every prediction count r = 1..m: precision, recall, and the logit of precision's lower bound at level ``alpha``."""
+
+    recall: np.ndarray
+    precision: np.ndarray
+    bound: np.ndarray
+    alpha: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PanoramiaCurves:
+    """What PANORAMIA's figure draws for one game, computed by the audit so that the plotting code holds no statistics.
+
+    ``baseline`` (b, in units of c) and ``mia`` (in units of c + ε) are at
+    the level each of the game's two tests used, β/(2k) with k the number of
+    recall levels; ``real_non_members`` (RM;RN, in units of ε) at its own
+    test's level, β/k.
+    """
+
+    baseline: PrecisionRecallCurve
+    mia: PrecisionRecallCurve
+    real_non_members: PrecisionRecallCurve | None = None
+
+
+def _curve(scores, is_member, alpha: float, method: str) -> PrecisionRecallCurve:
+    curve = privacy_recall_curve(scores, is_member, alpha=alpha, method=method)
+    return PrecisionRecallCurve(recall=curve["recall"], precision=curve["precision"], bound=curve["bound"], alpha=alpha)
+
+
+def panoramia_curves(scores: GameScores, result: PanoramiaAuditResult) -> PanoramiaCurves:
+    """The precision-recall curves and the bounds over recall of the game ``scores`` that ``result`` reports.
+
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.random(200) < 0.5
+    >>> scores = GameScores(baseline=s + rng.normal(size=200), mia=2 * s + rng.normal(size=200), is_member=s)
+    >>> bounds = panoramia_bounds(scores.baseline, scores.mia, s)
+    >>> result = PanoramiaAuditResult("demo", "mst", bounds, bounds.c_lb, bounds.epsilon_tilde, None, None, PanoramiaSettings(), {})
+    >>> curves = panoramia_curves(scores, result)
+    >>> bool(np.isclose(curves.mia.alpha, 0.05 / 2 / bounds.num_tests)), curves.mia.recall.size, curves.real_non_members
+    (True, 200, None)
+    """
+    bounds = result.bounds
+    alpha = (1.0 - bounds.confidence) / 2.0 / (bounds.num_tests if bounds.correction == "bonferroni" else 1)
+    real = None
+    rn = result.real_non_members
+    if rn is not None and scores.real_non_member_mia is not None:
+        real = _curve(scores.real_non_member_mia, scores.real_non_member_is_member, (1.0 - rn.confidence) / rn.num_tests, rn.method)
+    return PanoramiaCurves(
+        baseline=_curve(scores.baseline, scores.is_member, alpha, bounds.method),
+        mia=_curve(scores.mia, scores.is_member, alpha, bounds.method),
+        real_non_members=real,
+    )
 
 
 def _real_non_members(target_loss, non_members, train_x, train_y, a_real, member_losses, n_tr, settings, rng, seed):

@@ -1,0 +1,540 @@
+"""One-run audit of DP-SGD: m canaries, each kept in or out for the whole of one training run (Steinke et al. 2023).
+
+One training run of the reference DP-SGD (:mod:`privaudit.training.dpsgd`)
+on the embedded data and model, the pieces of the DP-SGD audit
+(:func:`privaudit.audits.dpsgd.audited_model_and_data`). Before training,
+each of ``num_canaries`` canaries is included by an independent coin with
+probability ``inclusion_prob``, drawn from a recorded seed
+(``inclusion_seed``; :func:`privaudit.observation.one_run.draw_inclusion`).
+
+Threat models:
+
+* ``"white-box"`` (default): gradient canaries on audit coordinates, every
+  intermediate update observed. An included canary joins the batch in each
+  step with probability ``canary_rate`` (default: the data's sampling rate,
+  so it is sampled as an example is and the claimed ε covers it). Its score
+  is the sum over the run of the released update along its own coordinate,
+  normalised (:mod:`privaudit.observation.one_run`).
+* ``"black-box"``: input canaries, mislabeled examples (distinct examples of
+  the dataset with a random wrong label) appended to the training set; the
+  score of a canary is the negated loss of the final model at its label.
+  ``train`` (``--train package.module:fn``) replaces the built-in model and
+  DP-SGD by the user's training, with the contract of the black-box audit
+  (:func:`privaudit.audits.blackbox.check_train_function`).
+
+What the numbers are, all at ``confidence`` and ``delta``:
+
+* ``steinke``: Steinke, Nasr and Jagielski (2023), valid for any (ε, δ)-DP
+  mechanism (:func:`privaudit.epsilon_one_run_sweep`);
+* ``fdp_gdp``: Mahloujifar, Melis and Chaudhuri (2024) against μ-GDP, and,
+  when canaries are subsampled, ``fdp_pld`` against the trade-off curve of
+  the subsampled, composed Gaussian mechanism (``SubsampledGaussian(q, T)``,
+  the mechanism's own family; the GDP figure then assumes a GDP shape);
+* ``gaussian`` (white-box only): the t-based bound on μ from the summed
+  observations (:func:`privaudit.stats.one_run_gaussian.epsilon_one_run_gaussian`),
+  exact when canaries are in every step (the observations are then Gaussian),
+  asymptotic and labelled so otherwise;
+* ``bound`` (the headline): :func:`privaudit.one_run_lower_bound` over the
+  methods fixed in advance (``methods``, default every method whose bound is
+  exact here), Bonferroni-corrected over all their tests. Each side-by-side
+  figure is valid alone; only ``bound`` may be read as the best of them.
+
+``claimed_epsilon`` is what the accountant of the DP-SGD audit claims for
+the run (noise multiplier, sampling rate, steps); ``canary_epsilon`` what it
+gives for a canary at its own rate, the claim the bound is checked against
+(``flagged``). This audit is the DP-SGD audit's end-to-end lower bound from
+one training run (:func:`config_from_dpsgd` sets it up for a DP-SGD config);
+the DP-SGD audit's own end-to-end figure is an estimate composed from its
+per-step bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._core.seeding import child_seeds
+from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
+from ..canaries.gradient import CANARY_KINDS, GradientCanary
+from ..observation.gradient import check_canary_rate
+from ..observation.one_run import MIN_CANARIES, check_inclusion_prob, collect_one_run_observations, draw_inclusion
+from ..stats.conversions import gaussian_epsilon
+from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
+from ..stats.one_run_combined import METHODS, OneRunLowerBound, one_run_lower_bound
+from ..stats.one_run_fdp import OneRunFDPBound, epsilon_one_run_fdp
+from ..stats.one_run_gaussian import OneRunGaussianBound, epsilon_one_run_gaussian
+from ..stats.pld import SubsampledGaussian
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+
+__all__ = [
+    "AUDIT",
+    "OneRunAudit",
+    "OneRunAuditConfig",
+    "OneRunAuditResult",
+    "config_from_dpsgd",
+    "default_methods",
+    "mislabeled_canaries",
+    "one_run_bounds",
+    "run_one_run_audit",
+]
+
+THREAT_MODELS = {
+    "white-box": "white-box: gradient canaries on audit coordinates, every intermediate update observed, one training run",
+    "black-box": "black-box: final model only, losses of mislabeled input canaries, one training run",
+}
+SCORES = {
+    "white-box": "sum over the steps of the released update along the canary's audit coordinate, in units of one clipped canary",
+    "black-box": "negated cross-entropy loss of the final model at the canary's (wrong) label",
+}
+_GUESSING = ("steinke", "fdp")
+
+
+@dataclasses.dataclass(frozen=True)
+class OneRunAuditConfig:
+    """Everything a one-run audit depends on; every field is checked on construction.
+
+    The default trains the embedded MLP on digits with full-batch DP-SGD for
+    100 steps at a noise multiplier that claims ε = 4 at δ = 1e-5.
+
+    >>> OneRunAuditConfig(num_canaries=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_canaries` must be an integer in [4, inf), got 3
+    >>> OneRunAuditConfig(threat_model="grey-box")
+    Traceback (most recent call last):
+    ...
+    ValueError: `threat_model` must be one of 'white-box', 'black-box', got 'grey-box'
+    """
+
+    threat_model: str = "white-box"
+    dataset: str = "digits"
+    architecture: str = "mlp"
+    num_canaries: int = 1000
+    inclusion_prob: float = 0.5
+    noise_multiplier: float = 10.8116  # full batch, 100 steps: ε = 4 at δ = 1e-5
+    clip_norm: float = 1.0
+    sampling_rate: float = 1.0
+    learning_rate: float = 0.5
+    num_steps: int = 100
+    canary_rate: float | None = None  # white-box: chance an included canary is in a step; None: the sampling rate
+    canary_kind: str = "dirac"
+    canary_moving: bool = False
+    canary_slot_size: int = 1
+    canary_norm: float = 1.0
+    methods: tuple[str, ...] | None = None  # of the headline; None: every method exact here (see default_methods)
+    delta: float = 1e-5
+    confidence: float = 0.95
+    seed: int = 0
+    train: str | None = None  # black-box only: "package.module:fn", the user's training (see privaudit.audits.blackbox)
+
+    def __post_init__(self):
+        from ..data.tabular import DATASET_NAMES
+        from ..models.classifiers import ARCHITECTURES
+
+        check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
+        check_choice(self.dataset, "dataset", DATASET_NAMES)
+        check_choice(self.architecture, "architecture", ARCHITECTURES)
+        check_count(self.num_canaries, "num_canaries", minimum=MIN_CANARIES)
+        check_inclusion_prob(self.inclusion_prob)
+        check_noise_multiplier(self.noise_multiplier)
+        check_positive(self.clip_norm, "clip_norm")
+        rate = check_positive(self.sampling_rate, "sampling_rate")
+        if rate > 1.0:
+            raise ValueError(f"`sampling_rate` must be in (0, 1], got {rate:g}")
+        check_positive(self.learning_rate, "learning_rate")
+        check_count(self.num_steps, "num_steps", minimum=1)
+        if self.canary_rate is not None:
+            if self.threat_model != "white-box":
+                raise ValueError("`canary_rate` is for white-box gradient canaries; input canaries are sampled as examples (leave it null)")
+            check_canary_rate(self.canary_rate)
+        check_choice(self.canary_kind, "canary_kind", CANARY_KINDS)
+        check_count(self.canary_slot_size, "canary_slot_size", minimum=1)
+        check_positive(self.canary_norm, "canary_norm")
+        check_probability(self.delta, "delta")
+        check_probability(self.confidence, "confidence")
+        if self.train is not None:
+            from ..models.loading import check_import_path
+
+            check_import_path(self.train, "train")
+            if self.threat_model != "black-box":
+                raise ValueError("`train` (`--train`) needs threat_model 'black-box': the user's training is observed through its final model only")
+        default_methods(self)  # refuses settings under which no method is valid
+        if self.methods is not None:
+            _check_methods(self)
+
+    @property
+    def effective_canary_rate(self) -> float:
+        """The chance that an included canary is in a given step (the sampling rate for input canaries)."""
+        return self.sampling_rate if self.canary_rate is None else self.canary_rate
+
+    @property
+    def headline_methods(self) -> tuple[str, ...]:
+        return default_methods(self) if self.methods is None else tuple(self.methods)
+
+
+def _gaussian_exact(config: OneRunAuditConfig) -> bool:
+    """Whether the summed observations are exactly Gaussian: white-box canaries in every step."""
+    return config.threat_model == "white-box" and config.effective_canary_rate == 1.0
+
+
+def default_methods(config: OneRunAuditConfig) -> tuple[str, ...]:
+    """The headline's methods when ``methods`` is null: the guessing methods (inclusion ½), and the Gaussian one when it is exact.
+
+    >>> default_methods(OneRunAuditConfig()), default_methods(OneRunAuditConfig(threat_model="black-box"))
+    (('steinke', 'fdp', 'gaussian'), ('steinke', 'fdp'))
+    """
+    chosen = (_GUESSING if config.inclusion_prob == 0.5 else ()) + (("gaussian",) if _gaussian_exact(config) else ())
+    if not chosen:
+        raise ValueError(
+            f"`inclusion_prob` must be 0.5 here (got {config.inclusion_prob:g}): the guessing bounds need it, and the Gaussian bound, "
+            "which does not, is exact only for white-box canaries in every step (canary_rate 1)"
+        )
+    return chosen
+
+
+def _check_methods(config: OneRunAuditConfig) -> None:
+    methods = config.methods or ()
+    if not methods or any(name not in METHODS for name in methods) or len(set(methods)) != len(methods):
+        raise ValueError(f"`methods` must be distinct names among {', '.join(METHODS)}, got {list(methods)!r}")
+    if "gaussian" in methods and config.threat_model != "white-box":
+        raise ValueError("`methods`: 'gaussian' needs threat_model 'white-box' (black-box scores are not Gaussian)")
+    if "gaussian" in methods and not _gaussian_exact(config):
+        raise ValueError(
+            "`methods`: 'gaussian' is exact only with canaries in every step (canary_rate 1); with sampling it is approximate and reported beside the headline"
+        )
+    guessing = [name for name in methods if name in _GUESSING]
+    if guessing and config.inclusion_prob != 0.5:
+        raise ValueError(f"`methods`: {', '.join(guessing)} need inclusion_prob 0.5, got {config.inclusion_prob:g}")
+
+
+def config_from_dpsgd(config: Any, *, num_canaries: int = 1000) -> OneRunAuditConfig:
+    """The one-run white-box audit of the training a DP-SGD audit config describes: the end-to-end lower bound from one run.
+
+    Same data, model and DP settings; canaries sampled as examples are, so the
+    claimed end-to-end ε of the DP-SGD audit is what the bound is checked against.
+
+    >>> from privaudit.audits.dpsgd import DPSGDAuditConfig
+    >>> one_run = config_from_dpsgd(DPSGDAuditConfig())
+    >>> one_run.sampling_rate, one_run.num_steps, one_run.effective_canary_rate
+    (0.05, 100, 0.05)
+    """
+    from .dpsgd import user_data, user_model
+
+    if user_model(config.architecture) or user_data(config.dataset) or config.bug != "none":
+        raise ValueError("`config`: the one-run audit runs the correct reference DP-SGD on an embedded dataset and architecture")
+    return OneRunAuditConfig(
+        dataset=config.dataset,
+        architecture=config.architecture,
+        num_canaries=num_canaries,
+        noise_multiplier=config.noise_multiplier,
+        clip_norm=config.clip_norm,
+        sampling_rate=config.sampling_rate,
+        learning_rate=config.learning_rate,
+        num_steps=config.num_steps,
+        canary_kind=config.canary_kind,
+        canary_norm=config.canary_norm,
+        delta=config.delta,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class OneRunAuditResult(AuditResult):
+    """A one-run audit: the headline bound, each method's bound beside it, the claims, the inclusion draw and the scores.
+
+    ``included`` is the inclusion draw, reproducible as
+    ``draw_inclusion(num_canaries, config.inclusion_prob, inclusion_seed)``;
+    ``observations`` the canaries' scores in the same order (higher: more
+    likely included; what they are: ``score``). A bound that does not apply
+    (the guessing bounds for an inclusion probability other than ½, the PLD
+    family without subsampling, the Gaussian one for black-box scores) is null.
+    """
+
+    config: OneRunAuditConfig
+    threat_model: str
+    score: str
+    bound: OneRunLowerBound
+    steinke: OneRunSweep | None
+    fdp_gdp: OneRunFDPBound | None
+    fdp_pld: OneRunFDPBound | None
+    gaussian: OneRunGaussianBound | None
+    claimed_epsilon: float
+    canary_epsilon: float
+    flagged: bool
+    num_canaries: int
+    num_in: int
+    inclusion_seed: int
+    included: tuple[bool, ...]
+    observations: tuple[float, ...]
+    test_accuracy: float | None  # None for the user's --train model
+    model: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def headline(self) -> Headline:
+        return Headline(
+            value=self.bound.epsilon,
+            label=f"end-to-end ε lower bound from one run (best of {', '.join(self.bound.methods)}; Bonferroni)",
+            kind=self.bound.kind,
+            confidence=self.bound.confidence,
+            valid=self.bound.valid,
+            flag=self.flagged,
+        )
+
+    def side_by_side(self) -> dict[str, Any]:
+        """Each method's bound, by name (those that apply), then the headline."""
+        bounds = {"steinke": self.steinke, "fdp_gdp": self.fdp_gdp, "fdp_pld": self.fdp_pld, "gaussian": self.gaussian}
+        return {name: bound for name, bound in bounds.items() if bound is not None} | {"headline": self.bound}
+
+
+def one_run_bounds(
+    scores: Any,
+    included: Any,
+    *,
+    delta: float,
+    confidence: float = 0.95,
+    methods: Any = ("steinke", "fdp"),
+    sampling_prob: float = 1.0,
+    num_steps: int = 1,
+    inclusion_prob: float = 0.5,
+    gaussian: bool = False,
+    gaussian_exact: bool = True,
+) -> dict[str, Any]:
+    """Every one-run bound side by side on the same scores, and the headline over ``methods``.
+
+    ``sampling_prob`` and ``num_steps`` describe a canary's mechanism (the
+    f-DP PLD family, used when ``sampling_prob`` < 1); ``gaussian`` adds the
+    Gaussian bound (white-box sums only), exact or asymptotic.
+
+    >>> rng = np.random.default_rng(0)
+    >>> member = rng.random(1000) < 0.5
+    >>> bounds = one_run_bounds(3.0 * member + rng.normal(size=1000), member, delta=1e-5, gaussian=True, methods=("steinke", "fdp", "gaussian"))
+    >>> sorted(name for name, bound in bounds.items() if bound is not None), bounds["bound"].method
+    (['bound', 'fdp_gdp', 'gaussian', 'steinke'], 'gaussian')
+    """
+    guessing = inclusion_prob == 0.5
+    family: Any = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=num_steps) if sampling_prob < 1.0 else "gdp"
+    common = dict(delta=delta, confidence=confidence)
+    return {
+        "steinke": epsilon_one_run_sweep(scores, included, **common) if guessing else None,
+        "fdp_gdp": epsilon_one_run_fdp(scores, included, family="gdp", **common) if guessing else None,
+        "fdp_pld": epsilon_one_run_fdp(scores, included, family=family, **common) if guessing and sampling_prob < 1.0 else None,
+        "gaussian": epsilon_one_run_gaussian(scores, included, gaussian_noise=gaussian_exact, **common) if gaussian else None,
+        "bound": one_run_lower_bound(scores, included, methods=methods, family=family, inclusion_prob=inclusion_prob, gaussian_noise=gaussian_exact, **common),
+    }
+
+
+def mislabeled_canaries(y: np.ndarray, num_canaries: int, num_classes: int, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index, label): ``num_canaries`` distinct examples of a dataset with labels ``y``, each with a uniformly drawn wrong label.
+
+    At least one example is left over for the rest of the training set.
+
+    >>> y = np.arange(10) % 3
+    >>> index, label = mislabeled_canaries(y, 4, 3, seed=0)
+    >>> len(set(index.tolist())), bool(np.all(label != y[index]))
+    (4, True)
+    """
+    if num_canaries >= len(y):
+        raise ValueError(
+            f"`num_canaries` must be at most {len(y) - 1} for black-box input canaries (distinct examples of the dataset, "
+            f"withheld from the rest of training), got {num_canaries}"
+        )
+    if num_classes < 2:
+        raise ValueError(f"mislabeled canaries need at least 2 classes, got {num_classes}")
+    rng = np.random.default_rng(seed)
+    index = rng.choice(len(y), size=num_canaries, replace=False)
+    labels = (np.asarray(y)[index] + rng.integers(1, num_classes, num_canaries)) % num_classes
+    return index, labels.astype(np.int64)
+
+
+def _seeds(config: OneRunAuditConfig) -> dict[str, int]:
+    """Child seeds of ``config.seed``: the inclusion draw, the canaries, the DP noise (data and model use the seed itself, as the DP-SGD audit)."""
+    return child_seeds(config.seed, ["inclusion", "canaries", "training"])
+
+
+def _model_and_data(config: OneRunAuditConfig):
+    from .dpsgd import DPSGDAuditConfig, audited_model_and_data
+
+    return audited_model_and_data(DPSGDAuditConfig(dataset=config.dataset, architecture=config.architecture, seed=config.seed))
+
+
+def _training(config: OneRunAuditConfig):
+    from ..training.dpsgd import DPSGDConfig
+
+    return DPSGDConfig(
+        noise_multiplier=config.noise_multiplier, clip_norm=config.clip_norm, sampling_rate=config.sampling_rate, learning_rate=config.learning_rate
+    )
+
+
+def _accuracy(model, x: np.ndarray, y: np.ndarray) -> float | None:
+    import torch
+
+    if not len(y):
+        return None
+    with torch.no_grad():
+        predictions = model(torch.as_tensor(x)).argmax(1).numpy()
+    return float(np.mean(predictions == y))
+
+
+def _white_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+    from ..training.dpsgd import ReferenceDPSGD
+
+    model, data, audited = _model_and_data(config)
+    canary = GradientCanary(kind=config.canary_kind, moving=config.canary_moving, slot_size=config.canary_slot_size, norm=config.canary_norm)
+    trainer = ReferenceDPSGD(model, data.x_train, data.y_train, _training(config), audit_size=config.num_canaries * canary.slot_size, seed=seeds["training"])
+    done = [0]
+
+    def release(rows: np.ndarray) -> np.ndarray:
+        out = trainer.step(rows)
+        done[0] += 1
+        progress("training with DP-SGD (one run)", completed=done[0], total=config.num_steps)
+        return out
+
+    observations = collect_one_run_observations(
+        release,
+        included=included,
+        num_steps=config.num_steps,
+        clip_norm=config.clip_norm,
+        denominator=trainer.denominator,
+        canary=canary,
+        canary_rate=config.effective_canary_rate,
+        seed=seeds["canaries"],
+    )
+    return observations, _accuracy(model, data.x_test, data.y_test), audited
+
+
+def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+    import torch
+
+    model, data, audited = _model_and_data(config)
+    # canaries: distinct examples of either split, relabeled, and withheld from the rest of training and from the test accuracy
+    pool_x, pool_y = np.concatenate([data.x_train, data.x_test]), np.concatenate([data.y_train, data.y_test])
+    index, canary_y = mislabeled_canaries(pool_y, config.num_canaries, data.num_classes, seed=seeds["canaries"])
+    canary_x = np.asarray(pool_x[index], dtype=np.float32)
+    kept = np.ones(len(pool_y), dtype=bool)
+    kept[index] = False
+    train_kept, test_kept = kept[: len(data.y_train)], kept[len(data.y_train) :]
+    x = np.concatenate([np.asarray(data.x_train[train_kept], dtype=np.float32), canary_x[included]])
+    y = np.concatenate([np.asarray(data.y_train[train_kept], dtype=np.int64), canary_y[included]])
+    audited = dict(audited, num_train=int(len(y)), num_test=int(test_kept.sum()), canaries="mislabeled examples of either split, withheld from the rest")
+    if config.train is not None:
+        from .blackbox import _score, _user_canary_logits, check_train_function
+
+        progress("training with --train (one run)", detail=config.train)
+        trained = check_train_function(config.train)(x, y, seed=seeds["training"])
+        audited = dict(audited, train=config.train, architecture=None, num_parameters=None)
+        negated_losses = [
+            _score(_user_canary_logits(trained, canary_x[i], int(canary_y[i]), config.train, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))
+        ]
+        return np.array(negated_losses), None, audited
+
+    from ..training.dpsgd import ReferenceDPSGD
+
+    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"])
+    for step in range(config.num_steps):
+        trainer.step(None)
+        progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
+    with torch.no_grad():
+        log_p = torch.log_softmax(model(torch.from_numpy(canary_x)).double(), dim=1)
+    scores = log_p[torch.arange(len(canary_y)), torch.from_numpy(canary_y)].numpy()
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(
+            f"training diverged (the model's outputs are not finite after {config.num_steps} steps); lower `learning_rate` (got {config.learning_rate:g})"
+        )
+    return scores, _accuracy(model, data.x_test[test_kept], data.y_test[test_kept]), audited
+
+
+def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = None) -> OneRunAuditResult:
+    """Draw the inclusion, train once, score every canary and bound ε from the scores."""
+    if not isinstance(config, OneRunAuditConfig):
+        raise ValueError(f"`config` must be a OneRunAuditConfig, got {type(config).__name__}")
+    report = progress or no_progress
+    if config.train is not None:  # a bad path or signature is refused before any work
+        from .blackbox import check_train_function
+
+        check_train_function(config.train)
+    seeds = _seeds(config)
+    included = draw_inclusion(config.num_canaries, config.inclusion_prob, seeds["inclusion"])
+    if min(int(included.sum()), int((~included).sum())) < 2:
+        raise ValueError(
+            f"the inclusion draw left fewer than 2 canaries on a side ({int(included.sum())} in, {int((~included).sum())} out); "
+            "use more canaries, another seed or an inclusion probability nearer ½"
+        )
+    collect = _white_box if config.threat_model == "white-box" else _black_box
+    scores, accuracy, audited = collect(config, included, seeds, report)
+    report("bounding ε")
+    rate = config.effective_canary_rate
+    bounds = one_run_bounds(
+        scores,
+        included,
+        delta=config.delta,
+        confidence=config.confidence,
+        methods=config.headline_methods,
+        sampling_prob=rate,
+        num_steps=config.num_steps,
+        inclusion_prob=config.inclusion_prob,
+        gaussian=config.threat_model == "white-box",
+        gaussian_exact=_gaussian_exact(config),
+    )
+    claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps)
+    canary = (
+        claimed if rate == config.sampling_rate else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps)
+    )
+    return OneRunAuditResult(
+        config=config,
+        threat_model=THREAT_MODELS[config.threat_model],
+        score=SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
+        bound=bounds["bound"],
+        steinke=bounds["steinke"],
+        fdp_gdp=bounds["fdp_gdp"],
+        fdp_pld=bounds["fdp_pld"],
+        gaussian=bounds["gaussian"],
+        claimed_epsilon=float(claimed),
+        canary_epsilon=float(canary),
+        flagged=bool(bounds["bound"].epsilon > canary),
+        num_canaries=config.num_canaries,
+        num_in=int(included.sum()),
+        inclusion_seed=seeds["inclusion"],
+        included=tuple(bool(value) for value in included),
+        observations=tuple(float(value) for value in scores),
+        test_accuracy=accuracy,
+        model=audited,
+    )
+
+
+class OneRunAudit(Audit):
+    """One-run audit: canaries kept in or out of one training run, every one-run bound side by side."""
+
+    name = "one-run"
+    title = "DP-SGD in one training run (Steinke, f-DP, Gaussian)"
+    description = "One-run audit of DP-SGD: m canaries each in or out of one training run; Steinke, f-DP and Gaussian ε lower bounds side by side."
+    config_type = OneRunAuditConfig
+    result_type = OneRunAuditResult
+    default_resource = "one-run.json"
+    requires = ("torch", "sklearn")
+
+    def memory_estimate(self, config: OneRunAuditConfig) -> tuple[int, str]:
+        if config.threat_model != "white-box":
+            return 0, ""
+        # one step's canary rows (up to m × m·slot float64), copied by the trainer, and the canary directions
+        width = config.num_canaries * config.canary_slot_size
+        directions = config.num_steps * width if config.canary_moving else width
+        return 8 * (3 * config.num_canaries * width + directions), (
+            f"`num_canaries` × `num_canaries` × `canary_slot_size` = {config.num_canaries} × {config.num_canaries} × {config.canary_slot_size}"
+        )
+
+    tiny_overrides = {"num_canaries": 100, "num_steps": 3}
+
+    def run(self, config: OneRunAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        """Run the audit; the figures' histogram bins and Gaussian fits are computed here (:func:`privaudit.audits.dpsgd.observation_fits`)."""
+        from .dpsgd import observation_fits
+
+        report = progress or no_progress
+        report("one-run audit", detail=f"{config.threat_model}, {config.num_canaries} canaries, {config.num_steps} steps")
+        result = run_one_run_audit(config, progress=report)
+        scores, member = np.asarray(result.observations), np.asarray(result.included)
+        return AuditRun(self.name, config, result, observations={"fits": observation_fits(scores[member], scores[~member])})
+
+
+AUDIT = OneRunAudit()
