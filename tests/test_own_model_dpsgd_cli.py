@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import assert_refused as refused
+from cli_helpers import run_cli as run
 
-from privaudit.cli import app
 from privaudit.schemas import validate_results
 
 torch = pytest.importorskip("torch")
@@ -40,25 +40,6 @@ def one_thread():
     torch.set_num_threads(1)  # tiny models: torch's thread pool costs more than it saves
     yield
     torch.set_num_threads(threads)
-
-
-def run(argv):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    result = runner.invoke(app, [str(arg) for arg in argv])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
-
-
-def refused(argv, output, match):
-    """The command exits 2 with one error line containing ``match`` and creates no output."""
-    code, stdout, stderr = run(argv)
-    lines = stderr.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and match in lines[0], (code, stderr)
-    assert stdout == "" and not output.exists()
 
 
 def check_written(output, tmp_path, audit):

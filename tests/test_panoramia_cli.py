@@ -7,9 +7,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
+from cli_helpers import run_cli as run
 
-from privaudit.cli import app
 from privaudit.models.classifiers import build_classifier
 
 TINY_DEMO = {
@@ -20,17 +19,6 @@ TINY_DEMO = {
     "audit_size": 300,
     "classifier_iterations": 20,
 }
-
-
-def run(argv):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    result = runner.invoke(app, [str(arg) for arg in argv])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from typer.testing import CliRunner  # noqa: E402
+
+from cli_helpers import assert_refused  # noqa: E402
 
 from privaudit.audits.panoramia import load_model, save_classifier, train_classifier  # noqa: E402
 from privaudit.audits.panoramia.targets import BUILT_WITH, TrainingRecipe  # noqa: E402
-from privaudit.cli import app  # noqa: E402
 from privaudit.models.classifiers import build_classifier  # noqa: E402
 
 SIZES = {"architecture": "mlp", "input_dim": 3, "num_classes": 2, "hidden": 8}
@@ -24,17 +24,6 @@ def relu_mlp():
     """A ReLU network whose state dict has exactly the keys and shapes of privaudit's (Tanh) mlp of ``SIZES``."""
     nn = torch.nn
     return nn.Sequential(nn.Flatten(), nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2))
-
-
-def cli(argv):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    result = runner.invoke(app, [str(arg) for arg in argv])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -48,12 +37,7 @@ def members(tmp_path):
 def refused(tmp_path, members, model, match, *extra):
     """Exit 2, one error line containing ``match``, nothing on stdout and no output directory."""
     out = tmp_path / "out"
-    code, stdout, stderr = cli(["audit", "panoramia", "--model", model, "--members", members, *extra, "--output", out, "--no-history"])
-    lines = stderr.strip().splitlines()
-    assert code == 2 and stdout == "" and len(lines) == 1 and lines[0].startswith("error: "), (code, stdout, stderr)
-    assert match in lines[0], lines[0]
-    assert not out.exists()
-    return lines[0]
+    return assert_refused(["audit", "panoramia", "--model", model, "--members", members, *extra, "--output", out, "--no-history"], out, match)
 
 
 def test_relu_weights_with_a_spec_that_does_not_name_the_activation_are_refused(tmp_path, members):
