@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
+from .._core.conventions import Convention
 from .._core.results import Result
 
 __all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress"]
@@ -76,7 +77,14 @@ def _result_adapter(cls: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class AuditResult(Result):
-    """Base class of the families' results: typed fields, JSON round trip, headline, threat model."""
+    """Base class of the families' results: typed fields, JSON round trip, headline, threat model.
+
+    ``conventions`` records each convention of the user's model or data that
+    the numbers rest on, and how it was decided
+    (:mod:`privaudit._core.conventions`); the report shows them.
+    """
+
+    conventions: tuple[Convention, ...] = dataclasses.field(default=(), kw_only=True)
 
     def headline(self) -> Headline:
         raise NotImplementedError
