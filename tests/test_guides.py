@@ -27,3 +27,17 @@ def test_worked_example_runs(guide, tmp_path, monkeypatch):
     namespace: dict = {"__name__": f"guide_{guide.stem}"}
     for block in blocks:
         exec(compile(block, str(guide), "exec"), namespace)  # noqa: S102 - the guide's own example
+
+
+# task pages of the documentation site whose examples run as the guides' do
+TASK_PAGES = [DOCS / name for name in ("getting-started.md", "reading-the-numbers.md", "statistics.md", "architecture.md")]
+
+
+@pytest.mark.parametrize("page", TASK_PAGES, ids=[path.stem for path in TASK_PAGES])
+def test_task_page_examples_run(page, tmp_path, monkeypatch):
+    blocks = _BLOCK.findall(page.read_text(encoding="utf-8"))
+    assert blocks, f"{page.name} has no python example"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": f"page_{page.stem}"}
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the page's own example
