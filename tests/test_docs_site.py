@@ -100,3 +100,15 @@ def test_the_readme_is_a_front_page_with_both_commands():
     assert ".venv/bin/privaudit demo" in text and "<!-- test-command -->" in text
     for link in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / link).is_file(), f"README links to a missing page {link}"
+
+
+def test_docstring_examples_render_as_code():
+    import doctest
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_doctests", ROOT / "tools" / "griffe_doctests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert doctest.testmod(module).failed == 0
+    text = module.plain_roles(module.fence_doctests("Use :class:`~a.B`.\n\n>>> f(\n...     1)\n2\n\nEnd."))
+    assert text == "Use `a.B`.\n\n```pycon\n>>> f(\n...     1)\n2\n```\n\nEnd."
