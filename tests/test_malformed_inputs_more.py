@@ -533,6 +533,13 @@ CASES = [
         (),
         (),
     ),
+    (
+        "canaries-corpus-binary",
+        lambda f: ["canaries", "insert", "--corpus", write(f, "corpus.txt", b"hello\n" * 20 + b"\x80\x81binary"), "--output", str(f / "c")],
+        "`--corpus`: ",
+        (),
+        (),
+    ),
     # the corpus size and canary formats given as flags
     (
         "secret-sharer-max-corpus-chars-negative",

@@ -10,6 +10,7 @@ and a clear error for every way it can be broken.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -275,6 +276,43 @@ def read_text_limited(path: StrPath, name: str, *, max_bytes: int = MAX_JSON_BYT
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(f"`{name}`: cannot read {shown}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def check_utf8_file(path: StrPath, name: str, *, chunk_bytes: int = 1 << 20) -> Path:
+    r"""``path`` if the whole file is UTF-8 text; a ValueError naming ``name``, the file and the first bad byte otherwise.
+
+    Read in chunks, so a large corpus is checked before any work without
+    being held twice.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     binary = os.path.join(folder, "corpus.bin")
+    ...     with open(binary, "wb") as file:
+    ...         _ = file.write(b"text\n\x80\x81")
+    ...     check_utf8_file(binary, "--corpus")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--corpus`: '...corpus.bin' is not UTF-8 text (invalid start byte at byte 5); give a text file
+    """
+    path = Path(path)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(chunk_bytes):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as error:
+                    raise ValueError(
+                        f"`{name}`: {_shown(path)} is not UTF-8 text ({error.reason} at byte {offset + error.start}); give a text file"
+                    ) from None
+                offset += len(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError as error:
+        raise ValueError(f"`{name}`: {_shown(path)} is not UTF-8 text (it ends inside a character: {error.reason}); give a text file") from None
+    except OSError as error:
+        raise ValueError(f"`{name}`: cannot read {_shown(path)}: {error.strerror or error}") from None
+    return path
 
 
 def _refuse_constant(constant: str) -> NoReturn:

@@ -155,7 +155,10 @@ def insert_into_corpus(
     check_choice(text_format, "text_format", TEXT_FORMATS)
     if isinstance(corpus, (str, Path)):
         raw = Path(corpus).read_bytes()
-        text = raw.decode("utf-8")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"`corpus`: {str(corpus)!r} is not UTF-8 text ({error.reason} at byte {error.start}); give a text file") from None
     else:
         if text_format != "lines":
             raise ValueError(f"`corpus` must be a path for text_format {text_format!r}")

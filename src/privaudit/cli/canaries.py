@@ -45,7 +45,7 @@ def insert(
     secure: Annotated[bool, typer.Option("--secure-canaries", help="Draw canaries from the OS's secure randomness (not reproducible from --seed).")] = False,
 ) -> None:
     """Insert canaries into your corpus and write it with provenance.json; train on it, then run `privaudit audit secret-sharer --model ... --provenance ...`."""
-    from .._core.files import check_output_dir
+    from .._core.files import check_output_dir, check_utf8_file
     from .._core.seeding import check_seed
     from .._core.validation import check_choice, check_count
     from ..canaries import CanaryFormat
@@ -54,6 +54,7 @@ def insert(
     check_choice(text_format, "--format", TEXT_FORMATS)
     if not corpus.is_file():
         raise ValueError(f"`--corpus` must be an existing file, got {str(corpus)!r}")
+    check_utf8_file(corpus, "--corpus")
     if text_format != "lines" and column is None:
         raise ValueError(f"`--column` must name the text field with --format {text_format}")
     counts = _schedule(schedule)
