@@ -303,9 +303,7 @@ def check_utf8_file(path: StrPath, name: str, *, chunk_bytes: int = 1 << 20) -> 
                 try:
                     decoder.decode(chunk)
                 except UnicodeDecodeError as error:
-                    raise ValueError(
-                        f"`{name}`: {_shown(path)} is not UTF-8 text ({error.reason} at byte {offset + error.start}); give a text file"
-                    ) from None
+                    raise ValueError(f"`{name}`: {_shown(path)} is not UTF-8 text ({error.reason} at byte {offset + error.start}); give a text file") from None
                 offset += len(chunk)
             decoder.decode(b"", final=True)
     except UnicodeDecodeError as error:
