@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 
 import pytest
 
@@ -122,10 +123,16 @@ def test_audit_command_runs_without_config_and_report_reads_its_output(name, tmp
         small = tmp_path / "small.json"
         small.write_text(config_text(with_overrides(default, overrides)), encoding="utf-8")
         argv += ["--config", str(small)]
-    with pytest.raises(SystemExit) as code:
+    with warnings.catch_warnings(record=True) as escaped, pytest.raises(SystemExit) as code:
+        warnings.simplefilter("always")
         main(argv)
-    assert code.value.code == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code.value.code == 0, err
+    # a quiet console: libraries' warnings are recorded, never printed between the bars; only privaudit's own notes reach stderr
+    assert not escaped, [f"{item.category.__name__}: {item.message}" for item in escaped]
+    assert all(line.startswith("note: ") for line in err.splitlines() if line.strip()), err
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    assert isinstance(data["captured_warnings"], list)
     assert data["audit"] == name and (name in _SLOW_AT_DEFAULT or config_from_dict(audit.config_type, data["config"]) == default)
     with pytest.raises(SystemExit) as code:
         main(["report", str(output), "--output", str(tmp_path / "report.html")])

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
+from .._core.capture import CapturedWarning
 from .._core.conventions import Convention
 from .._core.results import Result
 
@@ -81,10 +82,13 @@ class AuditResult(Result):
 
     ``conventions`` records each convention of the user's model or data that
     the numbers rest on, and how it was decided
-    (:mod:`privaudit._core.conventions`); the report shows them.
+    (:mod:`privaudit._core.conventions`); ``captured_warnings`` what the
+    libraries it called warned about while it ran
+    (:mod:`privaudit._core.capture`). The report shows both.
     """
 
     conventions: tuple[Convention, ...] = dataclasses.field(default=(), kw_only=True)
+    captured_warnings: tuple[CapturedWarning, ...] = dataclasses.field(default=(), kw_only=True)
 
     def headline(self) -> Headline:
         raise NotImplementedError

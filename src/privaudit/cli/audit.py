@@ -21,11 +21,23 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .._core.capture import capture_library_output
 from .._core.files import check_output_dir
 from .._core.resources import check_memory
 from ..audits.registry import get_audit, names
 from .app import audit_app
-from .options import HistoryOption, JsonOption, ModelIdOption, NoHistoryOption, ReleaseOption, emit, history_recorder, progress_bars
+from .options import (
+    HistoryOption,
+    JsonOption,
+    ModelIdOption,
+    NoHistoryOption,
+    ReleaseOption,
+    VerboseOption,
+    emit,
+    history_recorder,
+    progress_bars,
+    report_captured,
+)
 
 __all__ = ["FLAGS", "Flag", "make_audit_command"]
 
@@ -263,10 +275,13 @@ def make_audit_command(name: str) -> Callable[..., None]:
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
                 run_options["checkpoints"] = output / "runs"
-            run = audit.run(config, progress=progress, **run_options)
+            with capture_library_output() as captured:  # libraries' warnings go to the record, not between the bars
+                run = audit.run(config, progress=progress, **run_options)
+            run = dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))
             progress("writing results.json and figures")
             data = write_run(output, run)
         record(data)
+        report_captured(run.result.captured_warnings, verbose=options["verbose"])
         emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
 
     common = [
@@ -283,6 +298,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
         ("model_id", ModelIdOption, None),
         ("release", ReleaseOption, None),
         ("as_json", JsonOption, False),
+        ("verbose", VerboseOption, False),
     ]
     family = [(flag.parameter, Annotated[flag.type, typer.Option(flag.option, help=flag.help)], _FLAG_DEFAULTS.get(flag.option)) for flag in flags]
     parameters = [

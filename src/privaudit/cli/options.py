@@ -24,6 +24,9 @@ __all__ = [
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", help="Also print the warnings that libraries raised during the audit (always recorded in results.json and the report).")
+]
 
 
 HistoryOption = Annotated[
@@ -104,3 +107,13 @@ def history_recorder(history: Optional[Path], no_history: bool, model_id: Option
             typer.echo(f"warning: {' '.join(str(error).split())}", err=True)
 
     return record
+
+
+def report_captured(captured, *, verbose: bool) -> None:
+    """Print what libraries warned about during an audit: privaudit's notes always, the libraries' own words only with ``verbose``."""
+    for item in captured:
+        if item.note:
+            typer.echo(f"note: {item.note}", err=True)
+        if verbose:
+            times = f" ({item.count}x)" if item.count > 1 else ""
+            typer.echo(f"captured {item.category} from {item.source}{times}: {item.message}", err=True)
