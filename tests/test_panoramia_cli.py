@@ -70,6 +70,8 @@ def test_user_model_with_non_members(user_files, tmp_path):
             user_files / "members.npz",
             "--non-members",
             user_files / "non_members.csv",
+            "--label-col",  # the features are whole numbers too: the csv's label column is named, not guessed
+            "label",
             "--inclusion-randomised",
             "--audit-size",
             150,
