@@ -189,6 +189,8 @@ def test_panoramia_on_a_skops_random_forest(forest, tmp_path):
             "skops",
             "--members",
             folder / "members.csv",
+            "--label-col",  # its features are whole numbers too: any of its columns could be the label
+            "label",
             "--audit-size",
             150,
             "--helper-epochs",
@@ -229,7 +231,7 @@ def user_module(tmp_path, monkeypatch):
 def test_panoramia_bad_model_files_exit_2(forest, user_module, tmp_path):
     folder, _ = forest
     out = tmp_path / "out"
-    base = ["audit", "panoramia", "--members", folder / "members.csv", "--output", out, "--no-history"]
+    base = ["audit", "panoramia", "--members", folder / "members.csv", "--label-col", "label", "--output", out, "--no-history"]
     torch.save(user_module.relu_net().state_dict(), tmp_path / "relu.pt")
     # a file not of the declared kind
     refused(base + ["--model", tmp_path / "relu.pt", "--model-kind", "skops"], out, "is not a skops file")
@@ -241,13 +243,15 @@ def test_panoramia_bad_model_files_exit_2(forest, user_module, tmp_path):
     refused(base + ["--model", tmp_path / "model.pkl", "--model-kind", "torch", "--factory", "own_cli_models:relu_net"], out, "is a pickle file")
     refused(base + ["--model", tmp_path / "model.pkl", "--model-kind", "skops"], out, "is a pickle file")
     # members that do not fit the model, and options of the wrong kind
-    np.savetxt(tmp_path / "wide.csv", np.zeros((10, 6)), delimiter=",")
+    np.savetxt(tmp_path / "wide.csv", np.zeros((10, 6)), delimiter=",", header="a,b,c,d,e,label", comments="")
     refused(
         [
             "audit",
             "panoramia",
             "--members",
             tmp_path / "wide.csv",
+            "--label-col",
+            "label",
             "--output",
             out,
             "--no-history",

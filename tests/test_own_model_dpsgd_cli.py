@@ -96,11 +96,12 @@ def test_dpsgd_on_a_csv_with_a_label_column_and_weights(files, tmp_path):
     safetensors_torch = pytest.importorskip("safetensors.torch")
     from own_models import relu_net
 
-    from privaudit._core.readers import read_labelled
+    from privaudit._core.labelled import read_labelled
     from privaudit.data.tabular import load_dataset_file
 
     # the CSV (label in its third column) reads as the same dataset as the .npz
-    x_csv, y_csv = read_labelled(files / "data.csv", "--data", label_col="target")
+    read = read_labelled(files / "data.csv", "--data", label_col="target")
+    x_csv, y_csv = read.x, read.y
     arrays = np.load(files / "data.npz")
     np.testing.assert_array_equal(x_csv, arrays["x"])
     np.testing.assert_array_equal(y_csv, arrays["y"])
@@ -220,9 +221,13 @@ BAD_DPSGD = [
     ("data-csv-text", lambda f: ["--model", MODEL, "--data", _write(f, "text.csv", "a,b,c,d,y\n1,2,x,4,0\n")], "got 'x' on line 2, column 3"),
     ("data-csv-empty-cell", lambda f: ["--model", MODEL, "--data", _write(f, "gap.csv", "1,2,3,4,0\n1,,3,4,1\n")], "line 2, column 2"),
     ("data-csv-ragged", lambda f: ["--model", MODEL, "--data", _write(f, "ragged.csv", "1,2,3,4,0\n1,2,3,1\n")], "line 2 has 4 cells, expected 5"),
-    ("data-fractional-labels", lambda f: ["--model", MODEL, "--data", _write(f, "frac.csv", "1,2,3,4,0.5\n1,2,3,4,1\n")], "integer class labels"),
+    (
+        "data-fractional-labels",
+        lambda f: ["--model", MODEL, "--data", _write(f, "frac.csv", "a,b,c,d,y\n1,2,3,4,0.5\n1,2,3,4,1\n"), "--label-col", "y"],
+        "integer class labels",
+    ),
     ("data-negative-labels", lambda f: ["--model", MODEL, "--data", _npz(f, "neg.npz", x=np.zeros((8, 4)), y=-np.ones(8))], "integer class labels"),
-    ("data-few-rows", lambda f: ["--model", MODEL, "--data", _write(f, "few.csv", "1,2,3,4,0\n1,2,3,4,1\n")], "at least 4 examples"),
+    ("data-few-rows", lambda f: ["--model", MODEL, "--data", _write(f, "few.csv", ".1,.2,.3,.4,0\n.1,.2,.3,.4,1\n")], "at least 4 examples"),
     ("data-suffix", lambda f: ["--model", MODEL, "--data", _write(f, "data.txt", "1,2\n")], "`--data` must be a .npz, .csv or .parquet file"),
     ("data-missing", lambda f: ["--model", MODEL, "--data", f / "missing.csv"], "`--data`: cannot read"),
     # the label column
@@ -253,11 +258,10 @@ def test_dpsgd_parquet_without_pyarrow_names_what_to_install(files, tmp_path, mo
 def test_parquet_reads_like_csv(files, tmp_path):
     pandas = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
-    from privaudit._core.readers import read_labelled
+    from privaudit._core.labelled import read_labelled
 
     frame = pandas.read_csv(files / "data.csv")
     frame.to_parquet(tmp_path / "d.parquet")
-    x, y = read_labelled(tmp_path / "d.parquet", "--data", label_col="target")
-    x_csv, y_csv = read_labelled(files / "data.csv", "--data", label_col="target")
-    np.testing.assert_array_equal(x, x_csv)
-    np.testing.assert_array_equal(y, y_csv)
+    parquet, csv = (read_labelled(path, "--data", label_col="target") for path in (tmp_path / "d.parquet", files / "data.csv"))
+    np.testing.assert_array_equal(parquet.x, csv.x)
+    np.testing.assert_array_equal(parquet.y, csv.y)

@@ -70,6 +70,8 @@ def test_user_model_with_non_members(user_files, tmp_path):
             user_files / "members.npz",
             "--non-members",
             user_files / "non_members.csv",
+            "--label-col",  # the features are whole numbers too: the csv's label column is named, not guessed
+            "label",
             "--inclusion-randomised",
             "--audit-size",
             150,
@@ -86,6 +88,11 @@ def test_user_model_with_non_members(user_files, tmp_path):
     assert audit["bounds"]["num_members"] + audit["bounds"]["num_generated"] == 150
     assert audit["real_non_members"]["kind"] == "lower bound" and audit["one_run"]["num_canaries"] == 700
     assert (out / "pr_model.png").exists()
+    # how each file's labels were read lands in results.json: the .npz's by key, the .csv's by --label-col
+    assert [(c["name"], c["value"], c["decided"]) for c in data["conventions"]] == [
+        ("label column of --members", "array 'y'", "explicit"),
+        ("label column of --non-members", "'label' (column 4 of 4)", "explicit"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,9 @@ must match the bytes the file holds, so a forged header declaring 10^12
 values is refused at once. An ``np.savez`` archive saved under a ``.npy``
 name is refused with a clear message; :func:`read_npz` reads named arrays
 from a real ``.npz`` archive with the same checks.
+
+Labelled tabular data (features and a label column) is read by
+:func:`privaudit._core.labelled.read_labelled`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 from .messages import describe_value
 from .validation import as_scores
 
-__all__ = ["LABELLED_SUFFIXES", "MAX_TEXT_BYTES", "read_labelled", "read_npz", "read_numbers", "read_score_table"]
+__all__ = ["MAX_TEXT_BYTES", "read_csv_rows", "read_npz", "read_numbers", "read_score_table"]
 
 MAX_TEXT_BYTES = 256 * 2**20
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -296,129 +299,3 @@ def read_score_table(path: str | os.PathLike[str], score_column: str, member_col
     if not scores:
         raise ValueError(f"`{name}`: {str(path)!r} has a header but no rows")
     return np.asarray(scores, dtype=np.float64), np.asarray(members, dtype=bool)
-
-
-LABELLED_SUFFIXES = (".npz", ".csv", ".parquet")
-
-
-def _cell_number(cell: str) -> float | None:
-    try:
-        return float(cell.strip().strip('"'))
-    except ValueError:
-        return None
-
-
-def _read_csv_table(path: Path, name: str) -> tuple[list[str] | None, np.ndarray]:
-    """(header or None, the numbers) of a CSV file; a first row without a single number is the header."""
-    import csv
-    import io
-
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-        rows = [(line, row) for line, row in enumerate(csv.reader(io.StringIO(text)), 1) if any(cell.strip() for cell in row)]
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
-    header = None
-    if rows and all(_cell_number(cell) is None for cell in rows[0][1]):
-        header = [cell.strip() for cell in rows[0][1]]
-        rows = rows[1:]
-    if not rows:
-        raise ValueError(f"`{name}`: {str(path)!r} has no rows of data")
-    width = len(header) if header is not None else len(rows[0][1])
-    table = np.empty((len(rows), width), dtype=np.float64)
-    for index, (line, row) in enumerate(rows):
-        if len(row) != width:
-            raise ValueError(f"`{name}`: {str(path)!r} line {line} has {len(row)} cells, expected {width}")
-        for column, cell in enumerate(row):
-            value = _cell_number(cell)
-            if value is None or not math.isfinite(value):
-                raise ValueError(
-                    f"`{name}` must hold only finite numbers, got {describe_value(cell.strip())} on line {line}, column {column + 1} of {str(path)!r}"
-                )
-            table[index, column] = value
-    return header, table
-
-
-def _read_parquet_table(path: Path, name: str) -> tuple[list[str], np.ndarray]:
-    from .extras import MissingExtraError, missing_extra_message
-
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
-    from .extras import require
-
-    pandas = require("pandas", purpose="reading a .parquet file")
-    require("pyarrow", purpose="reading a .parquet file")  # pandas' parquet engine
-    try:
-        frame = pandas.read_parquet(path)
-    except ImportError:
-        raise MissingExtraError(str(missing_extra_message("pyarrow", "reading a .parquet file")), name="pyarrow") from None
-    except Exception as error:  # pyarrow raises its own types for a file that is not parquet
-        raise ValueError(f"`{name}`: cannot read {str(path)!r} as a parquet file: {type(error).__name__}: {describe_value(str(error))}") from None
-    header = [str(column) for column in frame.columns]
-    try:
-        table = frame.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        columns = [column for column in header if not pandas.api.types.is_numeric_dtype(frame[column])]
-        raise ValueError(f"`{name}` must hold only numbers, got non-numeric column(s) {describe_value(columns)} in {str(path)!r}") from None
-    if not np.isfinite(table).all():
-        raise ValueError(f"`{name}` must hold only finite numbers (no NaN, missing value or infinity) in {str(path)!r}")
-    return header, table
-
-
-def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Features ``x`` (n, d) as float64 and integer labels ``y`` (n,) from a labelled dataset file; ``name`` is the option shown in errors.
-
-    * ``.npz``: arrays ``x`` (n, d) and ``y`` (n,), read by :func:`read_npz`
-      (no pickle, headers checked, no NaN);
-    * ``.csv``: numbers, one example per row; a first row without a single
-      number is the header. The label is the column ``label_col`` (which
-      needs the header) or else the last column;
-    * ``.parquet``: the same, read with pandas and pyarrow (the ``parquet``
-      extra).
-
-    Labels must be integers 0, 1, ...; every cell must be a finite number.
-    Each failure is a ValueError naming ``name`` (or ``--label-col``).
-
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     file = os.path.join(folder, "d.csv")
-    ...     _ = open(file, "w").write("a,label,b\\n0.5,1,2\\n1.5,0,3\\n")
-    ...     x, y = read_labelled(file, "--data", label_col="label")
-    >>> x.tolist(), y.tolist()
-    ([[0.5, 2.0], [1.5, 3.0]], [1, 0])
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in LABELLED_SUFFIXES:
-        raise ValueError(f"`{name}` must be a .npz, .csv or .parquet file, got {str(path)!r}")
-    if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
-        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
-    if suffix == ".npz":
-        if label_col is not None:
-            raise ValueError(f"`--label-col` names a column of a .csv or .parquet file; {str(path)!r} is an .npz, whose labels are its array 'y'")
-        arrays = read_npz(path, name, ("x", "y"))
-        x, y = np.asarray(arrays["x"], dtype=np.float64), np.asarray(arrays["y"])
-    else:
-        header, table = _read_csv_table(path, name) if suffix == ".csv" else _read_parquet_table(path, name)
-        if label_col is None:
-            column = table.shape[1] - 1
-        elif header is None:
-            raise ValueError(f"`--label-col` {describe_value(label_col)} needs a header row naming the columns of {str(path)!r}")
-        elif label_col not in header:
-            raise ValueError(f"`--label-col`: {str(path)!r} has no column {describe_value(label_col)}; its columns are {describe_value(header)}")
-        else:
-            column = header.index(label_col)
-        x, y = np.delete(table, column, axis=1), table[:, column]
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1 or y.shape != (len(x),):
-        raise ValueError(
-            f"`{name}` must hold features x of shape (n, d) with d >= 1 and n labels, got x of shape {describe_value(x.shape)} "
-            f"and labels of shape {describe_value(y.shape)} in {str(path)!r}"
-        )
-    if y.dtype.kind == "b":
-        y = y.astype(np.int64)
-    if y.dtype.kind not in "iuf" or not np.all(y == np.round(y)) or (y < 0).any():
-        raise ValueError(f"`{name}` must hold integer class labels 0, 1, ... in {str(path)!r}, got {describe_value(np.unique(y)[:5].tolist())}")
-    return x, y.astype(np.int64)

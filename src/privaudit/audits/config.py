@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from .._core.files import read_json, read_text_limited
 from .._core.results import to_plain
 
-__all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text", "with_overrides"]
+__all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text", "read_config_values", "with_overrides"]
 
 T = TypeVar("T")
 
@@ -167,13 +167,16 @@ def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
         raise ValueError(f"`{name}`: {source!r} is not valid JSON: {error}") from None
 
 
+def read_config_values(path: Any, name: str = "--config") -> Any:
+    """The plain values of a JSON or YAML config file, before any check (for merging with command-line flags)."""
+    if str(path).lower().endswith((".yaml", ".yml")):
+        return parse_config_text(read_text_limited(path, name), str(path), name)
+    return read_json(path, name)
+
+
 def load_config(cls: type[T], path: Any, name: str = "--config") -> T:
     """The config dataclass ``cls`` from a JSON or YAML file."""
-    if str(path).lower().endswith((".yaml", ".yml")):
-        values = parse_config_text(read_text_limited(path, name), str(path), name)
-    else:
-        values = read_json(path, name)
-    return config_from_dict(cls, values, name)
+    return config_from_dict(cls, read_config_values(path, name), name)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -27,7 +27,9 @@ The audited model and data are the embedded ones (``dataset`` "digits" or
 function that builds a ``torch.nn.Module`` returning class logits (optionally
 with ``weights``, loaded strictly; see :mod:`privaudit.models.loading`), and
 ``dataset`` a ``.npz``, ``.csv`` or ``.parquet`` file (label column
-``label_col``, else the last; see :func:`privaudit.data.tabular.load_dataset_file`).
+``label_col``, else the one column that could be the label, else refused; see
+:mod:`privaudit._core.labelled`), whose label decision the result records in
+``conventions``.
 The user's module is trained by the same reference DP-SGD with the config's
 DP settings; ``privaudit audit dpsgd --model ... --data ...`` sets these.
 
@@ -145,7 +147,7 @@ class DPSGDAuditConfig:
     input_canary: str = "blank"  # white-box-input only: mislabeled, blank, adversarial, crafted
     input_score: str = "dot"  # white-box-input only: dot (the paper's) or debiased
     weights: str | None = None  # the user's module only: safetensors or a torch.save'd state dict (--weights)
-    label_col: str | None = None  # a .csv or .parquet dataset only: the label column, default the last (--label-col)
+    label_col: str | None = None  # a .csv or .parquet dataset only: the label column (--label-col); unset: decided by check or refused
 
     def __post_init__(self):
         _check_model_and_data(self)
@@ -183,7 +185,7 @@ def user_data(dataset: str) -> bool:
 
 
 def _check_model_and_data(config: DPSGDAuditConfig) -> None:
-    from .._core.readers import LABELLED_SUFFIXES
+    from .._core.labelled import LABELLED_SUFFIXES
     from ..data.tabular import DATASET_NAMES
     from ..models.classifiers import ARCHITECTURES
     from ..models.loading import check_import_path
@@ -401,6 +403,7 @@ def _train_and_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradie
             observations.in_scores, observations.out_scores, delta=config.delta, threshold=config.threshold, confidence=config.confidence
         ),
         model=audited,
+        conventions=data.conventions,
     )
     return result, observations
 

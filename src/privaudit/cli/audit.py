@@ -39,7 +39,7 @@ from .options import (
     report_captured,
 )
 
-__all__ = ["FLAGS", "Flag", "make_audit_command"]
+__all__ = ["FLAGS", "Flag", "make_audit_command", "merged_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +77,7 @@ def _import_path(option: str) -> Callable[[str], str]:
 
 
 def _dataset_file(path: Path) -> str:
-    from .._core.readers import LABELLED_SUFFIXES
+    from .._core.labelled import LABELLED_SUFFIXES
 
     if not str(path).lower().endswith(LABELLED_SUFFIXES):
         raise ValueError(f"`--data` must be a .npz, .csv or .parquet file, got {str(path)!r}")
@@ -126,13 +126,19 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "--data",
             Optional[Path],
             "Your dataset instead of the embedded one: .npz with arrays x (n, features) and y (n integer labels), "
-            "or .csv/.parquet of numbers, one example per row, label in --label-col (default: the last column). "
+            "or .csv/.parquet of numbers, one example per row, label in --label-col (without it: the one column of whole numbers "
+            "or named label/labels/y/target/class, else refused). "
             "It is split 75/25 into train and test by --seed; features are used as they are (no scaling). "
             ".parquet needs pandas and pyarrow.",
             config="dataset",
             parse=_dataset_file,
         ),
-        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        Flag(
+            "--label-col",
+            Optional[str],
+            "The label column of a .csv (needs a header row) or .parquet --data; overrides the config's label_col.",
+            config="label_col",
+        ),
     ),
     "blackbox": (
         Flag(
@@ -160,8 +166,15 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
         Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
-        Flag("--members", Optional[Path], "Known training members: .npz with x and y, or .csv/.parquet whose last column is the label.", run="members"),
-        Flag("--non-members", Optional[Path], "Real non-members (same formats), for the RM;RN comparison.", run="non_members"),
+        Flag(
+            "--members",
+            Optional[Path],
+            "Known training members: .npz with x and y, or .csv/.parquet of numbers with the label in --label-col "
+            "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused).",
+            run="members",
+        ),
+        Flag("--non-members", Optional[Path], "Real non-members (same formats and --label-col), for the RM;RN comparison.", run="non_members"),
+        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --members and --non-members.", run="label_col"),
         Flag(
             "--inclusion-randomised",
             bool,
@@ -208,20 +221,32 @@ _FLAG_DEFAULTS = {
 }
 
 
-def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
-    """``config`` with dotted keys replaced, nested configs included, checked again by the config's own rules."""
-    from ..audits.config import config_from_dict, config_to_dict
+def merged_config(audit: Any, path: Path | None, overrides: dict[str, Any]) -> Any:
+    """The config that runs: the ``--config`` file's values (else the embedded default's), each flag's key replaced, then checked once.
 
-    if not overrides:
-        return config
-    values = config_to_dict(config)
-    for key, value in overrides.items():
-        target = values
-        *parents, leaf = key.split(".")
-        for parent in parents:
-            target = target[parent]
-        target[leaf] = list(value) if isinstance(value, tuple) else value
-    return config_from_dict(type(config), values, "--config")
+    One precedence rule: a flag overrides the same key of the config, and a
+    config value alone is enough. The config is checked only after the
+    merge, so a key that needs another (``label_col`` needs ``dataset``) may
+    come from either side; a flag's dotted key (``training.epochs``)
+    replaces one key of a nested config.
+    """
+    from ..audits.config import config_to_dict, read_config_values
+
+    values = read_config_values(path) if path is not None else config_to_dict(audit.default_config())
+    if isinstance(values, dict):  # anything else is refused, with its type, by config_from_dict
+        for key, value in overrides.items():
+            _set_key(values, key, list(value) if isinstance(value, tuple) else value)
+    return audit.config_from_dict(values, "--config")
+
+
+def _set_key(values: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` of plain config values, creating the nested objects a config file left out."""
+    *parents, leaf = key.split(".")
+    for parent in parents:
+        values = values.setdefault(parent, {})
+        if not isinstance(values, dict):
+            return  # the file's non-object value is refused by config_from_dict, which names its key
+    values[leaf] = value
 
 
 # the options that name a callable by its import path, per family
@@ -252,20 +277,18 @@ def make_audit_command(name: str) -> Callable[..., None]:
         from .tables import table_for
 
         audit = get_audit(name)
-        if options["print_config"]:
-            from ..audits.config import config_text
-
-            config = audit.load_config(options["config"]) if options["config"] is not None else audit.default_config()
-            emit(config_text(config).rstrip("\n"))
-            return
-        output: Path = options["output"]
-        config = audit.load_config(options["config"]) if options["config"] is not None else audit.default_config()
         overrides = {
             flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
             for flag in flags
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False
         }
-        config = audit.with_seed(_with_overrides(config, overrides), options["seed"])
+        config = audit.with_seed(merged_config(audit, options["config"], overrides), options["seed"])
+        if options["print_config"]:
+            from ..audits.config import config_text
+
+            emit(config_text(config).rstrip("\n"))
+            return
+        output: Path = options["output"]
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
         check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate

@@ -15,8 +15,9 @@ The train/test split is a stratified permutation drawn from
 own, so both splits keep the full data's class proportions.
 
 :func:`load_dataset_file` splits the user's own dataset file (``.npz``,
-``.csv`` or ``.parquet``, read by :func:`privaudit._core.readers.read_labelled`)
-the same way; its features are used as they are, without scaling.
+``.csv`` or ``.parquet``, read by :func:`privaudit._core.labelled.read_labelled`)
+the same way; its features are used as they are, without scaling, and how
+its label column was decided is kept in :attr:`Dataset.conventions`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 
 import numpy as np
 
+from .._core.conventions import Convention
 from .._core.extras import require
 from .._core.validation import check_choice, check_count, check_probability
 
@@ -41,7 +43,8 @@ class Dataset:
     Features are float32 arrays of shape (n, num_features); labels are int64
     arrays of shape (n,) with values in ``range(num_classes)``. ``image_shape``
     is the (channels, height, width) the flat features reshape to, or None
-    for data that are not images.
+    for data that are not images. ``conventions`` records how the user's
+    file was read (its label column); the embedded datasets have none.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Dataset:
     num_classes: int
     image_shape: tuple[int, int, int] | None
     seed: int
+    conventions: tuple[Convention, ...] = ()
 
     @property
     def num_features(self) -> int:
@@ -153,10 +157,11 @@ def load_dataset_file(path, *, name: str = "--data", label_col: str | None = Non
     """The user's labelled dataset file, split into train and test as :func:`load_dataset` splits the embedded ones.
 
     ``path`` is an ``.npz`` (arrays ``x`` and ``y``), ``.csv`` or ``.parquet``
-    file (label column ``label_col``, else the last one); see
-    :func:`privaudit._core.readers.read_labelled`. Features are used as
-    they are (no scaling); the classes are 0 .. max(y). Errors are
-    ValueErrors naming ``name``.
+    file (label column ``label_col``, else the one column that could be the
+    label, else refused); see :func:`privaudit._core.labelled.read_labelled`.
+    Features are used as they are (no scaling); the classes are 0 .. max(y).
+    The label decision is the split's one convention. Errors are ValueErrors
+    naming ``name``.
 
     >>> import tempfile, os
     >>> file = os.path.join(tempfile.mkdtemp(), "d.npz")
@@ -164,12 +169,15 @@ def load_dataset_file(path, *, name: str = "--data", label_col: str | None = Non
     >>> data = load_dataset_file(file, seed=1)
     >>> data.x_train.shape, data.x_test.shape, data.num_classes, data.image_shape
     ((15, 2), (5, 2), 2, None)
+    >>> data.conventions[0].describe()
+    "label column of --data: array 'y' (explicit: the .npz key 'y' (by name, not position))"
     """
-    from .._core.readers import read_labelled
+    from .._core.labelled import read_labelled
 
     seed = check_count(seed, "seed")
     test_fraction = check_probability(test_fraction, "test_fraction")
-    x, y = read_labelled(path, name, label_col=label_col)
+    labelled = read_labelled(path, name, label_col=label_col)
+    x, y = labelled.x, labelled.y
     if len(y) < 4:
         raise ValueError(f"`{name}` must hold at least 4 examples (some to train on, some to test), got {len(y)} in {str(path)!r}")
     with np.errstate(over="ignore"):
@@ -186,4 +194,5 @@ def load_dataset_file(path, *, name: str = "--data", label_col: str | None = Non
         num_classes=int(y.max()) + 1,
         image_shape=None,
         seed=seed,
+        conventions=(labelled.label,),
     )

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._core.conventions import Convention
 from ..._core.resources import check_memory
 from ..._core.validation import check_choice, check_count, check_probability
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
@@ -300,8 +301,15 @@ def run_panoramia_on_model(
     settings: PanoramiaSettings = PanoramiaSettings(),
     model_kind: str = "privaudit",
     factory: str | None = None,
-) -> tuple[dict, dict]:
+    label_col: str | None = None,
+) -> tuple[dict, dict, tuple[Convention, ...]]:
     """Audit a user's saved classifier on its members (file formats in :mod:`privaudit.audits.panoramia.targets`).
+
+    Returns (results by target, game scores by target, the conventions the
+    files were read by: the label column of each of ``members_path`` and
+    ``non_members_path``). ``label_col`` names the label column of whichever
+    of them is a ``.csv`` or ``.parquet``; without it each such file's label
+    column is decided by check or refused (:mod:`privaudit._core.labelled`).
 
     ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
     spec, and the helper has the model's architecture; any other kind is
@@ -313,11 +321,17 @@ def run_panoramia_on_model(
     by fair coins before training (enables O(1)).
     """
     make_generator(generator)  # a bad name fails before any file is read
+    _check_label_col(label_col, members_path, non_members_path)
     if model_kind == "privaudit":  # sizes the machine cannot hold are refused before any file is loaded or model built
         check_memory(*spec_memory_estimate(model_path, spec_path))
-    x, y = load_members(members_path)
+    members = load_members(members_path, label_col=label_col)
+    x, y = members.x, members.y
     loss, spec = _user_target(model_path, model_kind, factory, spec_path, x, y)
-    non_members = load_members(non_members_path, "non-members") if non_members_path is not None else None
+    conventions: tuple[Convention, ...] = (members.label,)
+    non_members = None
+    if non_members_path is not None:
+        read = load_members(non_members_path, "non-members", label_col=label_col)
+        non_members, conventions = (read.x, read.y), (*conventions, read.label)
     if inclusion_randomised and non_members is None:
         raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
     candidates = None
@@ -344,7 +358,17 @@ def run_panoramia_on_model(
         generator_name=generator,
         timings=timings,
     )
-    return {str(Path(model_path).stem): {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {str(Path(model_path).stem): game}
+    name = str(Path(model_path).stem)
+    return {name: {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {name: game}, conventions
+
+
+def _check_label_col(label_col: str | None, *paths) -> None:
+    """Refuse ``--label-col`` when no file it could apply to is given: every one is an .npz, labelled by its array 'y'."""
+    if label_col is not None and all(path is None or Path(path).suffix.lower() == ".npz" for path in paths):
+        raise ValueError(
+            "`--label-col` names the label column of a .csv or .parquet `--members` or `--non-members`; "
+            "an .npz's labels are its array 'y', so give no `--label-col` with .npz files only"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,18 +477,22 @@ class PanoramiaAudit(Audit):
         confidence: float = 0.95,
         model_kind: str = "privaudit",
         factory: str | None = None,
+        label_col: str | None = None,
     ) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
         if (model is None) != (members is None):
             raise ValueError("`--model` and `--members` must both be given (or neither, for the embedded default)")
+        conventions: tuple[Convention, ...] = ()
         if model is None:
+            if label_col is not None:
+                raise ValueError("`--label-col` needs `--model` and `--members` (the embedded default reads no file of yours)")
             results, scores = run_panoramia_default(config, progress=say)
             inputs = dataclasses.asdict(config)
         else:
             settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
             say("auditing your model", detail=str(model))
-            results, scores = run_panoramia_on_model(
+            results, scores, conventions = run_panoramia_on_model(
                 model,
                 members,
                 spec_path=spec,
@@ -475,9 +503,18 @@ class PanoramiaAudit(Audit):
                 settings=settings,
                 model_kind=model_kind,
                 factory=factory,
+                label_col=label_col,
             )
-            inputs = {"model": str(model), "model_kind": model_kind, "factory": factory, "members": str(members), "settings": dataclasses.asdict(settings)}
-        result = PanoramiaResults(config=inputs, targets=_targets(results))
+            inputs = {
+                "model": str(model),
+                "model_kind": model_kind,
+                "factory": factory,
+                "members": str(members),
+                "non_members": None if non_members is None else str(non_members),
+                "label_col": label_col,
+                "settings": dataclasses.asdict(settings),
+            }
+        result = PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions)
         # the figures' curves are computed here, with the statistics, so that plotting computes nothing
         curves = {name: panoramia_curves(scores[name], entry.audit) for name, entry in result.targets.items()}
         return AuditRun(self.name, config, result, observations={"scores": scores, "curves": curves})

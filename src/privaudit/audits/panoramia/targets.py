@@ -17,8 +17,9 @@ File formats of ``privaudit audit panoramia --model MODEL --members MEMBERS``:
   the spec (:func:`save_classifier` writes both);
 * ``MEMBERS`` (and ``--non-members``): a ``.npz`` with arrays ``x`` (n, d)
   and ``y`` (n,) of integer labels, read with ``allow_pickle=False``, or a
-  ``.csv`` (or ``.parquet``) of numbers (optional header) whose last column
-  is the label (:func:`privaudit._core.readers.read_labelled`).
+  ``.csv`` (or ``.parquet``) of numbers (optional header) whose label column
+  is ``--label-col``, or the one column that could be the label, or else is
+  refused (:func:`privaudit._core.labelled.read_labelled`).
 
 The model's loss is the per-example cross-entropy of its logits.
 """
@@ -34,7 +35,7 @@ import numpy as np
 
 from ..._core.extras import require
 from ..._core.files import read_json, write_json_atomic
-from ..._core.readers import read_labelled
+from ..._core.labelled import LabelledData, read_labelled
 from ..._core.validation import check_count, check_positive
 from ...models.device import require_torch
 
@@ -149,12 +150,16 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
     return TorchTarget(model, epsilon=epsilon)
 
 
-def load_members(path, name: str = "members") -> tuple[np.ndarray, np.ndarray]:
-    """Read (x, y) from a ``.npz`` (arrays ``x`` and ``y``), or a ``.csv`` or ``.parquet`` whose last column is the label.
+def load_members(path, name: str = "members", *, label_col: str | None = None) -> LabelledData:
+    """Read x, y and the label convention from a ``.npz`` (arrays ``x`` and ``y``), or a ``.csv`` or ``.parquet``.
 
-    The reader is :func:`privaudit._core.readers.read_labelled`, shared by every command that takes a tabular dataset.
+    ``label_col`` names the label column of a ``.csv`` or ``.parquet`` and is
+    not applied to an ``.npz``, whose labels are its array ``y`` by key. The
+    reader is :func:`privaudit._core.labelled.read_labelled`, shared by every
+    command that takes a tabular dataset, with its one rule for the label.
     """
-    return read_labelled(path, f"--{name}")
+    npz = Path(path).suffix.lower() == ".npz"
+    return read_labelled(path, f"--{name}", label_col=None if npz else label_col)
 
 
 def _design(model) -> dict[str, str]:

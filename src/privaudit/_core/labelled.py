@@ -1,0 +1,223 @@
+"""The user's labelled tabular data (.npz, .csv, .parquet): features, labels, and how the label column was decided.
+
+One rule for every file, so that no command ever guesses which column holds
+the labels (:func:`read_labelled`):
+
+1. **Explicit**: ``label_col`` (``--label-col``, config ``label_col``) names
+   a column of a ``.csv`` (with a header row) or ``.parquet``; an ``.npz``
+   names its labels by key, the array ``y``.
+2. **Checked**: without ``label_col``, a column *could be the label* when
+   every value in it is a whole number (any sign, any count of distinct
+   values: labels -1/+1 or 100 classes are still labels someone may have
+   meant), or when its header names it like a label (:data:`LABEL_NAMES`,
+   any case, whatever it holds). Exactly one such column is the label.
+3. **Refused**: two or more such columns (a 0/1 feature beside the label, a
+   named column beside a whole-number one), or none; the message names
+   ``--label-col`` and lists the candidates.
+
+The position of a column never decides: a file with the label first and a
+0/1 feature last is refused, not read with the feature as the label. No
+"few distinct values" cut-off narrows the candidates, since it could drop a
+many-class label column and leave a binary feature as the only candidate.
+The decision travels with the data as a
+:class:`~privaudit._core.conventions.Convention`, which the audits record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .conventions import Convention, checked, explicit
+from .messages import describe_value
+from .readers import MAX_TEXT_BYTES, read_npz
+
+__all__ = ["LABELLED_SUFFIXES", "LABEL_NAMES", "LabelledData", "label_candidates", "read_labelled"]
+
+LABELLED_SUFFIXES = (".npz", ".csv", ".parquet")
+LABEL_NAMES = ("label", "labels", "y", "target", "class")
+_LABEL_OPTION = "`--label-col` (`label_col`)"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LabelledData:
+    """Features ``x`` (n, d) float64, integer labels ``y`` (n,), and ``label``: how the label column was decided."""
+
+    x: np.ndarray
+    y: np.ndarray
+    label: Convention
+
+
+def _cell_number(cell: str) -> float | None:
+    try:
+        return float(cell.strip().strip('"'))
+    except ValueError:
+        return None
+
+
+def _read_csv_table(path: Path, name: str) -> tuple[list[str] | None, np.ndarray]:
+    """(header or None, the numbers) of a CSV file; a first row without a single number is the header."""
+    import csv
+    import io
+
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        rows = [(line, row) for line, row in enumerate(csv.reader(io.StringIO(text)), 1) if any(cell.strip() for cell in row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
+    header = None
+    if rows and all(_cell_number(cell) is None for cell in rows[0][1]):
+        header = [cell.strip() for cell in rows[0][1]]
+        rows = rows[1:]
+    if not rows:
+        raise ValueError(f"`{name}`: {str(path)!r} has no rows of data")
+    width = len(header) if header is not None else len(rows[0][1])
+    table = np.empty((len(rows), width), dtype=np.float64)
+    for index, (line, row) in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"`{name}`: {str(path)!r} line {line} has {len(row)} cells, expected {width}")
+        for column, cell in enumerate(row):
+            value = _cell_number(cell)
+            if value is None or not math.isfinite(value):
+                raise ValueError(
+                    f"`{name}` must hold only finite numbers, got {describe_value(cell.strip())} on line {line}, column {column + 1} of {str(path)!r}"
+                )
+            table[index, column] = value
+    return header, table
+
+
+def _read_parquet_table(path: Path, name: str) -> tuple[list[str], np.ndarray]:
+    from .extras import MissingExtraError, missing_extra_message, require
+
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")
+    pandas = require("pandas", purpose="reading a .parquet file")
+    require("pyarrow", purpose="reading a .parquet file")  # pandas' parquet engine
+    try:
+        frame = pandas.read_parquet(path)
+    except ImportError:
+        raise MissingExtraError(str(missing_extra_message("pyarrow", "reading a .parquet file")), name="pyarrow") from None
+    except Exception as error:  # pyarrow raises its own types for a file that is not parquet
+        raise ValueError(f"`{name}`: cannot read {str(path)!r} as a parquet file: {type(error).__name__}: {describe_value(str(error))}") from None
+    header = [str(column) for column in frame.columns]
+    try:
+        table = frame.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        columns = [column for column in header if not pandas.api.types.is_numeric_dtype(frame[column])]
+        raise ValueError(f"`{name}` must hold only numbers, got non-numeric column(s) {describe_value(columns)} in {str(path)!r}") from None
+    if not np.isfinite(table).all():
+        raise ValueError(f"`{name}` must hold only finite numbers (no NaN, missing value or infinity) in {str(path)!r}")
+    return header, table
+
+
+def label_candidates(header: list[str] | None, table: np.ndarray) -> list[int]:
+    """Indices of the columns of ``table`` that could be the label: whole numbers only, or a header name in :data:`LABEL_NAMES`.
+
+    >>> label_candidates(["label", "age", "flag"], np.array([[1.0, 0.5, 0.0], [0.0, 1.5, 1.0]]))
+    [0, 2]
+    >>> label_candidates(["target", "a"], np.array([[0.5, 2.0], [1.5, 3.0]]))  # a fractional "target" still counts
+    [0, 1]
+    >>> label_candidates(None, np.array([[0.5, -1.0], [1.5, 1.0]]))  # labels -1/+1 are a candidate (refused later as labels)
+    [1]
+    """
+    whole = np.all(table == np.round(table), axis=0)
+    named = [index for index, column in enumerate(header or ()) if column.strip().lower() in LABEL_NAMES]
+    return sorted({*np.flatnonzero(whole).tolist(), *named})
+
+
+def _column(header: list[str] | None, index: int, width: int) -> str:
+    where = f"column {index + 1} of {width}"
+    return where if header is None else f"{header[index]!r} ({where})"
+
+
+def _decide_label(header: list[str] | None, table: np.ndarray, path: Path, name: str, label_col: str | None) -> tuple[int, Convention]:
+    """The index of the label column and the convention that decided it (the rule in the module docstring)."""
+    width = table.shape[1]
+    convention = f"label column of {name}"
+    if label_col is not None:
+        if header is None:
+            raise ValueError(f"{_LABEL_OPTION} {describe_value(label_col)} needs a header row naming the columns of {str(path)!r}")
+        if header.count(label_col) != 1:
+            found = "has no column" if label_col not in header else f"has {header.count(label_col)} columns named"
+            raise ValueError(f"{_LABEL_OPTION}: {str(path)!r} {found} {describe_value(label_col)}; its columns are {describe_value(header)}")
+        index = header.index(label_col)
+        return index, explicit(convention, _column(header, index, width), "--label-col (config `label_col`)")
+    candidates = label_candidates(header, table)
+    if len(candidates) != 1:
+        shown = ", ".join(_column(header, index, width) for index in candidates[:6]) + (", ..." if len(candidates) > 6 else "")
+        why = f"{len(candidates)} of its columns could be it ({shown})" if candidates else "none of its columns could be it"
+        raise ValueError(
+            f"{_LABEL_OPTION} must name the label column of `{name}` {str(path)!r}: {why}; a column could be the label when it "
+            f"holds only whole numbers or is named {', '.join(LABEL_NAMES)}, and its position never decides"
+        )
+    index = candidates[0]
+    others = width - 1
+    evidence = f"the only column of whole numbers or named {'/'.join(LABEL_NAMES)}; the other {others} hold fractions"
+    return index, checked(convention, _column(header, index, width), evidence)
+
+
+def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | None = None) -> LabelledData:
+    """Features, integer labels and the label convention of a labelled dataset file; ``name`` is the option shown in errors.
+
+    * ``.npz``: arrays ``x`` (n, d) and ``y`` (n,), read by
+      :func:`~privaudit._core.readers.read_npz` (no pickle, headers checked,
+      no NaN); the labels are ``y`` by key, and ``label_col`` is refused;
+    * ``.csv``: numbers, one example per row; a first row without a single
+      number is the header;
+    * ``.parquet``: the same, read with pandas and pyarrow (the ``parquet``
+      extra).
+
+    The label column of a ``.csv`` or ``.parquet`` is ``label_col``, or the
+    one column that could be the label by the module's rule; two or more
+    candidates (or none) are refused with a message naming ``--label-col``.
+    Labels must be integers 0, 1, ...; every cell must be a finite number.
+    Each failure is a ValueError naming ``name`` (or ``--label-col``).
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> file = os.path.join(folder, "d.csv")
+    >>> _ = open(file, "w").write("a,label,b\\n0.5,1,2.5\\n1.5,0,3.5\\n")
+    >>> data = read_labelled(file, "--data")
+    >>> data.x.tolist(), data.y.tolist(), data.label.describe()
+    ([[0.5, 2.5], [1.5, 3.5]], [1, 0], "label column of --data: 'label' (column 2 of 3) (checked: the only column of whole numbers ...)")
+    >>> _ = open(file, "w").write("label,a,flag\\n1,0.5,0\\n0,1.5,1\\n")
+    >>> read_labelled(file, "--members")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--label-col` (`label_col`) must name the label column of `--members` '...d.csv': 2 of its columns could be it ('label' (column 1 of 3), 'flag' (column 3 of 3)); ...
+    >>> read_labelled(file, "--members", label_col="label").y.tolist()
+    [1, 0]
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in LABELLED_SUFFIXES:
+        raise ValueError(f"`{name}` must be a .npz, .csv or .parquet file, got {str(path)!r}")
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "file not found"
+        raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
+    if suffix == ".npz":
+        if label_col is not None:
+            raise ValueError(f"{_LABEL_OPTION} names a column of a .csv or .parquet file; {str(path)!r} is an .npz, whose labels are its array 'y'")
+        arrays = read_npz(path, name, ("x", "y"))
+        x, y = np.asarray(arrays["x"], dtype=np.float64), np.asarray(arrays["y"])
+        label = explicit(f"label column of {name}", "array 'y'", "the .npz key 'y' (by name, not position)")
+    else:
+        header, table = _read_csv_table(path, name) if suffix == ".csv" else _read_parquet_table(path, name)
+        column, label = _decide_label(header, table, path, name, label_col)
+        x, y = np.delete(table, column, axis=1), table[:, column]
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1 or y.shape != (len(x),):
+        raise ValueError(
+            f"`{name}` must hold features x of shape (n, d) with d >= 1 and n labels, got x of shape {describe_value(x.shape)} "
+            f"and labels of shape {describe_value(y.shape)} in {str(path)!r}"
+        )
+    if y.dtype.kind == "b":
+        y = y.astype(np.int64)
+    if y.dtype.kind not in "iuf" or not np.all(y == np.round(y)) or (y < 0).any():
+        raise ValueError(f"`{name}` must hold integer class labels 0, 1, ... in {str(path)!r}, got {describe_value(np.unique(y)[:5].tolist())}")
+    return LabelledData(x=x, y=y.astype(np.int64), label=label)
