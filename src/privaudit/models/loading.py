@@ -17,7 +17,9 @@ kind               what ``path`` is
 A file that is a pickle, or not of the declared kind, is a ValueError; so are
 weights that do not fit the architecture and a tokenizer with more tokens
 than the model has embeddings. :class:`LoadedModel` scores classifiers of
-every kind alike: :meth:`LoadedModel.loss` gives per-example cross-entropy.
+every kind alike: :meth:`LoadedModel.loss` gives per-example cross-entropy,
+read from logits, probabilities or log-probabilities as the model's outputs
+show them (checked, :mod:`privaudit.models.outputs`) or as ``output`` says.
 """
 
 from __future__ import annotations
@@ -31,13 +33,24 @@ from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
+from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, output_kind
 
-__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "build_torch_module", "check_import_path", "import_callable", "load_model", "read_state_dict"]
+__all__ = [
+    "KINDS",
+    "SAVE_ADVICE",
+    "TRUSTED_SKOPS_TYPES",
+    "LoadedModel",
+    "build_torch_module",
+    "check_import_path",
+    "import_callable",
+    "load_model",
+    "read_state_dict",
+]
 
 KINDS = ("huggingface", "torch", "torch-export", "skops", "onnx")
-OUTPUTS = ("logits", "probabilities")
 
 #: Types a skops file may hold beyond what skops trusts by default: scikit-learn's own and numpy's numbers.
 TRUSTED_SKOPS_TYPES = ("sklearn.",) + tuple(
@@ -47,25 +60,33 @@ TRUSTED_SKOPS_TYPES = ("sklearn.",) + tuple(
 
 @dataclasses.dataclass(frozen=True)
 class LoadedModel:
-    """A loaded model, what it was loaded from, and (for classifiers) what its outputs mean.
+    """A loaded model, what it was loaded from, and (for classifiers) what its outputs are.
 
-    ``output`` is ``"logits"`` or ``"probabilities"``: how :meth:`loss` reads
-    the model's output (skops models always give probabilities).
+    ``output`` is ``"auto"`` (checked on the outputs: :mod:`privaudit.models.outputs`),
+    ``"logits"``, ``"probabilities"`` or ``"log-probabilities"``;
+    ``output_convention`` records how it was decided. Call
+    :meth:`decide_output` once per audit, on the audit's inputs, to fix the
+    kind and record it; until then each :meth:`loss` checks its own batch.
+    skops models give probabilities (``predict_proba``).
     """
 
     kind: str
     model: Any
     tokenizer: object = None
     source: str = ""
-    output: str = "logits"
+    output: str = "auto"
+    output_convention: Convention | None = None
 
-    def _outputs(self, x) -> np.ndarray:
+    def _outputs(self, x) -> tuple[np.ndarray, Any]:
+        """The model's outputs on ``x`` as float64, and the dtype the model computed them in."""
         if self.kind == "skops":
-            return np.asarray(self.model.predict_proba(np.asarray(x)), dtype=np.float64)
+            raw = np.asarray(self.model.predict_proba(np.asarray(x)))
+            return raw.astype(np.float64), raw.dtype
         if self.kind == "onnx":
             session, name = self.model
             feed = {session.get_inputs()[0].name: np.asarray(x, dtype=np.float32)}
-            return np.asarray(session.run([name], feed)[0], dtype=np.float64)
+            raw = np.asarray(session.run([name], feed)[0])
+            return raw.astype(np.float64), raw.dtype
         if self.kind == "huggingface":
             raise ValueError("`loss` scores classifiers; score a Hugging Face language model with privaudit.models.hf.HFCausalLMScorer")
         torch = require("torch", purpose="scoring a PyTorch model")
@@ -73,7 +94,29 @@ class LoadedModel:
         device = next(iter(module.parameters()), torch.empty(0)).device if hasattr(module, "parameters") else torch.device("cpu")
         with torch.no_grad():
             out = module(torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device))
-        return out.detach().double().cpu().numpy()
+        dtype = np.float64 if out.dtype == torch.float64 else np.float16 if out.dtype in (torch.float16, torch.bfloat16) else np.float32
+        return out.detach().double().cpu().numpy(), dtype
+
+    def _kind_of(self, outputs: np.ndarray, dtype: Any) -> str:
+        return self.output if self.output != "auto" else output_kind(outputs, dtype=dtype).value
+
+    def decide_output(self, x) -> LoadedModel:
+        """This model with its output kind fixed and recorded: checked on its outputs on ``x``, unless already decided.
+
+        >>> import numpy as np
+        >>> class Net:
+        ...     def predict_proba(self, x):
+        ...         return np.full((len(x), 2), 0.5)
+        >>> LoadedModel("onnx", None, output="auto")._kind_of(np.array([[0.5, 0.5]]), np.float32)
+        'probabilities'
+        >>> LoadedModel("skops", Net()).decide_output(np.zeros((3, 1))).output_convention.describe()
+        'output kind: probabilities (checked: all 3 rows are >= 0 and sum to 1 (largest |sum - 1| 0, tolerance 7.1e-15))'
+        """
+        if self.output != "auto":
+            return self
+        outputs, dtype = self._outputs(x)
+        convention = output_kind(outputs, dtype=dtype)
+        return dataclasses.replace(self, output=convention.value, output_convention=convention)
 
     def loss(self, x, y) -> np.ndarray:
         """Per-example cross-entropy (nats) of labels ``y`` given inputs ``x``, as a numpy array.
@@ -85,19 +128,13 @@ class LoadedModel:
         >>> LoadedModel("skops", Uniform(), output="probabilities").loss(np.zeros((2, 3)), [0, 3]).round(4).tolist()
         [1.3863, 1.3863]
         """
-        outputs = self._outputs(x)
-        labels = np.asarray(y)
-        if outputs.ndim != 2 or labels.shape != (outputs.shape[0],):
-            raise ValueError(f"`y` must hold one label per example of the model's (n, classes) output {outputs.shape}, got shape {labels.shape}")
-        if not np.issubdtype(labels.dtype, np.integer) or labels.min(initial=0) < 0 or labels.max(initial=0) >= outputs.shape[1]:
-            raise ValueError(f"`y` must hold integer labels in [0, {outputs.shape[1] - 1}]")
-        rows = np.arange(len(labels))
-        if self.output == "probabilities":
-            if np.any(outputs < 0) or np.any(np.abs(outputs.sum(axis=1) - 1.0) > 1e-4):
-                raise ValueError("the model's outputs are not probabilities (rows must be >= 0 and sum to 1); load it with output='logits'")
-            return -np.log(np.maximum(outputs[rows, labels], np.finfo(np.float64).tiny))
-        shifted = outputs - outputs.max(axis=1, keepdims=True)
-        return np.log(np.exp(shifted).sum(axis=1)) - shifted[rows, labels]
+        outputs, dtype = self._outputs(x)
+        return cross_entropy(outputs, y, self._kind_of(outputs, dtype))
+
+    def logit_confidence(self, x, y) -> np.ndarray:
+        """Per-example logit-scaled confidence log(p_y / (1 - p_y)) of labels ``y`` (see :func:`privaudit.models.outputs.logit_confidence`)."""
+        outputs, dtype = self._outputs(x)
+        return logit_confidence(outputs, y, self._kind_of(outputs, dtype))
 
 
 # -- file checks ---------------------------------------------------------------------
@@ -126,11 +163,19 @@ def _zip_names(path: Path) -> list[str]:
         return archive.namelist()
 
 
-def _refuse_pickle(path: Path) -> None:
+#: How to save a model of each kind without pickle: the advice a pickle file gets.
+SAVE_ADVICE = {
+    "torch weights": "save the weights with safetensors or torch.save(model.state_dict())",
+    "torch-export": "save the program with torch.export.save",
+    "skops": "save the scikit-learn model with skops.io.dump",
+    "onnx": "export the model to ONNX (e.g. torch.onnx.export or skl2onnx)",
+    "huggingface": "save it with save_pretrained(..., safe_serialization=True)",
+}
+
+
+def _refuse_pickle(path: Path, kind: str = "torch weights") -> None:
     if _is_pickle(path):
-        raise ValueError(
-            f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; save the weights with safetensors or a state dict"
-        )
+        raise ValueError(f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; {SAVE_ADVICE[kind]}")
 
 
 def _not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
@@ -141,7 +186,7 @@ def _file(path, kind: str) -> Path:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
-    _refuse_pickle(path)
+    _refuse_pickle(path, kind)
     return path
 
 
@@ -158,7 +203,7 @@ def _load_huggingface(directory, device, task: str) -> LoadedModel:
         raise ValueError(f"{str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
     for item in directory.iterdir():
         if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
-            _refuse_pickle(item)
+            _refuse_pickle(item, "huggingface")
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
         model = auto.from_pretrained(directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None)
@@ -323,16 +368,21 @@ def _load_skops(path, trusted) -> LoadedModel:
     skops_io = require("skops.io", purpose="loading a scikit-learn model")
     path = _file(path, "skops")
     if "schema.json" not in _zip_names(path):
-        raise _not_of_kind(path, "skops", "skops.io.dump writes a zip archive with schema.json")
+        raise _not_of_kind(path, "skops", f"skops.io.dump writes a zip archive with schema.json; {SAVE_ADVICE['skops']}")
     allowed = TRUSTED_SKOPS_TYPES + tuple(trusted)
     untrusted = skops_io.get_untrusted_types(file=str(path))
     refused = [name for name in untrusted if not any(name == rule or (rule.endswith(".") and name.startswith(rule)) for rule in allowed)]
     if refused:
-        raise ValueError(f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; pass them in `trusted` only if you trust the file")
+        shown = " ".join(f"--trusted {name}" for name in refused[:5])
+        raise ValueError(
+            f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; if you trust the file, allow them with "
+            f"{shown} on the command line (trusted=[...] in load_model)"
+        )
     model = skops_io.load(str(path), trusted=list(untrusted))
     if not hasattr(model, "predict_proba"):
         raise ValueError(f"the model in {str(path)!r} must have predict_proba, got {type(model).__name__}")
-    return LoadedModel("skops", model, source=str(path), output="probabilities")
+    convention = checked("output kind", "probabilities", f"scikit-learn's predict_proba API ({type(model).__name__}.predict_proba) returns probabilities")
+    return LoadedModel("skops", model, source=str(path), output="probabilities", output_convention=convention)
 
 
 def _load_onnx(path, output_name) -> LoadedModel:
@@ -356,13 +406,16 @@ def _load_onnx(path, output_name) -> LoadedModel:
 
 
 def load_model(
-    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "logits", task: str = "causal-lm", output_name=None
+    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "auto", task: str = "causal-lm", output_name=None
 ) -> LoadedModel:
     """Load a model of the declared ``kind`` (see the module docstring); never unpickle.
 
     ``factory`` (kind ``torch``) builds the architecture; ``trusted`` extends
-    the skops allow-list; ``output`` says whether a torch, torch-export or
-    ONNX classifier returns logits or probabilities; ``task`` picks the
+    the skops allow-list (``--trusted`` on the command line); ``output``
+    says what a torch, torch-export or ONNX classifier returns: "auto"
+    (checked on its outputs, :mod:`privaudit.models.outputs`), "logits",
+    "probabilities" or "log-probabilities" (``--model-output``); a skops
+    model gives probabilities (``predict_proba``). ``task`` picks the
     Hugging Face head; ``output_name`` the ONNX output.
 
     >>> load_model("model.bin", kind="keras")
@@ -371,8 +424,12 @@ def load_model(
     ValueError: `kind` must be one of 'huggingface', 'torch', 'torch-export', 'skops', 'onnx', got 'keras'
     """
     check_choice(kind, "kind", KINDS)
-    check_choice(output, "output", OUTPUTS)
+    check_choice(output, "output", ("auto",) + OUTPUT_KINDS)
     check_choice(task, "task", ("causal-lm", "sequence-classification"))
+    if isinstance(trusted, str):
+        trusted = (trusted,)
+    if kind == "skops" and output not in ("auto", "probabilities"):
+        raise ValueError(f"`output` must be 'auto' or 'probabilities' for kind 'skops' (predict_proba gives probabilities), got {output!r}")
     if kind == "huggingface":
         return _load_huggingface(path, device, task)
     if kind == "skops":
@@ -383,4 +440,6 @@ def load_model(
         loaded = _load_torch(path, factory, device)
     else:
         loaded = _load_torch_export(path, device)
-    return dataclasses.replace(loaded, output=output)
+    if output == "auto":
+        return loaded
+    return dataclasses.replace(loaded, output=output, output_convention=explicit("output kind", output, f"output={output!r} (--model-output {output})"))
