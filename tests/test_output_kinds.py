@@ -18,7 +18,7 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from privaudit.models.loading import LoadedModel, load_model  # noqa: E402
-from privaudit.models.outputs import output_kind  # noqa: E402
+from privaudit.models.outputs import machine_epsilon, output_kind, output_tolerance  # noqa: E402
 
 CLASSES = 3
 
@@ -177,3 +177,17 @@ def test_a_decided_model_keeps_its_kind():
 
     decided = LoadedModel("skops", Half(), output="probabilities")
     assert decided.decide_output(np.zeros((2, 1))) is decided
+
+
+def test_the_tolerance_follows_the_precision_the_model_computed_in():
+    torch = pytest.importorskip("torch")
+
+    class HalfPrecisionSoftmax(torch.nn.Module):  # a softmax rounded to bfloat16: rows sum to 1 only to about 1e-2
+        def forward(self, x):
+            return torch.softmax(x * 3.0, dim=1).to(torch.bfloat16)
+
+    x = np.random.default_rng(6).normal(size=(200, 5)).astype(np.float32)
+    rounded = HalfPrecisionSoftmax()(torch.from_numpy(x)).double().numpy()
+    assert np.abs(rounded.sum(axis=1) - 1).max() > output_tolerance(5, machine_epsilon(np.float32))  # too far for a float32 softmax
+    loaded = LoadedModel("torch", HalfPrecisionSoftmax()).decide_output(x)
+    assert loaded.output == "probabilities" and "tolerance 0.62" in loaded.output_convention.evidence  # 16 x 5 x 2^-7

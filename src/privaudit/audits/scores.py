@@ -49,7 +49,19 @@ from ..stats.thresholds import Bonferroni
 from ..stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 from .base import AuditResult, AuditRun, Headline
 
-__all__ = ["FPR_LEVELS", "LOSS_WORDS", "ScoresCurves", "ScoresResult", "audit_scores", "direction_warning", "names_a_loss", "score_direction", "scores_curves"]
+__all__ = [
+    "FPR_LEVELS",
+    "HIGHER",
+    "LOWER",
+    "LOSS_WORDS",
+    "ScoresCurves",
+    "ScoresResult",
+    "audit_scores",
+    "direction_warning",
+    "names_a_loss",
+    "score_direction",
+    "scores_curves",
+]
 
 FPR_LEVELS = (0.001, 0.01, 0.1)
 TRADEOFF_GRID = 1001  # false-positive rates at which the reference trade-off curves are evaluated

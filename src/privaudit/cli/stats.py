@@ -198,7 +198,7 @@ def bound(
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
     from .._core.files import check_output_dir
     from .._core.seeding import check_seed
-    from ..audits.scores import audit_scores, direction_warning
+    from ..audits.scores import LOWER, audit_scores, direction_warning
     from ..stats.pld import SubsampledGaussian
 
     seed = check_seed(seed, "--seed")
@@ -235,7 +235,7 @@ def bound(
     if as_json:
         text = json.dumps(data, indent=2)
     else:
-        negated = " (of the negated scores)" if direction.value == "lower is member" else ""
+        negated = " (of the negated scores)" if direction.value == LOWER else ""
         rows = [
             [key + negated * (key == "threshold"), format_value(value)]
             for key, value in result.bound.to_dict().items()

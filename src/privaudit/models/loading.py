@@ -36,7 +36,7 @@ import numpy as np
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
-from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, output_kind
+from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
 __all__ = [
     "KINDS",
@@ -77,16 +77,16 @@ class LoadedModel:
     output: str = "auto"
     output_convention: Convention | None = None
 
-    def _outputs(self, x) -> tuple[np.ndarray, Any]:
-        """The model's outputs on ``x`` as float64, and the dtype the model computed them in."""
+    def _outputs(self, x) -> tuple[np.ndarray, float]:
+        """The model's outputs on ``x`` as float64, and the machine epsilon of the precision the model computed them in."""
         if self.kind == "skops":
             raw = np.asarray(self.model.predict_proba(np.asarray(x)))
-            return raw.astype(np.float64), raw.dtype
+            return raw.astype(np.float64), machine_epsilon(raw.dtype)
         if self.kind == "onnx":
             session, name = self.model
             feed = {session.get_inputs()[0].name: np.asarray(x, dtype=np.float32)}
             raw = np.asarray(session.run([name], feed)[0])
-            return raw.astype(np.float64), raw.dtype
+            return raw.astype(np.float64), machine_epsilon(raw.dtype)
         if self.kind == "huggingface":
             raise ValueError("`loss` scores classifiers; score a Hugging Face language model with privaudit.models.hf.HFCausalLMScorer")
         torch = require("torch", purpose="scoring a PyTorch model")
@@ -94,11 +94,11 @@ class LoadedModel:
         device = next(iter(module.parameters()), torch.empty(0)).device if hasattr(module, "parameters") else torch.device("cpu")
         with torch.no_grad():
             out = module(torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device))
-        dtype = np.float64 if out.dtype == torch.float64 else np.float16 if out.dtype in (torch.float16, torch.bfloat16) else np.float32
-        return out.detach().double().cpu().numpy(), dtype
+        eps = torch.finfo(out.dtype).eps if out.dtype.is_floating_point else machine_epsilon(np.float64)
+        return out.detach().double().cpu().numpy(), float(eps)
 
-    def _kind_of(self, outputs: np.ndarray, dtype: Any) -> str:
-        return self.output if self.output != "auto" else output_kind(outputs, dtype=dtype).value
+    def _kind_of(self, outputs: np.ndarray, eps: float) -> str:
+        return self.output if self.output != "auto" else output_kind(outputs, eps=eps).value
 
     def decide_output(self, x) -> LoadedModel:
         """This model with its output kind fixed and recorded: checked on its outputs on ``x``, unless already decided.
@@ -107,15 +107,15 @@ class LoadedModel:
         >>> class Net:
         ...     def predict_proba(self, x):
         ...         return np.full((len(x), 2), 0.5)
-        >>> LoadedModel("onnx", None, output="auto")._kind_of(np.array([[0.5, 0.5]]), np.float32)
+        >>> LoadedModel("onnx", None, output="auto")._kind_of(np.array([[0.5, 0.5]]), 1e-7)
         'probabilities'
         >>> LoadedModel("skops", Net()).decide_output(np.zeros((3, 1))).output_convention.describe()
         'output kind: probabilities (checked: all 3 rows are >= 0 and sum to 1 (largest |sum - 1| 0, tolerance 7.1e-15))'
         """
         if self.output != "auto":
             return self
-        outputs, dtype = self._outputs(x)
-        convention = output_kind(outputs, dtype=dtype)
+        outputs, eps = self._outputs(x)
+        convention = output_kind(outputs, eps=eps)
         return dataclasses.replace(self, output=convention.value, output_convention=convention)
 
     def loss(self, x, y) -> np.ndarray:
@@ -128,13 +128,13 @@ class LoadedModel:
         >>> LoadedModel("skops", Uniform(), output="probabilities").loss(np.zeros((2, 3)), [0, 3]).round(4).tolist()
         [1.3863, 1.3863]
         """
-        outputs, dtype = self._outputs(x)
-        return cross_entropy(outputs, y, self._kind_of(outputs, dtype))
+        outputs, eps = self._outputs(x)
+        return cross_entropy(outputs, y, self._kind_of(outputs, eps))
 
     def logit_confidence(self, x, y) -> np.ndarray:
         """Per-example logit-scaled confidence log(p_y / (1 - p_y)) of labels ``y`` (see :func:`privaudit.models.outputs.logit_confidence`)."""
-        outputs, dtype = self._outputs(x)
-        return logit_confidence(outputs, y, self._kind_of(outputs, dtype))
+        outputs, eps = self._outputs(x)
+        return logit_confidence(outputs, y, self._kind_of(outputs, eps))
 
 
 # -- file checks ---------------------------------------------------------------------

@@ -52,7 +52,7 @@ from scipy import special
 from .._core.conventions import Convention, checked
 from .._core.validation import check_choice
 
-__all__ = ["OUTPUT_KINDS", "check_output_kind", "cross_entropy", "logit_confidence", "log_scores", "output_kind", "output_tolerance"]
+__all__ = ["OUTPUT_KINDS", "check_output_kind", "cross_entropy", "logit_confidence", "log_scores", "machine_epsilon", "output_kind", "output_tolerance"]
 
 OUTPUT_KINDS = ("logits", "probabilities", "log-probabilities")
 SETTLE = "give `output` ('logits', 'probabilities' or 'log-probabilities'; `--model-output` on the command line)"
@@ -60,14 +60,22 @@ SETTLE = "give `output` ('logits', 'probabilities' or 'log-probabilities'; `--mo
 GIVEN_TOLERANCE = 1e-4
 
 
-def output_tolerance(classes: int, dtype: Any = np.float64) -> float:
-    """How far a row of probabilities may sum from 1 (or a row of log-probabilities' log-sum-exp from 0) in ``dtype``.
+def machine_epsilon(dtype: Any) -> float:
+    """The machine epsilon of a numpy floating dtype; float64's for any other dtype.
 
-    >>> round(output_tolerance(2, np.float32), 7)
-    3.8e-06
+    >>> machine_epsilon(np.float32), machine_epsilon(np.int64) == machine_epsilon(np.float64)
+    (1.1920928955078125e-07, True)
     """
     kind = np.dtype(dtype)
-    eps = float(np.finfo(kind).eps) if kind.kind == "f" else float(np.finfo(np.float64).eps)
+    return float(np.finfo(kind if kind.kind == "f" else np.float64).eps)
+
+
+def output_tolerance(classes: int, eps: float) -> float:
+    """How far a row of probabilities may sum from 1 (or a row of log-probabilities' log-sum-exp from 0), in a precision of machine epsilon ``eps``.
+
+    >>> round(output_tolerance(2, machine_epsilon(np.float32)), 7)
+    3.8e-06
+    """
     return 16.0 * classes * eps
 
 
@@ -88,17 +96,18 @@ def _row_gaps(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return probability_gap, log_gap
 
 
-def output_kind(outputs: Any, *, dtype: Any = None) -> Convention:
+def output_kind(outputs: Any, *, eps: float | None = None) -> Convention:
     """The kind of a classifier's ``outputs`` (n, classes), checked row by row, as a checked Convention.
 
-    ``dtype`` is the precision the model computed in (default: that of
-    ``outputs``); it sets the tolerance (:func:`output_tolerance`). Rows of
-    several kinds are a ValueError naming ``output``, the option that settles it.
+    ``eps`` is the machine epsilon of the precision the model computed in
+    (default: that of ``outputs``' dtype); it sets the tolerance
+    (:func:`output_tolerance`). Rows of several kinds are a ValueError
+    naming ``output``, the option that settles it.
     """
-    dtype = np.asarray(outputs).dtype if dtype is None else dtype
+    eps = machine_epsilon(np.asarray(outputs).dtype) if eps is None else eps
     values = _as_outputs(outputs)
     rows, classes = values.shape
-    tolerance = output_tolerance(classes, dtype)
+    tolerance = output_tolerance(classes, eps)
     probability_gap, log_gap = _row_gaps(values)
     probabilities, logs = probability_gap <= tolerance, log_gap <= tolerance
     if probabilities.all():
