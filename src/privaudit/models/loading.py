@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import struct
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ import numpy as np
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
+from .model_files import SAVE_ADVICE, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
 from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
 __all__ = [
@@ -137,59 +136,6 @@ class LoadedModel:
         return logit_confidence(outputs, y, self._kind_of(outputs, eps))
 
 
-# -- file checks ---------------------------------------------------------------------
-def _head(path: Path, size: int = 16) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(size)
-
-
-def _is_pickle(path: Path) -> bool:
-    head = _head(path, 2)
-    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5  # the PROTO opcode of pickle protocols 2-5
-
-
-def _is_safetensors(path: Path) -> bool:
-    head = _head(path, 9)
-    if len(head) < 9:
-        return False
-    (length,) = struct.unpack("<Q", head[:8])
-    return 0 < length <= path.stat().st_size - 8 and head[8:9] == b"{"
-
-
-def _zip_names(path: Path) -> list[str]:
-    if not zipfile.is_zipfile(path):
-        return []
-    with zipfile.ZipFile(path) as archive:
-        return archive.namelist()
-
-
-#: How to save a model of each kind without pickle: the advice a pickle file gets.
-SAVE_ADVICE = {
-    "torch weights": "save the weights with safetensors or torch.save(model.state_dict())",
-    "torch-export": "save the program with torch.export.save",
-    "skops": "save the scikit-learn model with skops.io.dump",
-    "onnx": "export the model to ONNX (e.g. torch.onnx.export or skl2onnx)",
-    "huggingface": "save it with save_pretrained(..., safe_serialization=True)",
-}
-
-
-def _refuse_pickle(path: Path, kind: str = "torch weights") -> None:
-    if _is_pickle(path):
-        raise ValueError(f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; {SAVE_ADVICE[kind]}")
-
-
-def _not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
-    return ValueError(f"{str(path)!r} is not a {kind} file ({expected})")
-
-
-def _file(path, kind: str) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
-    _refuse_pickle(path, kind)
-    return path
-
-
 # -- loaders -------------------------------------------------------------------------
 def _device(device):
     torch = require("torch", purpose="loading a PyTorch model")
@@ -203,7 +149,7 @@ def _load_huggingface(directory, device, task: str) -> LoadedModel:
         raise ValueError(f"{str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
     for item in directory.iterdir():
         if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
-            _refuse_pickle(item, "huggingface")
+            refuse_pickle(item, "huggingface")
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
         model = auto.from_pretrained(directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None)
@@ -256,11 +202,11 @@ def _import_factory(factory: str):
 
 def _state_dict(path: Path) -> dict:
     torch = require("torch", purpose="loading PyTorch weights")
-    if _is_safetensors(path):
+    if is_safetensors(path):
         safetensors_torch = require("safetensors.torch", purpose="loading safetensors weights")
         return safetensors_torch.load_file(str(path))
-    if not any(name.endswith("data.pkl") for name in _zip_names(path)):
-        raise _not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
+    if not any(name.endswith("data.pkl") for name in zip_names(path)):
+        raise not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)  # weights only: a weights file cannot run code
     except Exception as error:  # torch raises many types for objects beyond tensors
@@ -282,7 +228,7 @@ def read_state_dict(path, name: str = "weights") -> dict:
     if not path.is_file():
         raise ValueError(f"`{name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
     try:
-        _refuse_pickle(path)
+        refuse_pickle(path)
         return _state_dict(path)
     except ValueError as error:
         raise ValueError(f"`{name}`: {error}") from None
@@ -309,7 +255,7 @@ def _load_torch(path, factory, device) -> LoadedModel:
     torch = require("torch", purpose="loading a PyTorch model")
     if factory is None:
         raise ValueError("`factory` must be given for kind 'torch': 'package.module:callable' that builds the architecture")
-    path = _file(path, "torch weights")
+    path = existing_file(path, "torch weights")
     module = _import_factory(factory)()
     if not isinstance(module, torch.nn.Module):
         raise ValueError(f"`factory` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
@@ -345,7 +291,7 @@ def build_torch_module(factory: str, weights=None, *, seed: int | None = None, f
         if not path.is_file():
             raise ValueError(f"`{weights_name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
         try:
-            _refuse_pickle(path)
+            refuse_pickle(path)
             _strict_load(module, _state_dict(path), path)
         except ValueError as error:
             raise ValueError(f"`{weights_name}`: {error}") from None
@@ -354,21 +300,21 @@ def build_torch_module(factory: str, weights=None, *, seed: int | None = None, f
 
 def _load_torch_export(path, device) -> LoadedModel:
     torch = require("torch", purpose="loading a torch.export program")
-    path = _file(path, "torch-export")
-    if not _zip_names(path):
-        raise _not_of_kind(path, "torch-export", "torch.export.save writes a zip archive")
+    path = existing_file(path, "torch-export")
+    if not zip_names(path):
+        raise not_of_kind(path, "torch-export", "torch.export.save writes a zip archive")
     try:
         program = torch.export.load(str(path))
     except Exception as error:  # torch raises many types for foreign archives
-        raise _not_of_kind(path, "torch-export", f"torch.export.load failed: {type(error).__name__}") from None
+        raise not_of_kind(path, "torch-export", f"torch.export.load failed: {type(error).__name__}") from None
     return LoadedModel("torch-export", program.module().to(_device(device)), source=str(path))
 
 
 def _load_skops(path, trusted) -> LoadedModel:
     skops_io = require("skops.io", purpose="loading a scikit-learn model")
-    path = _file(path, "skops")
-    if "schema.json" not in _zip_names(path):
-        raise _not_of_kind(path, "skops", f"skops.io.dump writes a zip archive with schema.json; {SAVE_ADVICE['skops']}")
+    path = existing_file(path, "skops")
+    if "schema.json" not in zip_names(path):
+        raise not_of_kind(path, "skops", f"skops.io.dump writes a zip archive with schema.json; {SAVE_ADVICE['skops']}")
     allowed = TRUSTED_SKOPS_TYPES + tuple(trusted)
     untrusted = skops_io.get_untrusted_types(file=str(path))
     refused = [name for name in untrusted if not any(name == rule or (rule.endswith(".") and name.startswith(rule)) for rule in allowed)]
@@ -387,13 +333,13 @@ def _load_skops(path, trusted) -> LoadedModel:
 
 def _load_onnx(path, output_name) -> LoadedModel:
     onnxruntime = require("onnxruntime", purpose="loading an ONNX model")
-    path = _file(path, "onnx")
-    if _zip_names(path) or _is_safetensors(path):
-        raise _not_of_kind(path, "onnx", "an ONNX protobuf")
+    path = existing_file(path, "onnx")
+    if zip_names(path) or is_safetensors(path):
+        raise not_of_kind(path, "onnx", "an ONNX protobuf")
     try:
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as error:  # onnxruntime raises its own exception types
-        raise _not_of_kind(path, "onnx", f"onnxruntime could not read it: {type(error).__name__}") from None
+        raise not_of_kind(path, "onnx", f"onnxruntime could not read it: {type(error).__name__}") from None
     names = [item.name for item in session.get_outputs()]
     if output_name is None:
         tensors = [item.name for item in session.get_outputs() if item.type.startswith("tensor(float") and len(item.shape or ()) == 2]
