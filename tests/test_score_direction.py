@@ -97,6 +97,10 @@ def test_the_default_is_recorded_and_scores_against_it_warn_once(tmp_path):
     assert run_cli(["bound", "--scores", tmp_path / "attack.csv", "--score-col", "s", "--lower-is-member"])[2] == ""
     code, stdout, stderr = run_cli(["bound", "--scores", tmp_path / "attack.csv", "--score-col", "s", "--higher-is-member", "--json"])
     assert json.loads(stdout)["conventions"][0]["decided"] == "explicit" and "--lower-is-member" in stderr
+    # members' scores higher, but declared lower = member: the warning names the other option
+    (tmp_path / "negated.csv").write_text("s,member\n" + "".join(f"{-value!r},{int(flag)}\n" for value, flag in zip(loss.tolist(), member)))
+    stderr = run_cli(["bound", "--scores", tmp_path / "negated.csv", "--score-col", "s", "--lower-is-member"])[2]
+    assert stderr.count("\n") == 1 and "rerun with --higher-is-member" in stderr
 
 
 def test_the_direction_warning_fires_at_most_at_its_level_under_no_separation():
