@@ -10,6 +10,17 @@ observations). The trade-off figure compares the attack with the claimed ε
 when one is given, else with the curve of the bound's own ε (and, for GDP,
 its μ): the privacy the scores prove the mechanism lacks at best.
 
+Score direction (:func:`score_direction`) is a convention of the user's
+data: privaudit's default is that a higher score means member, and losses
+(lower = member) must say so (``direction="lower"``, ``--lower-is-member``),
+which negates the scores before anything is computed. Scores whose name says
+they are losses are refused without a direction. The default is safe
+because the direction is fixed before the scores are seen: either direction
+gives a valid lower bound, the wrong one a weak bound, never an invalid one.
+Choosing it on the scores would not be, so a run whose AUC is clearly below
+½ (its upper confidence limit, ``auc_upper``, below ½) only warns
+(:func:`direction_warning`).
+
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> run = audit_scores(rng.normal(1, 1, 2000), rng.normal(0, 1, 2000), delta=1e-5)
@@ -20,23 +31,95 @@ its μ): the privacy the scores prove the mechanism lacks at best.
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention, default, explicit
 from .._core.seeding import check_seed
-from .._core.validation import as_scores, check_positive
+from .._core.validation import as_scores, check_choice, check_positive
+from ..stats.auc import gdp_auc_lower_bound
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gdp_mu
 from ..stats.metrics import roc_auc, roc_curve, tpr_at_fpr
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
+from ..stats.thresholds import Bonferroni
 from ..stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 from .base import AuditResult, AuditRun, Headline
 
-__all__ = ["FPR_LEVELS", "ScoresCurves", "ScoresResult", "audit_scores", "scores_curves"]
+__all__ = [
+    "FPR_LEVELS",
+    "HIGHER",
+    "LOWER",
+    "LOSS_WORDS",
+    "ScoresCurves",
+    "ScoresResult",
+    "audit_scores",
+    "direction_warning",
+    "names_a_loss",
+    "score_direction",
+    "scores_curves",
+]
 
 FPR_LEVELS = (0.001, 0.01, 0.1)
 TRADEOFF_GRID = 1001  # false-positive rates at which the reference trade-off curves are evaluated
+HIGHER, LOWER = "higher is member", "lower is member"
+#: Words that name a loss (lower = member) in a column or file name: "loss", "val_nll", "log-perplexity", "crossEntropy".
+LOSS_WORDS = frozenset(
+    {"loss", "losses", "nll", "perplexity", "perplexities", "ppl", "logppl", "logperplexity", "xent", "ce", "entropy", "crossentropy", "bpc", "bpd"}
+)
+
+
+def names_a_loss(name: str) -> bool:
+    """Whether ``name`` (a column or a file name) says its numbers are losses: a word of :data:`LOSS_WORDS`, in any case or joining.
+
+    >>> [names_a_loss(name) for name in ("val_loss", "crossEntropy", "log-perplexity", "NLL.csv", "score", "glossary", "logit")]
+    [True, True, True, True, False, False, False]
+    """
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).lower()
+    words = re.findall(r"[a-z]+", spaced)
+    joined = "".join(words)
+    return any(word in LOSS_WORDS for word in words) or any(compound in joined for compound in ("crossentropy", "perplexity", "negloglik"))
+
+
+def score_direction(
+    direction: str | None = None, *, names: Mapping[str, str] | None = None, options: tuple[str, str] = ("direction='higher'", "direction='lower'")
+) -> Convention:
+    """The score-direction convention: ``direction`` "higher" or "lower" (is member) given, or the default, higher.
+
+    ``names`` maps an option to the column or file name it gave; one that
+    names a loss (:func:`names_a_loss`) is refused without a ``direction``,
+    in a message naming ``options`` (the higher and the lower option).
+
+    >>> score_direction("lower", options=("--higher-is-member", "--lower-is-member")).describe()
+    'score direction: lower is member (explicit: --lower-is-member)'
+    >>> score_direction(names={"--score-col": "loss"}, options=("--higher-is-member", "--lower-is-member"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `--score-col` 'loss' names a loss, where a lower score usually means member: give `--lower-is-member` or `--higher-is-member`
+    """
+    if direction is not None:
+        check_choice(direction, "direction", ("higher", "lower"))
+        return explicit("score direction", HIGHER if direction == "higher" else LOWER, options[direction == "lower"])
+    for option, name in (names or {}).items():
+        if names_a_loss(name):
+            raise ValueError(f"`{option}` {name!r} names a loss, where a lower score usually means member: give `{options[1]}` or `{options[0]}`")
+    why = (
+        "privaudit's convention; fixed before the scores are seen, either direction gives a valid lower bound "
+        f"(the wrong one a weak bound); give {options[1]} for losses"
+    )
+    return default("score direction", HIGHER, why)
+
+
+def _negated_threshold(threshold: Any) -> Any:
+    """A threshold given on the scale of the scores, moved to the negated scores: members are those at or below it."""
+    if isinstance(threshold, (int, float, np.number)) and not isinstance(threshold, bool):
+        return -float(threshold)
+    if isinstance(threshold, Bonferroni) and threshold.thresholds is not None:
+        return dataclasses.replace(threshold, thresholds=tuple(-float(value) for value in threshold.thresholds))
+    return threshold
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -56,7 +139,13 @@ class ScoresCurves:
 
 @dataclasses.dataclass(frozen=True)
 class ScoresResult(AuditResult):
-    """Attack metrics and ε bounds from membership scores (higher = member)."""
+    """Attack metrics and ε bounds from membership scores, oriented so that higher = member.
+
+    With the direction "lower is member" (``conventions``) every number,
+    the bound's threshold included, is of the negated scores. ``auc_upper``
+    is the one-sided upper confidence limit of the AUC at the bound's
+    confidence (None with fewer than 2 scores a side).
+    """
 
     source: dict[str, str]
     num_in: int
@@ -71,6 +160,12 @@ class ScoresResult(AuditResult):
     threat_model: str = "the user's own attack: whatever access produced the scores"
     # what the trade-off figure compares the attack with: {"against", "epsilon", "delta", "curves", "note"}
     tradeoff: dict[str, Any] | None = None
+    auc_upper: float | None = None
+
+    @property
+    def direction(self) -> str:
+        """The score direction the numbers rest on: "higher is member" or "lower is member"."""
+        return next((item.value for item in self.conventions if item.name == "score direction"), HIGHER)
 
     def headline(self) -> Headline:
         flag = None if self.claimed_epsilon is None else self.bound.epsilon > self.claimed_epsilon
@@ -119,6 +214,22 @@ def scores_curves(in_scores, out_scores, bound: EpsilonLowerBound, *, method: An
     return ScoresCurves(roc_fpr=curve.fpr, roc_tpr=curve.tpr, alpha=alpha, references=references), description
 
 
+def direction_warning(result: ScoresResult, options: tuple[str, str] = ("direction='higher'", "direction='lower'")) -> str | None:
+    """One line when the scores separate clearly against their direction (the AUC's upper confidence limit below ½), else None.
+
+    It names the option of the other direction (``options``: the higher and
+    the lower one) and never switches: a direction chosen on the scores
+    would make the bound optimistic.
+    """
+    if result.auc_upper is None or result.auc_upper >= 0.5:
+        return None
+    other = options[0] if result.direction == LOWER else options[1]
+    return (
+        f"the scores separate the other way ({result.direction}: AUC {result.auc:.3g}, its {result.bound.confidence:.0%} upper confidence limit "
+        f"{result.auc_upper:.3g} < 0.5); if the other direction is what your attack means, rerun with {other} (decided before looking at the scores)"
+    )
+
+
 def audit_scores(
     in_scores,
     out_scores,
@@ -132,12 +243,24 @@ def audit_scores(
     one_run: bool = False,
     claimed_epsilon: float | None = None,
     source: dict[str, str] | None = None,
+    direction: str | Convention | None = None,
 ) -> AuditRun:
-    """Metrics, the ε bound of ``method`` and, with ``one_run``, the one-run bound (membership drawn by fair coins)."""
+    """Metrics, the ε bound of ``method`` and, with ``one_run``, the one-run bound (membership drawn by fair coins).
+
+    ``direction`` is "higher" or "lower" (is member), a score-direction
+    Convention (:func:`score_direction`), or None: privaudit's default,
+    higher. "lower" negates the scores first; a numeric ``threshold`` is on
+    the scale of the scores as given (members at or below it).
+    """
     seed = check_seed(seed)
     if claimed_epsilon is not None:
         claimed_epsilon = check_positive(claimed_epsilon, "claimed_epsilon", allow_zero=True)
+    convention = direction if isinstance(direction, Convention) else score_direction(direction)
+    if convention.name != "score direction" or convention.value not in (HIGHER, LOWER):
+        raise ValueError(f"`direction` must be a score-direction Convention ({HIGHER!r} or {LOWER!r}), got {convention.describe()!r}")
     in_scores, out_scores = as_scores(in_scores, "in_scores"), as_scores(out_scores, "out_scores")
+    if convention.value == LOWER:
+        in_scores, out_scores, threshold = -in_scores, -out_scores, _negated_threshold(threshold)
     bound = epsilon_lower_bound(in_scores, out_scores, delta=delta, method=method, interval=interval, confidence=confidence, threshold=threshold, seed=seed)
     eps_delta = None
     if bound.method == "gdp":  # the (ε, δ) reading of the same scores, beside it
@@ -150,6 +273,9 @@ def audit_scores(
         member = np.concatenate([np.ones(in_scores.size, bool), np.zeros(out_scores.size, bool)])
         sweep = one_run_lower_bound(scores, member, delta=delta, confidence=confidence)
     rates = tpr_at_fpr(in_scores, out_scores, FPR_LEVELS)
+    auc_upper = None
+    if min(in_scores.size, out_scores.size) >= 2:  # 1 - the lower limit of P(out > in): the AUC's upper limit
+        auc_upper = 1.0 - gdp_auc_lower_bound(out_scores, in_scores, delta=bound.delta, confidence=bound.confidence).auc_lower
     curves, tradeoff = scores_curves(in_scores, out_scores, bound, method=method, claimed_epsilon=claimed_epsilon)
     result = ScoresResult(
         source=dict(source or {}),
@@ -163,6 +289,9 @@ def audit_scores(
         one_run=sweep,
         seed=seed,
         tradeoff=tradeoff,
+        auc_upper=auc_upper,
+        conventions=(convention,),
     )
     config = {"delta": delta, "method": bound.method, "interval": interval, "confidence": confidence, "threshold": bound.threshold_strategy, "seed": seed}
+    config["direction"] = convention.value
     return AuditRun("scores", config, result, observations={"in_scores": in_scores, "out_scores": out_scores, "curves": curves})

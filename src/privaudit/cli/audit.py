@@ -165,6 +165,18 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             run="model_kind",
         ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
+        Flag(
+            "--model-output",
+            str,
+            "What your torch, torch-export or onnx classifier returns: auto (checked on its outputs on the members), logits, probabilities or log-probabilities.",
+            run="model_output",
+        ),
+        Flag(
+            "--trusted",
+            Optional[list[str]],
+            "A type your skops file holds beyond scikit-learn's and numpy's, to load it (repeat for several): only for a file you trust.",
+            run="trusted",
+        ),
         Flag("--spec", Optional[Path], "JSON architecture spec of --model (default: MODEL with suffix .json).", run="spec"),
         Flag(
             "--members",
@@ -214,6 +226,7 @@ _FLAG_DEFAULTS = {
     "--generator": "mst",
     "--helper-epochs": 10,
     "--model-kind": "privaudit",
+    "--model-output": "auto",
     "--audit-size": 1000,
     "--confidence": 0.95,
     "--inclusion-randomised": False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -121,6 +122,20 @@ def _parse_threshold(text: str):
         raise ValueError(f"`--threshold` must be a number or one of 'auto', 'split', 'bonferroni', 'ranks', 'multi-split', 'best', got {text!r}") from None
 
 
+DIRECTION_OPTIONS = ("--higher-is-member", "--lower-is-member")
+
+
+def _direction(higher: bool, lower: bool, in_file, out_file, scores, score_col):
+    """The score-direction convention from the flags, checked against the names of the score column and files before any is read."""
+    from ..audits.scores import score_direction
+
+    if higher and lower:
+        raise ValueError("give one of `--higher-is-member` and `--lower-is-member`, not both")
+    names = {"--score-col": score_col, "--scores": scores.name} if scores is not None else {}
+    names.update({option: path.name for option, path in (("--in", in_file), ("--out", out_file)) if path is not None and scores is None})
+    return score_direction("higher" if higher else "lower" if lower else None, names=names, options=DIRECTION_OPTIONS)
+
+
 def _bound_inputs(in_file, out_file, scores, score_col, member_col):
     """(in scores, out scores, source) from --in/--out, or from --scores with its two columns."""
     from .._core.readers import read_numbers, read_score_table
@@ -139,12 +154,22 @@ def _bound_inputs(in_file, out_file, scores, score_col, member_col):
 
 @app.command()
 def bound(
-    in_file: Annotated[Optional[Path], typer.Option("--in", help="Attack scores with the target present (higher = member).")] = None,
+    in_file: Annotated[Optional[Path], typer.Option("--in", help="Attack scores with the target present.")] = None,
     out_file: Annotated[Optional[Path], typer.Option("--out", help="Attack scores with the target absent.")] = None,
     delta: Annotated[float, typer.Option("--delta", help="The delta at which epsilon is reported, in (0, 1).")] = 1e-5,
     scores: Annotated[Optional[Path], typer.Option("--scores", help="Instead of --in/--out: a CSV with a header, one row per example.")] = None,
-    score_col: Annotated[str, typer.Option("--score-col", help="With --scores: the column of scores (higher = member).")] = "score",
+    score_col: Annotated[str, typer.Option("--score-col", help="With --scores: the column of scores.")] = "score",
     member_col: Annotated[str, typer.Option("--member-col", help="With --scores: the membership column (1/0, true/false, yes/no, in/out).")] = "member",
+    higher_is_member: Annotated[
+        bool, typer.Option("--higher-is-member", help="A higher score means member (privaudit's default; recorded as given when passed).")
+    ] = False,
+    lower_is_member: Annotated[
+        bool,
+        typer.Option(
+            "--lower-is-member",
+            help="A lower score means member (losses, perplexities): the scores are negated. Needed, or --higher-is-member, when a name says loss.",
+        ),
+    ] = False,
     method: Annotated[str, typer.Option("--method", help="gdp, eps-delta, pure, or pld (subsampled Gaussian, see --sampling-prob/--steps).")] = "gdp",
     interval: Annotated[str, typer.Option("--interval", help="clopper-pearson, jeffreys, bayes or katz-log (pure only).")] = "clopper-pearson",
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence (or credibility) in (0, 1).")] = 0.95,
@@ -152,7 +177,7 @@ def bound(
         str,
         typer.Option(
             "--threshold",
-            help="auto (split for gdp/pld, ranks fixed in advance for eps-delta/pure), a number fixed in advance, or split, bonferroni, ranks, multi-split, best.",
+            help="auto (split for gdp/pld, ranks fixed in advance for eps-delta/pure), a number fixed in advance (on the scores' own scale), or split, bonferroni, ranks, multi-split, best.",
         ),
     ] = "auto",
     seed: Annotated[
@@ -173,12 +198,13 @@ def bound(
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
     from .._core.files import check_output_dir
     from .._core.seeding import check_seed
-    from ..audits.scores import audit_scores
+    from ..audits.scores import LOWER, audit_scores, direction_warning
     from ..stats.pld import SubsampledGaussian
 
     seed = check_seed(seed, "--seed")
     if output is not None:
         check_output_dir(output)
+    direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
     run = audit_scores(
@@ -193,13 +219,15 @@ def bound(
         one_run=one_run,
         claimed_epsilon=claimed_epsilon,
         source=source,
+        direction=direction,
     )
     result: Any = run.result  # a ScoresResult
     if output is not None:
         from ..report.runs import write_run
 
         write_run(output, run, report=True)
-    data = {**result.bound.to_dict(), "auc": result.auc, "tpr_at_fpr": result.tpr_at_fpr}
+    data = {**result.bound.to_dict(), "auc": result.auc, "auc_upper": result.auc_upper, "tpr_at_fpr": result.tpr_at_fpr}
+    data["conventions"] = [dataclasses.asdict(convention) for convention in result.conventions]
     if result.bound_eps_delta is not None:
         data["epsilon_eps_delta"] = result.bound_eps_delta.epsilon
     if result.one_run is not None:
@@ -207,7 +235,13 @@ def bound(
     if as_json:
         text = json.dumps(data, indent=2)
     else:
-        rows = [[key, format_value(value)] for key, value in result.bound.to_dict().items() if key not in ("versions", "result_type")]
+        negated = " (of the negated scores)" if direction.value == LOWER else ""
+        rows = [
+            [key + negated * (key == "threshold"), format_value(value)]
+            for key, value in result.bound.to_dict().items()
+            if key not in ("versions", "result_type")
+        ]
+        rows += [["score direction", f"{direction.value} ({direction.decided}{': ' + direction.evidence if direction.decided == 'explicit' else ''})"]]
         rows += [["AUC (in-sample statistic)", format_value(result.auc)]]
         rows += [[f"TPR at FPR {level}", format_value(rate)] for level, rate in result.tpr_at_fpr.items()]
         if result.bound_eps_delta is not None:
@@ -226,4 +260,7 @@ def bound(
             text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
     if not result.bound.valid:
         typer.echo("warning: the threshold was chosen on the same data it bounds; the bound is optimistic (valid = False)", err=True)
+    warning = direction_warning(result, DIRECTION_OPTIONS)
+    if warning is not None:
+        typer.echo(f"warning: {warning}", err=True)
     emit(text)

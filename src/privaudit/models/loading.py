@@ -17,27 +17,39 @@ kind               what ``path`` is
 A file that is a pickle, or not of the declared kind, is a ValueError; so are
 weights that do not fit the architecture and a tokenizer with more tokens
 than the model has embeddings. :class:`LoadedModel` scores classifiers of
-every kind alike: :meth:`LoadedModel.loss` gives per-example cross-entropy.
+every kind alike: :meth:`LoadedModel.loss` gives per-example cross-entropy,
+read from logits, probabilities or log-probabilities as the model's outputs
+show them (checked, :mod:`privaudit.models.outputs`) or as ``output`` says.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import struct
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
+from .model_files import SAVE_ADVICE, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
+from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
-__all__ = ["KINDS", "TRUSTED_SKOPS_TYPES", "LoadedModel", "build_torch_module", "check_import_path", "import_callable", "load_model", "read_state_dict"]
+__all__ = [
+    "KINDS",
+    "SAVE_ADVICE",
+    "TRUSTED_SKOPS_TYPES",
+    "LoadedModel",
+    "build_torch_module",
+    "check_import_path",
+    "import_callable",
+    "load_model",
+    "read_state_dict",
+]
 
 KINDS = ("huggingface", "torch", "torch-export", "skops", "onnx")
-OUTPUTS = ("logits", "probabilities")
 
 #: Types a skops file may hold beyond what skops trusts by default: scikit-learn's own and numpy's numbers.
 TRUSTED_SKOPS_TYPES = ("sklearn.",) + tuple(
@@ -47,25 +59,33 @@ TRUSTED_SKOPS_TYPES = ("sklearn.",) + tuple(
 
 @dataclasses.dataclass(frozen=True)
 class LoadedModel:
-    """A loaded model, what it was loaded from, and (for classifiers) what its outputs mean.
+    """A loaded model, what it was loaded from, and (for classifiers) what its outputs are.
 
-    ``output`` is ``"logits"`` or ``"probabilities"``: how :meth:`loss` reads
-    the model's output (skops models always give probabilities).
+    ``output`` is ``"auto"`` (checked on the outputs: :mod:`privaudit.models.outputs`),
+    ``"logits"``, ``"probabilities"`` or ``"log-probabilities"``;
+    ``output_convention`` records how it was decided. Call
+    :meth:`decide_output` once per audit, on the audit's inputs, to fix the
+    kind and record it; until then each :meth:`loss` checks its own batch.
+    skops models give probabilities (``predict_proba``).
     """
 
     kind: str
     model: Any
     tokenizer: object = None
     source: str = ""
-    output: str = "logits"
+    output: str = "auto"
+    output_convention: Convention | None = None
 
-    def _outputs(self, x) -> np.ndarray:
+    def _outputs(self, x) -> tuple[np.ndarray, float]:
+        """The model's outputs on ``x`` as float64, and the machine epsilon of the precision the model computed them in."""
         if self.kind == "skops":
-            return np.asarray(self.model.predict_proba(np.asarray(x)), dtype=np.float64)
+            raw = np.asarray(self.model.predict_proba(np.asarray(x)))
+            return raw.astype(np.float64), machine_epsilon(raw.dtype)
         if self.kind == "onnx":
             session, name = self.model
             feed = {session.get_inputs()[0].name: np.asarray(x, dtype=np.float32)}
-            return np.asarray(session.run([name], feed)[0], dtype=np.float64)
+            raw = np.asarray(session.run([name], feed)[0])
+            return raw.astype(np.float64), machine_epsilon(raw.dtype)
         if self.kind == "huggingface":
             raise ValueError("`loss` scores classifiers; score a Hugging Face language model with privaudit.models.hf.HFCausalLMScorer")
         torch = require("torch", purpose="scoring a PyTorch model")
@@ -73,7 +93,29 @@ class LoadedModel:
         device = next(iter(module.parameters()), torch.empty(0)).device if hasattr(module, "parameters") else torch.device("cpu")
         with torch.no_grad():
             out = module(torch.as_tensor(np.asarray(x), dtype=torch.float32, device=device))
-        return out.detach().double().cpu().numpy()
+        eps = torch.finfo(out.dtype).eps if out.dtype.is_floating_point else machine_epsilon(np.float64)
+        return out.detach().double().cpu().numpy(), float(eps)
+
+    def _kind_of(self, outputs: np.ndarray, eps: float) -> str:
+        return self.output if self.output != "auto" else output_kind(outputs, eps=eps).value
+
+    def decide_output(self, x) -> LoadedModel:
+        """This model with its output kind fixed and recorded: checked on its outputs on ``x``, unless already decided.
+
+        >>> import numpy as np
+        >>> class Net:
+        ...     def predict_proba(self, x):
+        ...         return np.full((len(x), 2), 0.5)
+        >>> LoadedModel("onnx", None, output="auto")._kind_of(np.array([[0.5, 0.5]]), 1e-7)
+        'probabilities'
+        >>> LoadedModel("skops", Net()).decide_output(np.zeros((3, 1))).output_convention.describe()
+        'output kind: probabilities (checked: all 3 rows are >= 0 and sum to 1 (largest |sum - 1| 0, tolerance 7.1e-15))'
+        """
+        if self.output != "auto":
+            return self
+        outputs, eps = self._outputs(x)
+        convention = output_kind(outputs, eps=eps)
+        return dataclasses.replace(self, output=convention.value, output_convention=convention)
 
     def loss(self, x, y) -> np.ndarray:
         """Per-example cross-entropy (nats) of labels ``y`` given inputs ``x``, as a numpy array.
@@ -85,64 +127,13 @@ class LoadedModel:
         >>> LoadedModel("skops", Uniform(), output="probabilities").loss(np.zeros((2, 3)), [0, 3]).round(4).tolist()
         [1.3863, 1.3863]
         """
-        outputs = self._outputs(x)
-        labels = np.asarray(y)
-        if outputs.ndim != 2 or labels.shape != (outputs.shape[0],):
-            raise ValueError(f"`y` must hold one label per example of the model's (n, classes) output {outputs.shape}, got shape {labels.shape}")
-        if not np.issubdtype(labels.dtype, np.integer) or labels.min(initial=0) < 0 or labels.max(initial=0) >= outputs.shape[1]:
-            raise ValueError(f"`y` must hold integer labels in [0, {outputs.shape[1] - 1}]")
-        rows = np.arange(len(labels))
-        if self.output == "probabilities":
-            if np.any(outputs < 0) or np.any(np.abs(outputs.sum(axis=1) - 1.0) > 1e-4):
-                raise ValueError("the model's outputs are not probabilities (rows must be >= 0 and sum to 1); load it with output='logits'")
-            return -np.log(np.maximum(outputs[rows, labels], np.finfo(np.float64).tiny))
-        shifted = outputs - outputs.max(axis=1, keepdims=True)
-        return np.log(np.exp(shifted).sum(axis=1)) - shifted[rows, labels]
+        outputs, eps = self._outputs(x)
+        return cross_entropy(outputs, y, self._kind_of(outputs, eps))
 
-
-# -- file checks ---------------------------------------------------------------------
-def _head(path: Path, size: int = 16) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(size)
-
-
-def _is_pickle(path: Path) -> bool:
-    head = _head(path, 2)
-    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5  # the PROTO opcode of pickle protocols 2-5
-
-
-def _is_safetensors(path: Path) -> bool:
-    head = _head(path, 9)
-    if len(head) < 9:
-        return False
-    (length,) = struct.unpack("<Q", head[:8])
-    return 0 < length <= path.stat().st_size - 8 and head[8:9] == b"{"
-
-
-def _zip_names(path: Path) -> list[str]:
-    if not zipfile.is_zipfile(path):
-        return []
-    with zipfile.ZipFile(path) as archive:
-        return archive.namelist()
-
-
-def _refuse_pickle(path: Path) -> None:
-    if _is_pickle(path):
-        raise ValueError(
-            f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; save the weights with safetensors or a state dict"
-        )
-
-
-def _not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
-    return ValueError(f"{str(path)!r} is not a {kind} file ({expected})")
-
-
-def _file(path, kind: str) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
-    _refuse_pickle(path)
-    return path
+    def logit_confidence(self, x, y) -> np.ndarray:
+        """Per-example logit-scaled confidence log(p_y / (1 - p_y)) of labels ``y`` (see :func:`privaudit.models.outputs.logit_confidence`)."""
+        outputs, eps = self._outputs(x)
+        return logit_confidence(outputs, y, self._kind_of(outputs, eps))
 
 
 # -- loaders -------------------------------------------------------------------------
@@ -158,7 +149,7 @@ def _load_huggingface(directory, device, task: str) -> LoadedModel:
         raise ValueError(f"{str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
     for item in directory.iterdir():
         if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
-            _refuse_pickle(item)
+            refuse_pickle(item, "huggingface")
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
         model = auto.from_pretrained(directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None)
@@ -211,11 +202,11 @@ def _import_factory(factory: str):
 
 def _state_dict(path: Path) -> dict:
     torch = require("torch", purpose="loading PyTorch weights")
-    if _is_safetensors(path):
+    if is_safetensors(path):
         safetensors_torch = require("safetensors.torch", purpose="loading safetensors weights")
         return safetensors_torch.load_file(str(path))
-    if not any(name.endswith("data.pkl") for name in _zip_names(path)):
-        raise _not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
+    if not any(name.endswith("data.pkl") for name in zip_names(path)):
+        raise not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)  # weights only: a weights file cannot run code
     except Exception as error:  # torch raises many types for objects beyond tensors
@@ -237,7 +228,7 @@ def read_state_dict(path, name: str = "weights") -> dict:
     if not path.is_file():
         raise ValueError(f"`{name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
     try:
-        _refuse_pickle(path)
+        refuse_pickle(path)
         return _state_dict(path)
     except ValueError as error:
         raise ValueError(f"`{name}`: {error}") from None
@@ -264,7 +255,7 @@ def _load_torch(path, factory, device) -> LoadedModel:
     torch = require("torch", purpose="loading a PyTorch model")
     if factory is None:
         raise ValueError("`factory` must be given for kind 'torch': 'package.module:callable' that builds the architecture")
-    path = _file(path, "torch weights")
+    path = existing_file(path, "torch weights")
     module = _import_factory(factory)()
     if not isinstance(module, torch.nn.Module):
         raise ValueError(f"`factory` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
@@ -300,7 +291,7 @@ def build_torch_module(factory: str, weights=None, *, seed: int | None = None, f
         if not path.is_file():
             raise ValueError(f"`{weights_name}` must be an existing weights file (safetensors or a torch.save'd state dict), got {str(path)!r}")
         try:
-            _refuse_pickle(path)
+            refuse_pickle(path)
             _strict_load(module, _state_dict(path), path)
         except ValueError as error:
             raise ValueError(f"`{weights_name}`: {error}") from None
@@ -309,41 +300,46 @@ def build_torch_module(factory: str, weights=None, *, seed: int | None = None, f
 
 def _load_torch_export(path, device) -> LoadedModel:
     torch = require("torch", purpose="loading a torch.export program")
-    path = _file(path, "torch-export")
-    if not _zip_names(path):
-        raise _not_of_kind(path, "torch-export", "torch.export.save writes a zip archive")
+    path = existing_file(path, "torch-export")
+    if not zip_names(path):
+        raise not_of_kind(path, "torch-export", "torch.export.save writes a zip archive")
     try:
         program = torch.export.load(str(path))
     except Exception as error:  # torch raises many types for foreign archives
-        raise _not_of_kind(path, "torch-export", f"torch.export.load failed: {type(error).__name__}") from None
+        raise not_of_kind(path, "torch-export", f"torch.export.load failed: {type(error).__name__}") from None
     return LoadedModel("torch-export", program.module().to(_device(device)), source=str(path))
 
 
 def _load_skops(path, trusted) -> LoadedModel:
     skops_io = require("skops.io", purpose="loading a scikit-learn model")
-    path = _file(path, "skops")
-    if "schema.json" not in _zip_names(path):
-        raise _not_of_kind(path, "skops", "skops.io.dump writes a zip archive with schema.json")
+    path = existing_file(path, "skops")
+    if "schema.json" not in zip_names(path):
+        raise not_of_kind(path, "skops", f"skops.io.dump writes a zip archive with schema.json; {SAVE_ADVICE['skops']}")
     allowed = TRUSTED_SKOPS_TYPES + tuple(trusted)
     untrusted = skops_io.get_untrusted_types(file=str(path))
     refused = [name for name in untrusted if not any(name == rule or (rule.endswith(".") and name.startswith(rule)) for rule in allowed)]
     if refused:
-        raise ValueError(f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; pass them in `trusted` only if you trust the file")
+        shown = " ".join(f"--trusted {name}" for name in refused[:5])
+        raise ValueError(
+            f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; if you trust the file, allow them with "
+            f"{shown} on the command line (trusted=[...] in load_model)"
+        )
     model = skops_io.load(str(path), trusted=list(untrusted))
     if not hasattr(model, "predict_proba"):
         raise ValueError(f"the model in {str(path)!r} must have predict_proba, got {type(model).__name__}")
-    return LoadedModel("skops", model, source=str(path), output="probabilities")
+    convention = checked("output kind", "probabilities", f"scikit-learn's predict_proba API ({type(model).__name__}.predict_proba) returns probabilities")
+    return LoadedModel("skops", model, source=str(path), output="probabilities", output_convention=convention)
 
 
 def _load_onnx(path, output_name) -> LoadedModel:
     onnxruntime = require("onnxruntime", purpose="loading an ONNX model")
-    path = _file(path, "onnx")
-    if _zip_names(path) or _is_safetensors(path):
-        raise _not_of_kind(path, "onnx", "an ONNX protobuf")
+    path = existing_file(path, "onnx")
+    if zip_names(path) or is_safetensors(path):
+        raise not_of_kind(path, "onnx", "an ONNX protobuf")
     try:
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as error:  # onnxruntime raises its own exception types
-        raise _not_of_kind(path, "onnx", f"onnxruntime could not read it: {type(error).__name__}") from None
+        raise not_of_kind(path, "onnx", f"onnxruntime could not read it: {type(error).__name__}") from None
     names = [item.name for item in session.get_outputs()]
     if output_name is None:
         tensors = [item.name for item in session.get_outputs() if item.type.startswith("tensor(float") and len(item.shape or ()) == 2]
@@ -356,13 +352,16 @@ def _load_onnx(path, output_name) -> LoadedModel:
 
 
 def load_model(
-    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "logits", task: str = "causal-lm", output_name=None
+    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "auto", task: str = "causal-lm", output_name=None
 ) -> LoadedModel:
     """Load a model of the declared ``kind`` (see the module docstring); never unpickle.
 
     ``factory`` (kind ``torch``) builds the architecture; ``trusted`` extends
-    the skops allow-list; ``output`` says whether a torch, torch-export or
-    ONNX classifier returns logits or probabilities; ``task`` picks the
+    the skops allow-list (``--trusted`` on the command line); ``output``
+    says what a torch, torch-export or ONNX classifier returns: "auto"
+    (checked on its outputs, :mod:`privaudit.models.outputs`), "logits",
+    "probabilities" or "log-probabilities" (``--model-output``); a skops
+    model gives probabilities (``predict_proba``). ``task`` picks the
     Hugging Face head; ``output_name`` the ONNX output.
 
     >>> load_model("model.bin", kind="keras")
@@ -371,8 +370,12 @@ def load_model(
     ValueError: `kind` must be one of 'huggingface', 'torch', 'torch-export', 'skops', 'onnx', got 'keras'
     """
     check_choice(kind, "kind", KINDS)
-    check_choice(output, "output", OUTPUTS)
+    check_choice(output, "output", ("auto",) + OUTPUT_KINDS)
     check_choice(task, "task", ("causal-lm", "sequence-classification"))
+    if isinstance(trusted, str):
+        trusted = (trusted,)
+    if kind == "skops" and output not in ("auto", "probabilities"):
+        raise ValueError(f"`output` must be 'auto' or 'probabilities' for kind 'skops' (predict_proba gives probabilities), got {output!r}")
     if kind == "huggingface":
         return _load_huggingface(path, device, task)
     if kind == "skops":
@@ -383,4 +386,6 @@ def load_model(
         loaded = _load_torch(path, factory, device)
     else:
         loaded = _load_torch_export(path, device)
-    return dataclasses.replace(loaded, output=output)
+    if output == "auto":
+        return loaded
+    return dataclasses.replace(loaded, output=output, output_convention=explicit("output kind", output, f"output={output!r} (--model-output {output})"))

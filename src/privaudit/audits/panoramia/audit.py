@@ -264,29 +264,33 @@ def spec_memory_estimate(model_path, spec_path=None) -> tuple[int, str]:
     return _peak_memory(parameters, parameters, trained=False), f"the `--spec` model ({shown})"
 
 
-def _user_target(model_path, model_kind, factory, spec_path, x, y):
-    """(loss function, spec of the helper) of the user's model; the helper is the model's architecture or an MLP."""
+def _user_target(model_path, model_kind, factory, spec_path, x, y, output="auto", trusted=()):
+    """(loss function, spec of the helper, conventions) of the user's model; the helper is the model's architecture or an MLP."""
     check_choice(model_kind, "--model-kind", MODEL_KINDS)
     if model_kind == "privaudit":
         if factory is not None:
             raise ValueError("`--factory` builds a torch architecture: give it with `--model-kind torch`")
+        if output != "auto" or trusted:
+            raise ValueError("`--model-output` and `--trusted` are for a model loaded by `--model-kind`; a privaudit classifier returns logits")
         target, spec = load_model(model_path, spec_path)
         if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
             raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
-        return target.loss, spec
+        return target.loss, spec, ()
     if spec_path is not None:
         raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
     from ...models.loading import load_model as load_user_model
 
-    loaded = load_user_model(model_path, kind=model_kind, factory=factory)
+    loaded = load_user_model(model_path, kind=model_kind, factory=factory, output=output, trusted=trusted)
     try:
         loaded.loss(x[:2], y[:2])  # the members fit the model: features accepted, labels within its outputs
     except ValueError as error:
         raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {error}") from None
     except Exception as error:  # a framework's own error on inputs of the wrong shape
         raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {type(error).__name__}: {' '.join(str(error).split())[:200]}") from None
+    loaded = loaded.decide_output(x)  # once per audit, on every member: logits, probabilities or log-probabilities
+    conventions = (loaded.output_convention,) if loaded.output_convention is not None else ()
     # the architecture is unknown: the helper is a privaudit MLP on the members' features
-    return loaded.loss, {"architecture": "mlp", "input_dim": int(x.shape[1]), "num_classes": int(y.max()) + 1, "hidden": 64, "depth": 1}
+    return loaded.loss, {"architecture": "mlp", "input_dim": int(x.shape[1]), "num_classes": int(y.max()) + 1, "hidden": 64, "depth": 1}, conventions
 
 
 def run_panoramia_on_model(
@@ -302,12 +306,14 @@ def run_panoramia_on_model(
     model_kind: str = "privaudit",
     factory: str | None = None,
     label_col: str | None = None,
+    model_output: str = "auto",
+    trusted=(),
 ) -> tuple[dict, dict, tuple[Convention, ...]]:
     """Audit a user's saved classifier on its members (file formats in :mod:`privaudit.audits.panoramia.targets`).
 
     Returns (results by target, game scores by target, the conventions the
-    files were read by: the label column of each of ``members_path`` and
-    ``non_members_path``). ``label_col`` names the label column of whichever
+    audit rests on: the label column of each of ``members_path`` and
+    ``non_members_path``, and the model's output kind). ``label_col`` names the label column of whichever
     of them is a ``.csv`` or ``.parquet``; without it each such file's label
     column is decided by check or refused (:mod:`privaudit._core.labelled`).
 
@@ -318,7 +324,9 @@ def run_panoramia_on_model(
     members' input dimension, since the model's architecture is unknown. The
     helper is trained for ``helper_epochs`` on generated data;
     ``inclusion_randomised`` declares that members and non-members were split
-    by fair coins before training (enables O(1)).
+    by fair coins before training (enables O(1)). ``model_output`` and
+    ``trusted`` go to :func:`~privaudit.models.loading.load_model` as
+    ``output`` and ``trusted``.
     """
     make_generator(generator)  # a bad name fails before any file is read
     _check_label_col(label_col, members_path, non_members_path)
@@ -326,8 +334,8 @@ def run_panoramia_on_model(
         check_memory(*spec_memory_estimate(model_path, spec_path))
     members = load_members(members_path, label_col=label_col)
     x, y = members.x, members.y
-    loss, spec = _user_target(model_path, model_kind, factory, spec_path, x, y)
-    conventions: tuple[Convention, ...] = (members.label,)
+    loss, spec, output_conventions = _user_target(model_path, model_kind, factory, spec_path, x, y, model_output, trusted)
+    conventions: tuple[Convention, ...] = (members.label, *output_conventions)
     non_members = None
     if non_members_path is not None:
         read = load_members(non_members_path, "non-members", label_col=label_col)
@@ -414,7 +422,7 @@ class PanoramiaResults(AuditResult):
 
 
 def _targets(results: dict) -> dict[str, PanoramiaTarget]:
-    return {name: PanoramiaTarget(**{key: value for key, value in entry.items()}) for name, entry in results.items()}
+    return {name: PanoramiaTarget(**entry) for name, entry in results.items()}
 
 
 class PanoramiaAudit(Audit):
@@ -478,6 +486,8 @@ class PanoramiaAudit(Audit):
         model_kind: str = "privaudit",
         factory: str | None = None,
         label_col: str | None = None,
+        model_output: str = "auto",
+        trusted=(),
     ) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
@@ -504,6 +514,8 @@ class PanoramiaAudit(Audit):
                 model_kind=model_kind,
                 factory=factory,
                 label_col=label_col,
+                model_output=model_output,
+                trusted=tuple(trusted or ()),
             )
             inputs = {
                 "model": str(model),
@@ -512,6 +524,8 @@ class PanoramiaAudit(Audit):
                 "members": str(members),
                 "non_members": None if non_members is None else str(non_members),
                 "label_col": label_col,
+                "model_output": model_output,
+                "trusted": list(trusted or ()),
                 "settings": dataclasses.asdict(settings),
             }
         result = PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions)

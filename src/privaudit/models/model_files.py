@@ -1,0 +1,81 @@
+"""What a model file is, read from its first bytes: a pickle (refused, with advice for its kind), safetensors, a zip archive.
+
+privaudit never unpickles: a pickle file is refused with the way to save a
+model of the declared kind without pickle (:data:`SAVE_ADVICE`).
+
+>>> import os, pickle, tempfile
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = os.path.join(folder, "model.skops")
+...     _ = open(path, "wb").write(pickle.dumps({"coef": 1.0}, protocol=4))
+...     refuse_pickle(Path(path), "skops")
+Traceback (most recent call last):
+...
+ValueError: '...model.skops' is a pickle file, which can run code when loaded, and privaudit never unpickles; save the scikit-learn model with skops.io.dump
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+__all__ = ["SAVE_ADVICE", "existing_file", "is_pickle", "is_safetensors", "not_of_kind", "read_head", "refuse_pickle", "zip_names"]
+
+
+def read_head(path: Path, size: int = 16) -> bytes:
+    """The first ``size`` bytes of the file ``path``."""
+    with open(path, "rb") as handle:
+        return handle.read(size)
+
+
+def is_pickle(path: Path) -> bool:
+    """Whether ``path`` starts as a pickle of protocol 2 to 5 does."""
+    head = read_head(path, 2)
+    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5  # the PROTO opcode of pickle protocols 2-5
+
+
+def is_safetensors(path: Path) -> bool:
+    """Whether ``path`` starts as safetensors does: an 8-byte header length that fits the file, then a JSON object."""
+    head = read_head(path, 9)
+    if len(head) < 9:
+        return False
+    (length,) = struct.unpack("<Q", head[:8])
+    return 0 < length <= path.stat().st_size - 8 and head[8:9] == b"{"
+
+
+def zip_names(path: Path) -> list[str]:
+    """The names in the zip archive ``path`` (torch.save, torch.export and skops write one); [] for any other file."""
+    if not zipfile.is_zipfile(path):
+        return []
+    with zipfile.ZipFile(path) as archive:
+        return archive.namelist()
+
+
+#: How to save a model of each kind without pickle: the advice a pickle file gets.
+SAVE_ADVICE = {
+    "torch weights": "save the weights with safetensors or torch.save(model.state_dict())",
+    "torch-export": "save the program with torch.export.save",
+    "skops": "save the scikit-learn model with skops.io.dump",
+    "onnx": "export the model to ONNX (e.g. torch.onnx.export or skl2onnx)",
+    "huggingface": "save it with save_pretrained(..., safe_serialization=True)",
+}
+
+
+def refuse_pickle(path: Path, kind: str = "torch weights") -> None:
+    """A ValueError, with the way to save a model of ``kind`` (a key of :data:`SAVE_ADVICE`) without pickle, if ``path`` is a pickle."""
+    if is_pickle(path):
+        raise ValueError(f"{str(path)!r} is a pickle file, which can run code when loaded, and privaudit never unpickles; {SAVE_ADVICE[kind]}")
+
+
+def not_of_kind(path: Path, kind: str, expected: str) -> ValueError:
+    """The error for a file that is not of the declared ``kind``; ``expected`` says what that kind is."""
+    return ValueError(f"{str(path)!r} is not a {kind} file ({expected})")
+
+
+def existing_file(path, kind: str) -> Path:
+    """``path`` as a Path, checked to be an existing file and not a pickle; ValueError otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
+    refuse_pickle(path, kind)
+    return path
