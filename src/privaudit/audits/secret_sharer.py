@@ -88,7 +88,11 @@ class SecretSharerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class SecretSharerResult(AuditResult):
-    """Exposure of each canary (exact, sampled, extrapolated), the ε bound they imply, baselines and extraction."""
+    """Exposure of each canary (exact, sampled, extrapolated), the ε bound they imply, baselines and extraction.
+
+    Each canary's ``log_perplexity_bits`` is the bits of its whole text
+    after a newline under the character LSTM (:mod:`privaudit.models.lm_scoring`).
+    """
 
     config: SecretSharerConfig
     canaries: tuple[dict, ...]  # one dict per canary
