@@ -99,3 +99,14 @@ def test_bad_bos_options_on_the_command_line(tmp_path):
     assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`bos` must be one of")
     line = assert_refused(["audit", "secret-sharer", "--bos", "prepend", "--output", tmp_path / "out"], tmp_path / "out", "--bos")
     assert "go with `--model`" in line
+
+
+def test_the_scored_span_is_the_whole_text_less_the_recorded_bits_of_the_prefix(model):
+    scorer = HFCausalLMScorer(model, char_tokenizer("<s> $A", bos_token="<s>"))
+    fmt = CanaryFormat("my pin is {digits:2}")
+    span = scorer.scored_span(fmt)
+    assert span.decided == "default" and "first 11 tokens" in span.value  # <s> and "my pin is " (one token per character)
+    prefix_bits = float(span.evidence.split("bits(P) = ")[1].split(",")[0])
+    assert prefix_bits == pytest.approx(hand_bits(model, [1] + [SYMBOLS.index(c) for c in "my pin is "], 1), rel=1e-5)
+    whole = [hand_bits(model, [1] + [SYMBOLS.index(c) for c in canary.text], 1) for canary in fmt.enumerate()]
+    np.testing.assert_allclose(scorer.format_log_perplexities(fmt) + prefix_bits, whole, rtol=1e-5)
