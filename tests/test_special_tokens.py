@@ -6,7 +6,7 @@ import string
 
 import numpy as np
 import pytest
-from cli_helpers import assert_refused
+from cli_helpers import assert_refused, run_cli
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -99,6 +99,13 @@ def test_bad_bos_options_on_the_command_line(tmp_path):
     assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`bos` must be one of")
     line = assert_refused(["audit", "secret-sharer", "--bos", "prepend", "--output", tmp_path / "out"], tmp_path / "out", "--bos")
     assert "go with `--model`" in line
+    # with --model: checked before the model is loaded (there is none here)
+    (tmp_path / "corpus.txt").write_text("a b\n")
+    code, _, stderr = run_cli(["canaries", "insert", "--corpus", tmp_path / "corpus.txt", "--template", "pin {digits:2}", "--output", tmp_path / "phase1"])
+    assert code == 0, stderr
+    own = ["audit", "secret-sharer", "--model", tmp_path / "no-model", "--provenance", tmp_path / "phase1", "--output", tmp_path / "out"]
+    assert_refused([*own, "--bos-corpus", tmp_path / "missing.txt"], tmp_path / "out", "`--bos-corpus` must be an existing file")
+    assert_refused([*own, "--bos", "none", "--bos-corpus", tmp_path / "corpus.txt"], tmp_path / "out", "with `--bos none` nothing is checked")
 
 
 def test_the_scored_span_is_the_whole_text_less_the_recorded_bits_of_the_prefix(model):

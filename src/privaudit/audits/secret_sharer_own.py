@@ -71,6 +71,10 @@ def _check_settings(config, default, record) -> None:
         raise ValueError(
             f"`--schedule` comes from the provenance with `--model`: the canaries were inserted {list(record.schedule)} times, got {list(config.schedule)}"
         )
+    if config.bos_corpus is not None and config.bos != "auto":
+        raise ValueError(f"`--bos-corpus` is read by the check of `--bos auto`; with `--bos {config.bos}` nothing is checked")
+    if config.bos_corpus is not None and not Path(config.bos_corpus).is_file():
+        raise ValueError(f"`--bos-corpus` must be an existing file, got {config.bos_corpus!r}")
 
 
 def _corpus_lines(config, record, provenance):

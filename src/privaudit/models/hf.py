@@ -131,9 +131,8 @@ class HFCausalLMScorer:
         self._prefix_states: dict = {}
         config = model.config
         self.context_limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        self._leading: list[int] = []
         self.special_tokens = decide_special_tokens(tokenizer, bos=bos, lines=bos_lines, line_bits=self._line_bits, max_tokens=self.context_limit, seed=seed)
-        self._leading = list(self.special_tokens.leading)
+        self._leading: list[int] = list(self.special_tokens.leading)
 
     # -- tokens ----------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:
