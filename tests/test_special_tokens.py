@@ -110,7 +110,7 @@ def test_bad_bos_options_on_the_command_line(tmp_path):
 
 def test_the_scored_span_is_the_whole_text_less_the_recorded_bits_of_the_prefix(model):
     scorer = HFCausalLMScorer(model, char_tokenizer("<s> $A", bos_token="<s>"))
-    fmt = CanaryFormat("my pin is {digits:2}")
+    fmt = CanaryFormat("my pin is {digits:1}")
     span = scorer.scored_span(fmt)
     assert span.decided == "default" and "first 11 tokens" in span.value  # <s> and "my pin is " (one token per character)
     prefix_bits = float(span.evidence.split("bits(P) = ")[1].split(",")[0])
