@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from privaudit.audits.secret_sharer import _enumeration_index  # noqa: E402
+from privaudit.audits.secret_sharer_measure import enumeration_index  # noqa: E402
 from privaudit.canaries import CanaryFormat, insert_canaries  # noqa: E402
 from privaudit.extraction import brute_force_search, shortest_path_search  # noqa: E402
 from privaudit.models.char_lstm import CharVocabulary, TrainingConfig, build_char_lstm, train_char_lstm  # noqa: E402
@@ -75,7 +75,7 @@ def test_a_memorised_canary_ranks_first(memorising_model):
     everything = scorer.format_log_perplexities(FORMAT)
     canary = scorer.format_log_perplexities(FORMAT, secrets=[record["secret"]])
     # the two scoring paths agree to rounding; rank by the canary's own entry of R, as the audit does
-    own = everything[[_enumeration_index(FORMAT, record["secret"])]]
+    own = everything[[enumeration_index(FORMAT, record["secret"])]]
     assert canary == pytest.approx(own, abs=1e-4)
     result = exact_exposure(own, everything)
     assert result.ranks[0] == 1

@@ -111,19 +111,19 @@ def test_config_file_round_trip(tmp_path):
 
 
 def test_enumeration_index_matches_enumerate():
-    from privaudit.audits.secret_sharer import _enumeration_index
+    from privaudit.audits.secret_sharer_measure import enumeration_index
     from privaudit.canaries import CanaryFormat
 
     fmt = CanaryFormat("x {digits:2}{letters:1}")
     for position, canary in enumerate(fmt.enumerate()):
-        assert _enumeration_index(fmt, canary.secret) == position
+        assert enumeration_index(fmt, canary.secret) == position
 
 
 def test_guessing_upper_range_holds_by_enumeration():
-    from privaudit.audits.secret_sharer import _guessing_upper
+    from privaudit.audits.secret_sharer_measure import guessing_upper
 
     space, canaries, alpha = 1000, 5, 0.05
-    upper = _guessing_upper(space, canaries, alpha)
+    upper = guessing_upper(space, canaries, alpha)
     exposures = np.log2(space) - np.log2(np.arange(1, space + 1))  # every rank equally likely
     assert np.mean(exposures >= upper - 1e-12) <= alpha / canaries
     assert np.mean(exposures >= upper - 1e-12 - np.log2(11 / 10)) > alpha / canaries  # and it is the tightest

@@ -25,19 +25,28 @@ import time
 
 import numpy as np
 
-from .._core.validation import check_count
+from .._core.validation import check_choice, check_count
 from ..canaries import CanaryFormat, insert_canaries
 from ..canaries.insertion import check_schedule
 from ..canaries.text import MAX_ENUMERATION
-from ..stats.exposure import epsilon_from_exposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
+from ..models.special_tokens import BOS_CHOICES
+from ..stats.exposure import epsilon_from_exposure
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .secret_sharer_measure import MeasuredCanaries, exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
+from .secret_sharer_own import run_own_model
 
-__all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult", "skewnorm_density"]
+__all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
 
 
 @dataclasses.dataclass(frozen=True)
 class SecretSharerConfig:
-    """Everything a Secret Sharer run depends on; serialised into results.json."""
+    """Everything a Secret Sharer run depends on; serialised into results.json.
+
+    ``bos`` and ``bos_corpus`` apply to the user's model only (``--model``):
+    whether a BOS token went before each training line ("auto" checks,
+    "prepend", "none"), and the lines the check scores (default: the corpus
+    ``privaudit canaries insert`` wrote beside the provenance).
+    """
 
     template: str = "my pin is {digits:6}"
     schedule: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
@@ -58,9 +67,12 @@ class SecretSharerConfig:
     max_extraction_queries: int = 200_000
     seed: int = 0
     secure_canaries: bool = False
+    bos: str = "auto"
+    bos_corpus: str | None = None
 
     def __post_init__(self):
         CanaryFormat(self.template)  # validates the template
+        check_choice(self.bos, "bos", BOS_CHOICES)
         if not self.schedule or min(int(count) for count in self.schedule) <= 0:
             raise ValueError(f"`schedule` repetition counts must all be >= 1, got {self.schedule!r}")
         check_schedule(self.schedule)  # integers only: 1.5 would be inserted once while 1.5 is recorded
@@ -76,7 +88,11 @@ class SecretSharerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class SecretSharerResult(AuditResult):
-    """Exposure of each canary (exact, sampled, extrapolated), the ε bound they imply, baselines and extraction."""
+    """Exposure of each canary (exact, sampled, extrapolated), the ε bound they imply, baselines and extraction.
+
+    Each canary's ``log_perplexity_bits`` is the bits of its whole text
+    after a newline under the character LSTM (:mod:`privaudit.models.lm_scoring`).
+    """
 
     config: SecretSharerConfig
     canaries: tuple[dict, ...]  # one dict per canary
@@ -92,28 +108,7 @@ class SecretSharerResult(AuditResult):
     threat_model: str = "black-box, final model: the auditor scores texts by the model's log-perplexity"
 
     def headline(self) -> Headline:
-        exact = [float(canary["exposure_exact"]) for canary in self.canaries if canary["exposure_exact"] is not None]
-        column, values = ("exact", exact) if exact else ("sampled", [float(canary["exposure_sampled"]) for canary in self.canaries])
-        largest = max(values)
-        # memorisation: beyond what random guessing reaches with 95% probability over all canaries
-        flag = bool(exact) and largest > self.baselines["exact_upper_95_all_canaries"]
-        return Headline(value=largest, label=f"largest canary exposure ({column}, bits)", kind="statistic", confidence=None, valid=True, flag=flag)
-
-
-def skewnorm_density(reference_bits, canary_bits, fit, points: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    """(grid, density): the skew-normal ``fit`` of the references' log-perplexities on a grid from the lowest value to the references' highest.
-
-    What the perplexity histogram draws beside the data, computed by the audit so that plotting holds no statistics.
-
-    >>> from types import SimpleNamespace
-    >>> grid, density = skewnorm_density(np.array([1.0, 3.0]), np.array([0.0]), SimpleNamespace(shape=0.0, loc=2.0, scale=1.0))
-    >>> float(grid[0]), float(grid[-1]), round(float(density.max()), 3)
-    (0.0, 3.0, 0.399)
-    """
-    from scipy import stats
-
-    grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), points)
-    return grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale)
+        return exposure_headline(self.canaries, self.baselines)
 
 
 def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list[tuple]:
@@ -130,25 +125,6 @@ def _reference_secrets(fmt: CanaryFormat, count: int, exclude: set, rng) -> list
                 if len(chosen) == count:
                     break
     return list(chosen)
-
-
-def _guessing_upper(space_size: int, num_canaries: int, alpha: float) -> float:
-    """Exact exposure that no unmemorised canary reaches with probability > 1 - alpha, over all canaries.
-
-    Without memorisation a canary's rank in R is uniform on {1, ..., |R|}, so
-    P(exposure >= log2 |R| - log2 r) = r/|R|; a union bound over the canaries
-    puts r at floor(alpha · |R| / k).
-    """
-    r = max(1, int(np.floor(alpha * space_size / num_canaries)))
-    return float(np.log2(space_size) - np.log2(r))
-
-
-def _enumeration_index(fmt: CanaryFormat, secret) -> int:
-    """Position of ``secret`` in ``fmt.enumerate()`` (lexicographic, last slot fastest)."""
-    index = 0
-    for symbols, symbol in zip(fmt.slots, secret, strict=True):
-        index = index * len(symbols) + int(symbol)
-    return index
 
 
 def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
@@ -170,60 +146,21 @@ def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
     return train_char_lstm(lines, training, device=device, progress=lambda e, t, v: say(label, e, config.epochs, f"validation {v:.3f} nats"))
 
 
-def _measure(model, fmt, records, references, config, say, device):
-    """Score canaries and references under ``model``; exposures three ways; optional extraction."""
+def _measure(model, fmt, records, references, config, say, device) -> MeasuredCanaries:
+    """Score canaries and references under the character LSTM ``model``; exposures three ways; optional extraction."""
     from ..models.lm_scoring import CharLSTMScorer
 
-    scorer = CharLSTMScorer(model, device=device)
-    canary_secrets = [tuple(record["secret"]) for record in records]
-    canary_bits = scorer.format_log_perplexities(fmt, secrets=canary_secrets)
-    say("scoring references", None, None, f"{len(references)} candidates")
-    reference_bits = scorer.format_log_perplexities(fmt, secrets=references)
-    sampled = exposure(canary_bits, reference_bits)
-    extrapolated = exposure_extrapolated(canary_bits, reference_bits)
-    exact = None
-    if fmt.space_size <= MAX_ENUMERATION:
-        say("scoring all of R", None, None, f"{fmt.space_size} candidates")
-        everything = scorer.format_log_perplexities(fmt)
-        # rank each canary by its own entry of the enumeration: one computation path for all of R
-        exact = exact_exposure(everything[[_enumeration_index(fmt, secret) for secret in canary_secrets]], everything)
-    found = None
-    exhausted = None
-    if config.extract:
-        from ..extraction import BudgetExhausted, shortest_path_search
-
-        say("extraction", None, None, "shortest-path search")
-        try:
-            found = shortest_path_search(
-                scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=config.extraction_batch_size, max_queries=config.max_extraction_queries
-            )
-        except BudgetExhausted as error:  # a result, not a failure: nothing was extracted within the budget
-            exhausted = error.queries
-    canaries = [
-        {
-            "text": record["text"],
-            "repetitions": record["repetitions"],
-            "log_perplexity_bits": float(canary_bits[index]),
-            "rank_sampled": int(sampled.ranks[index]),
-            "exposure_sampled": float(sampled.exposures[index]),
-            "exposure_extrapolated": float(extrapolated.exposures[index]),
-            "rank_exact": int(exact.ranks[index]) if exact is not None else None,
-            "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
-            "extracted": (None if exhausted is None else False) if found is None else found.secret == canary_secrets[index],
-            "extraction_queries": None if found is None else found.queries,
-        }
-        for index, record in enumerate(records)
-    ]
-    search = None if found is None else {"text": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
-    if exhausted is not None:
-        search = {
-            "text": None,
-            "queries": exhausted,
-            "calls": None,
-            "nodes_expanded": None,
-            "outcome": f"not extracted within {config.max_extraction_queries} queries",
-        }
-    return canaries, canary_bits, reference_bits, extrapolated, search
+    return measure_canaries(
+        CharLSTMScorer(model, device=device),
+        fmt,
+        records,
+        references,
+        max_exact=MAX_ENUMERATION,
+        extract=config.extract,
+        extraction_batch_size=config.extraction_batch_size,
+        max_extraction_queries=config.max_extraction_queries,
+        say=say,
+    )
 
 
 def _run(config, say, started: float, device) -> AuditRun:
@@ -246,31 +183,25 @@ def _run(config, say, started: float, device) -> AuditRun:
     model, report = _train(config, inserted.lines, config.target_epsilon, say, device)
     weights = io.BytesIO()
     torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, weights)
-    canaries, canary_bits, reference_bits, extrapolated, search = _measure(model, fmt, records, references, config, say, device)
+    measured = _measure(model, fmt, records, references, config, say, device)
+    canary_bits, reference_bits, extrapolated = measured.canary_bits, measured.reference_bits, measured.fit
 
     dp = None
     if config.compare_dp_epsilon is not None:
         dp_model, dp_report = _train(config, inserted.lines, config.compare_dp_epsilon, say, device)
-        dp_canaries, *_ = _measure(dp_model, fmt, records, references, dataclasses.replace(config, extract=False), say, device)
+        dp_canaries = _measure(dp_model, fmt, records, references, dataclasses.replace(config, extract=False), say, device).canaries
         dp = {"target_epsilon": config.compare_dp_epsilon, "epsilon": dp_report.epsilon, "canaries": dp_canaries}
 
     # log-perplexities are losses (lower = more memorised), as the exposure bound expects
     bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(int(c) for c in config.schedule))
-    baseline = random_guessing_exposure(len(references))
     result = SecretSharerResult(
         config=config,
-        canaries=tuple(canaries),
+        canaries=measured.canaries,
         space_size=fmt.space_size,
         num_references=len(references),
-        baselines={
-            "mean": baseline.mean,
-            "median": baseline.median,
-            "quantile_75": baseline.quantile_75,
-            "max_exposure": float(np.log2(fmt.space_size)),
-            "exact_upper_95_all_canaries": _guessing_upper(fmt.space_size, len(records), 0.05),
-        },
+        baselines=guessing_baselines(fmt.space_size, len(references), len(records)),
         epsilon_bound=bound.to_dict(),
-        extraction=search,
+        extraction=measured.extraction,
         skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
         training={
             "train_losses": report.train_losses,
@@ -337,9 +268,9 @@ class SecretSharerAudit(Audit):
         (:mod:`privaudit.audits.secret_sharer_own`).
         """
         if model is not None or provenance is not None:
-            from .secret_sharer_own import run_own_model
-
             return run_own_model(config, self.default_config(), model, provenance, progress or no_progress, device)
+        if config.bos != "auto" or config.bos_corpus is not None:
+            raise ValueError("`--bos` and `--bos-corpus` describe your model's training format: they go with `--model`")
         return _run(config, progress or no_progress, time.perf_counter(), device)
 
 

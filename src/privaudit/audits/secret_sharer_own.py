@@ -3,22 +3,25 @@
 Nothing is trained: the canaries were inserted by ``privaudit canaries
 insert`` (:func:`privaudit.canaries.corpus.insert_into_corpus`), the user
 trained on that corpus, and this run measures the canaries under the saved
-model (:func:`privaudit.integrations.transformers.measure_canaries_with_scores`):
-exposure exact over R (when |R| is at most ``max_exact``), among sampled
-references and extrapolated, the ε lower bound the exposures imply, the
-random-guessing baselines, and optionally shortest-path extraction.
+model (:func:`.secret_sharer_measure.measure_canaries`): exposure exact over
+R (when |R| is at most ``max_exact``), among sampled references and
+extrapolated, the ε lower bound the exposures imply, the random-guessing
+baselines, and optionally shortest-path extraction.
+
+The result records the conventions the numbers rest on
+(:class:`~privaudit._core.conventions.Convention`): the special tokens
+before each text (``--bos``: checked on the training corpus unless given)
+and the scored span (the secret given the prefix; whole texts rank alike).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from pathlib import Path
 
-import numpy as np
-
 from .base import AuditResult, AuditRun, Headline
+from .secret_sharer_measure import exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
 
 __all__ = ["MAX_EXACT", "OwnModelSecretSharerResult", "run_own_model"]
 
@@ -31,6 +34,11 @@ class OwnModelSecretSharerResult(AuditResult):
 
     ``config`` records the model, the provenance file, the canaries' format
     and schedule (from the provenance) and the measurement settings.
+    ``conventions`` records the special tokens and the scored span. Each
+    canary's ``log_perplexity_bits`` is the bits of its tokens after ``P``
+    (the secret given the prefix, :mod:`privaudit.models.hf`): its whole
+    text's log-perplexity less ``bits(P)``, which the scored-span convention
+    gives and which is the same for every candidate.
     """
 
     config: dict
@@ -48,25 +56,7 @@ class OwnModelSecretSharerResult(AuditResult):
     dp_comparison: None = None  # nothing is trained here, so there is no DP model to compare with
 
     def headline(self) -> Headline:
-        exact = [float(canary["exposure_exact"]) for canary in self.canaries if canary["exposure_exact"] is not None]
-        column, values = ("exact", exact) if exact else ("sampled", [float(canary["exposure_sampled"]) for canary in self.canaries])
-        largest = max(values)
-        flag = bool(exact) and largest > self.baselines["exact_upper_95_all_canaries"]
-        return Headline(value=largest, label=f"largest canary exposure ({column}, bits)", kind="statistic", confidence=None, valid=True, flag=flag)
-
-
-@contextlib.contextmanager
-def _quiet_transformers():
-    """transformers' own progress bars off while loading: stderr keeps privaudit's progress and its one error line."""
-    from transformers.utils import logging
-
-    enabled = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            logging.enable_progress_bar()
+        return exposure_headline(self.canaries, self.baselines)
 
 
 def _check_settings(config, default, record) -> None:
@@ -81,15 +71,41 @@ def _check_settings(config, default, record) -> None:
         raise ValueError(
             f"`--schedule` comes from the provenance with `--model`: the canaries were inserted {list(record.schedule)} times, got {list(config.schedule)}"
         )
+    if config.bos_corpus is not None and config.bos != "auto":
+        raise ValueError(f"`--bos-corpus` is read by the check of `--bos auto`; with `--bos {config.bos}` nothing is checked")
+    if config.bos_corpus is not None and not Path(config.bos_corpus).is_file():
+        raise ValueError(f"`--bos-corpus` must be an existing file, got {config.bos_corpus!r}")
+
+
+def _corpus_lines(config, record, provenance):
+    """A function that reads the lines the model was trained on, the canaries' lines left out, for the BOS check."""
+    from ..canaries.corpus import read_corpus_texts
+
+    def read() -> list[str]:
+        if config.bos_corpus is not None:
+            path, option = Path(config.bos_corpus), "`--bos-corpus`"
+        else:
+            folder = Path(provenance) if Path(provenance).is_dir() else Path(provenance).parent
+            path, option = folder / record.corpus_file, "the corpus beside the provenance"
+        try:
+            texts = read_corpus_texts(path, text_format=record.text_format, column=record.column)
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ValueError(
+                f"`--bos`: {option} {str(path)!r} cannot be read ({error}) to check whether the model was trained with a BOS token; "
+                "pass --bos prepend or --bos none, or --bos-corpus FILE"
+            ) from None
+        canaries = {entry["text"] for entry in record.provenance.canaries}
+        return [text for text in texts if text not in canaries]
+
+    return read
 
 
 def run_own_model(config, default, model, provenance, say, device=None) -> AuditRun:
     """Measure the canaries of ``provenance`` under the saved Hugging Face model in directory ``model``."""
-    from ..canaries.corpus import read_provenance
-    from ..integrations.transformers import measure_canaries_with_scores
+    from ..canaries.corpus import read_provenance, reference_secrets
+    from ..models.hf import HFCausalLMScorer, quiet_loading
     from ..models.loading import load_model
-    from ..stats.exposure import random_guessing_exposure
-    from .secret_sharer import _guessing_upper
+    from ..stats.exposure import epsilon_from_exposure
 
     started = time.perf_counter()
     if (model is None) != (provenance is None):
@@ -97,20 +113,27 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
     record = read_provenance(provenance)
     _check_settings(config, default, record)
     say("loading the model", None, None, str(model))
-    with _quiet_transformers():
+    with quiet_loading():
         loaded = load_model(model, kind="huggingface", device=device)
-    say("scoring canaries and references", None, None, f"|R| = {record.canary_format.space_size}")
-    measured, canary_bits, reference_bits, fit = measure_canaries_with_scores(
-        loaded,
-        record,
-        num_references=config.num_references,
+    say("checking the special tokens", None, None, f"--bos {config.bos}")
+    scorer = HFCausalLMScorer(loaded.model, loaded.tokenizer, bos=config.bos, bos_lines=_corpus_lines(config, record, provenance), seed=config.seed)
+    fmt = record.canary_format
+    entries = record.provenance.canaries
+    secrets = [tuple(entry["secret"]) for entry in entries]
+    references = reference_secrets(fmt, min(config.num_references, fmt.space_size - len(set(secrets))), exclude=secrets, seed=config.seed)
+    say("scoring canaries and references", None, None, f"|R| = {fmt.space_size}")
+    measured = measure_canaries(
+        scorer,
+        fmt,
+        entries,
+        references,
         max_exact=MAX_EXACT,
         extract=config.extract,
+        extraction_batch_size=config.extraction_batch_size,
         max_extraction_queries=config.max_extraction_queries,
-        seed=config.seed,
+        say=say,
     )
-    fmt = record.canary_format
-    baseline = random_guessing_exposure(measured.num_references)
+    bound = epsilon_from_exposure(measured.canary_bits, measured.reference_bits, duplicates=max(entry["repetitions"] for entry in entries))
     settings = {
         "model": str(model),
         "provenance": str(Path(provenance)),
@@ -122,32 +145,28 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         "max_extraction_queries": config.max_extraction_queries,
         "seed": config.seed,
         "canary_seed": record.provenance.seed,
+        "bos": config.bos,
+        "bos_corpus": config.bos_corpus,
     }
+    fit = measured.fit
     result = OwnModelSecretSharerResult(
         config=settings,
-        model_source=measured.model_source,
-        corpus_sha256=measured.corpus_sha256,
+        model_source=loaded.source,
+        corpus_sha256=record.corpus_sha256,
         canaries=measured.canaries,
         space_size=fmt.space_size,
-        num_references=measured.num_references,
-        baselines={
-            "mean": baseline.mean,
-            "median": baseline.median,
-            "quantile_75": baseline.quantile_75,
-            "max_exposure": float(np.log2(fmt.space_size)),
-            "exact_upper_95_all_canaries": _guessing_upper(fmt.space_size, len(measured.canaries), 0.05),
-        },
-        epsilon_bound=measured.epsilon_bound,
+        num_references=len(references),
+        baselines=guessing_baselines(fmt.space_size, len(references), len(entries)),
+        epsilon_bound=bound.to_dict(),
         extraction=measured.extraction,
-        skewnorm_fit=measured.skewnorm_fit,
+        skewnorm_fit={"shape": fit.shape, "loc": fit.loc, "scale": fit.scale, "ks_statistic": fit.ks_statistic},
         seconds=time.perf_counter() - started,
+        conventions=(scorer.special_tokens.convention, scorer.scored_span(fmt)),
     )
-    from .secret_sharer import skewnorm_density
-
     observations = {
-        "reference_bits": reference_bits,
-        "canary_bits": canary_bits,
+        "reference_bits": measured.reference_bits,
+        "canary_bits": measured.canary_bits,
         "skewnorm_fit": fit,
-        "skewnorm_density": skewnorm_density(reference_bits, canary_bits, fit),
+        "skewnorm_density": skewnorm_density(measured.reference_bits, measured.canary_bits, fit),
     }
     return AuditRun("secret-sharer", config, result, observations=observations)

@@ -28,7 +28,7 @@ from .._core.validation import check_choice
 from .insertion import Provenance, insert_canaries
 from .text import CanaryFormat
 
-__all__ = ["TEXT_FORMATS", "CorpusProvenance", "insert_into_corpus", "read_provenance", "reference_secrets"]
+__all__ = ["TEXT_FORMATS", "CorpusProvenance", "insert_into_corpus", "read_corpus_texts", "read_provenance", "reference_secrets"]
 
 TEXT_FORMATS = ("lines", "jsonl", "csv")
 _OUTPUT_NAMES = {"lines": "corpus.txt", "jsonl": "corpus.jsonl", "csv": "corpus.csv"}
@@ -114,6 +114,12 @@ def _read_records(text: str, text_format: str, column: str | None):
     header, body = rows[0], rows[1:]
     where = header.index(column)
     return header, body, [row[where] for row in body]
+
+
+def read_corpus_texts(path, *, text_format: str = "lines", column: str | None = None) -> list[str]:
+    """The texts of a corpus file, read as :func:`insert_into_corpus` reads it: lines, a JSON-lines field or a CSV column."""
+    check_choice(text_format, "text_format", TEXT_FORMATS)
+    return list(_read_records(Path(path).read_text(encoding="utf-8"), text_format, column)[2])
 
 
 def _write_records(header, records, text_format: str, column: str | None) -> str:

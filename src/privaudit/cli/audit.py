@@ -102,6 +102,22 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--provenance", Optional[Path], "The provenance.json written by `privaudit canaries insert` (with --model).", run="provenance"),
         Flag("--num-references", Optional[int], "Reference candidates (never inserted) that exposure ranks canaries among.", config="num_references"),
+        Flag(
+            "--bos",
+            Optional[str],
+            "With --model: did a BOS token go before each line your model was trained on? auto (default): what the tokenizer adds; "
+            "if it declares a BOS that it does not add, corpus lines are scored both ways and the more likely way is taken, "
+            "or the run is refused when the margin is too small. prepend or none: as you say, unchecked.",
+            config="bos",
+        ),
+        Flag(
+            "--bos-corpus",
+            Optional[Path],
+            "With --model and --bos auto: the lines your model was trained on, in the provenance's text format, for the BOS check "
+            "(default: the corpus `privaudit canaries insert` wrote beside the provenance).",
+            config="bos_corpus",
+            parse=str,
+        ),
     ),
     "dpsgd": (
         Flag(

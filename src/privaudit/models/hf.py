@@ -2,16 +2,25 @@
 
 Any ``transformers`` causal LM with a fast tokenizer works. A canary is
 scored as the model saw it in training: its *full text*, prefix and secret
-tokenised together. Tokenising them apart is wrong with BPE, whose merges
-cross the prefix/secret boundary ("pin:" + "12" is not "pin" + ":1" + "2").
+tokenised together, after the special tokens the model saw before each text
+(decided once per scorer and recorded, :mod:`privaudit.models.special_tokens`).
+Tokenising prefix and secret apart is wrong with BPE, whose merges cross the
+prefix/secret boundary ("pin:" + "12" is not "pin" + ":1" + "2").
 
-A format's score of a candidate is the bits of its tokens after ``P``, the
-prefix's tokens that the prefix alone and the format's candidates tokenise
-alike (:meth:`HFCausalLMScorer.shared_prefix`): these are the tokens that
-touch the secret. ``P`` runs through the model once and its key/value cache
-is reused for every candidate whose tokens start with ``P`` (checked); any
-other candidate is scored from its first token and ``P``'s bits are taken
-off, so every score is ``full-text log-perplexity − bits(P)`` and differences
+**What "log-perplexity" means here.** A format's score of a candidate is the
+bits of its tokens after ``P``, the special tokens and the prefix's tokens
+that the prefix alone and the format's candidates tokenise alike
+(:meth:`HFCausalLMScorer.shared_prefix`): the secret (and any text of the
+format after it) *given the prefix*, not the whole text. The whole text's
+log-perplexity is this plus ``bits(P)``, the same for every candidate, so
+ranks and exposures are those of whole texts
+(:meth:`HFCausalLMScorer.scored_span` records this). Tokens after the text,
+such as an EOS the model was trained with, are not scored: a causal LM's
+predictions of the text's tokens do not see them.
+
+``P`` runs through the model once and its key/value cache is reused for every
+candidate whose tokens start with ``P`` (checked); any other candidate is
+scored from its first token and ``P``'s bits are taken off, so differences
 between candidates are differences of full-text log-perplexities.
 
 Three ways to run the candidates (``reuse``): ``"none"`` (each full text from
@@ -26,15 +35,56 @@ import contextlib
 
 import numpy as np
 
+from .._core.conventions import Convention, default
 from .._core.validation import check_choice
 from ..canaries.text import CanaryFormat
 from .device import pad_rows, require_torch
 from .lm_scoring import _slot_pieces
+from .special_tokens import decide_special_tokens
 
-__all__ = ["HFCausalLMScorer"]
+__all__ = ["HFCausalLMScorer", "quiet_loading"]
 
 _LN2 = np.log(2.0)
 REUSE = ("none", "prefix", "tree")
+
+
+@contextlib.contextmanager
+def quiet_loading():
+    """Hold back transformers' and torch's log records, Python warnings and progress bars while a model loads.
+
+    If loading fails, they are dropped, so the error is the one line stderr
+    shows (transformers warns about a config before it finds no weights). If
+    it succeeds, they are shown then: a load report may matter.
+    """
+    import logging
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    held: list[logging.LogRecord] = []
+
+    class Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record)
+
+    loggers = [logging.getLogger(name) for name in ("transformers", "torch")]
+    saved = [(logger, logger.handlers[:], logger.propagate) for logger in loggers]
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    for logger in loggers:
+        logger.handlers, logger.propagate = [Hold()], False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            yield
+    finally:
+        for logger, handlers, propagate in saved:
+            logger.handlers, logger.propagate = handlers, propagate
+        if bars:
+            hf_logging.enable_progress_bar()
+    for record in held:  # reached only when loading succeeded
+        logging.getLogger(record.name).handle(record)
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def _common_prefix(rows) -> list[int]:
@@ -59,10 +109,17 @@ def _select(cache, index):
 class HFCausalLMScorer:
     """Batched log-perplexity (bits) of texts and of format candidates under a causal LM.
 
+    The special tokens before each text are decided here, once
+    (:func:`~privaudit.models.special_tokens.decide_special_tokens`): ``bos``
+    is "auto" (check), "prepend" or "none"; ``bos_lines`` are lines the model
+    was trained on (or a function that reads them), scored both ways, with
+    ``seed`` drawing a sample, only when the tokenizer declares a BOS that it
+    does not add. :attr:`special_tokens` holds the decision.
+
     The model stays on its device, and its train/eval mode is restored after each call.
     """
 
-    def __init__(self, model, tokenizer, *, device=None, batch_size: int = 64):
+    def __init__(self, model, tokenizer, *, bos: str = "auto", bos_lines=None, seed: int = 0, device=None, batch_size: int = 64):
         self.torch = require_torch()
         if device is not None:
             model = model.to(device)
@@ -74,10 +131,13 @@ class HFCausalLMScorer:
         self._prefix_states: dict = {}
         config = model.config
         self.context_limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+        self.special_tokens = decide_special_tokens(tokenizer, bos=bos, lines=bos_lines, line_bits=self._line_bits, max_tokens=self.context_limit, seed=seed)
+        self._leading: list[int] = list(self.special_tokens.leading)
 
     # -- tokens ----------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        """The text's tokens as the model saw them: the decided special tokens, then the text tokenised whole."""
+        return self._leading + list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     @contextlib.contextmanager
     def _evaluating(self):
@@ -96,7 +156,7 @@ class HFCausalLMScorer:
 
     def shared_prefix(self, prefix: str, probes) -> list[int]:
         """``P``: the longest run of ``prefix``'s tokens that starts the tokens of every probe text."""
-        if not prefix:
+        if not prefix and not self._leading:
             raise ValueError("`prefix` must not be empty: the secret's first token needs a context to be scored")
         shared = _common_prefix([self._ids(prefix)] + [self._ids(text) for text in probes])
         if not shared:
@@ -115,16 +175,22 @@ class HFCausalLMScorer:
         picked = log_probs.gather(2, targets[:, :, None]).squeeze(-1)
         return (picked * mask).sum(1)
 
-    def _full_bits(self, rows) -> np.ndarray:
-        """Bits of each token row from its second token on, each row from scratch."""
+    def _full_bits(self, rows, skip: int = 1) -> np.ndarray:
+        """Bits of each token row from its token ``skip`` on (at least 1: the first has no context), each row from scratch."""
         out = np.zeros(len(rows))
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start : start + self.batch_size]
             tokens, mask = pad_rows(chunk, self.device)
             logits = self.model(input_ids=tokens, attention_mask=mask.long()).logits
             self.queries += len(chunk)
-            out[start : start + len(chunk)] = -self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:]).cpu().numpy() / _LN2
+            scored = mask[:, 1:].clone()
+            scored[:, : skip - 1] = 0.0
+            out[start : start + len(chunk)] = -self._sum_log_probs(logits[:, :-1], tokens[:, 1:], scored).cpu().numpy() / _LN2
         return out
+
+    def _line_bits(self, rows, skip: int) -> np.ndarray:
+        with self._evaluating():
+            return self._full_bits(rows, skip)
 
     def _prefix_state(self, shared: list[int]):
         """(cache, next-token log-probs, bits) of ``P``, computed once per ``P``."""
@@ -218,11 +284,11 @@ class HFCausalLMScorer:
 
     # -- public ----------------------------------------------------------------------
     def log_perplexity(self, texts) -> np.ndarray:
-        """Bits for each whole text; its first token is conditioned on nothing but the model's start."""
+        """Bits for each whole text: all its tokens given the special tokens before it, else from its second token on."""
         texts = list(texts)
         encoded = [self._ids(text) for text in texts]
         if not encoded or min(len(ids) for ids in encoded) < 2:
-            raise ValueError("`texts` must each have at least 2 tokens")
+            raise ValueError("`texts` must each have at least 2 tokens with the special tokens before them")
         with self._evaluating():
             return self._full_bits(encoded)
 
@@ -243,6 +309,18 @@ class HFCausalLMScorer:
         if not texts:
             raise ValueError("`secrets` must not be empty")
         return self._score_texts(self.format_prefix(fmt), texts, reuse)
+
+    def scored_span(self, fmt: CanaryFormat) -> Convention:
+        """The span of a canary that :meth:`format_log_perplexities` scores, as a stated default, with ``bits(P)``."""
+        shared = self.format_prefix(fmt)
+        with self._evaluating():
+            prefix_bits = self._prefix_state(shared)[2]
+        return default(
+            "scored span",
+            f"the canary's tokens after P = its first {len(shared)} tokens (special tokens and prefix): the secret given the prefix",
+            f"the whole text's log-perplexity adds bits(P) = {prefix_bits:.6g}, the same for every candidate, so ranks and exposures are equal either way; "
+            "tokens after the canary (an EOS) are not scored and cannot change a causal LM's scores of the canary",
+        )
 
     def _score_texts(self, shared, texts, reuse) -> np.ndarray:
         check_choice(reuse, "reuse", REUSE)
