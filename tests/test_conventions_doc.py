@@ -21,8 +21,11 @@ DECIDED = {"checked", "explicit", "default"}
 def _rows() -> list[list[str]]:
     rows = []
     for line in PAGE.read_text(encoding="utf-8").splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if line.lstrip().startswith("|") and len(cells) == 4 and not set(cells[0]) <= {"-", " ", ":"} and cells[0].lower() != "convention":
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]  # "\|" is a pipe inside a cell
+        if not line.lstrip().startswith("|"):
+            continue
+        assert len(cells) == 4, f"docs/conventions.md: a row must have 4 cells, got {len(cells)}: {line}"
+        if not set(cells[0]) <= {"-", " ", ":"} and cells[0].lower() != "convention":
             rows.append(cells)
     return rows
 
