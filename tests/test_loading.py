@@ -204,3 +204,22 @@ def test_loss_validates_labels():
         loaded.loss(np.zeros((2, 1)), [0, 3])
     with pytest.raises(ValueError, match="one label per example"):
         loaded.loss(np.zeros((2, 1)), [0])
+
+
+def test_huggingface_weights_missing_from_the_checkpoint_are_refused_not_filled_at_random(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {symbol: index for index, symbol in enumerate(["[UNK]"] + list("abc"))}
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]")), unk_token="[UNK]"
+    )
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(vocab), n_positions=8, n_embd=8, n_layer=1, n_head=2))
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    (weights,) = tmp_path.glob("*.safetensors")
+    state = safetensors_torch.load_file(str(weights))
+    del state["transformer.h.0.mlp.c_fc.weight"]  # a checkpoint cut short: transformers would initialise it at random and only log
+    safetensors_torch.save_file(state, str(weights), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=r"do not fit the causal-lm architecture .*missing: transformer\.h\.0\.mlp\.c_fc\.weight"):
+        load_model(tmp_path, kind="huggingface", device="cpu")

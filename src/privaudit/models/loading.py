@@ -152,10 +152,19 @@ def _load_huggingface(directory, device, task: str) -> LoadedModel:
             refuse_pickle(item, "huggingface")
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
-        model = auto.from_pretrained(directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None)
+        model, info = auto.from_pretrained(
+            directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None, output_loading_info=True
+        )
         tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"{str(directory)!r} is not a loadable huggingface {task} directory: {error}") from None
+    # transformers fills weights missing from the checkpoint with random ones and only logs it: a model that is not the user's
+    unfit = {kind: sorted(info.get(f"{kind}_keys") or ()) for kind in ("missing", "mismatched")}
+    if any(unfit.values()):
+        found = "; ".join(
+            f"{kind}: {', '.join(map(str, keys[:3]))}" + (f" (+{len(keys) - 3} more)" if len(keys) > 3 else "") for kind, keys in unfit.items() if keys
+        )
+        raise ValueError(f"the weights in {str(directory)!r} do not fit the {task} architecture of its config.json ({found})")
     rows = model.get_input_embeddings().num_embeddings
     largest = max(tokenizer.get_vocab().values())
     if len(tokenizer) > rows or largest >= rows:
