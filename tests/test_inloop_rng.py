@@ -1,4 +1,4 @@
-"""Nothing privaudit does inside the user's training loop touches global RNG state: proven bit for bit.
+"""The in-loop Opacus audit touches no global RNG state and leaves the user's loop unchanged: proven bit for bit.
 
 Each test runs the user's seeded loop twice, without and with privaudit in it,
 and compares with exact equality the user's weights, the optimizer's state
@@ -19,31 +19,11 @@ import pytest
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
 
+from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything  # noqa: E402
+
 from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor  # noqa: E402
 
 SIGMA, CLIP, N, STEPS = 1.1, 0.7, 48, 5
-
-
-def global_rng_states() -> dict:
-    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def assert_same_rng_states(before: dict, after: dict) -> None:
-    assert before.keys() == after.keys()
-    assert torch.equal(before["torch"], after["torch"])
-    assert all(torch.equal(a, b) for a, b in zip(before.get("cuda", []), after.get("cuda", []), strict=True))
-    (name_a, keys_a, *rest_a), (name_b, keys_b, *rest_b) = before["numpy"], after["numpy"]
-    assert name_a == name_b and np.array_equal(keys_a, keys_b) and rest_a == rest_b
-    assert before["random"] == after["random"]
-
-
-def seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-    random.seed(seed)
 
 
 def opacus_loop(audit: bool, *, seed: int, optimizer: str = "sgd", own_generator: bool = False, device: str = "cpu"):
