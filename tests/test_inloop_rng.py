@@ -134,3 +134,22 @@ def test_in_loop_auditor_refuses_optimizers_whose_noise_it_cannot_split():
         with pytest.raises(ValueError, match="`optimizer` must not already have its add_noise and pre_step wrapped"):
             OpacusInLoopAuditor(model, optimizer, canaries_per_step=1)
     assert "add_noise" not in vars(optimizer) and len(optimizer.param_groups) == 1
+
+
+def test_auditing_a_copy_between_the_users_steps_leaves_every_global_rng_as_it_was():
+    """audit_opacus trains a copy (its dropout draws from torch's RNG); the user's loop must not see it."""
+    from privaudit.integrations.opacus import audit_opacus
+
+    seed = int(np.random.default_rng().integers(2**31))
+    seed_everything(seed)
+    x, y = torch.randn(N, 6), torch.randint(0, 3, (N,))
+    module = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Dropout(0.2), torch.nn.Linear(8, 3))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimizer, loader = opacus.PrivacyEngine().make_private(
+            module=module, optimizer=torch.optim.SGD(module.parameters(), lr=0.1), data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=CLIP
+        )
+        before = global_rng_states()
+        audit_opacus(model, optimizer, loader, torch.nn.functional.cross_entropy, num_steps=3, canaries_per_step=2, seed=seed)
+    assert_same_rng_states(before, global_rng_states())
