@@ -118,7 +118,7 @@ def test_in_loop_observations_are_reproduced_from_the_recorded_seeds():
 
 
 def test_in_loop_auditor_refuses_optimizers_whose_noise_it_cannot_split():
-    from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
+    from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping, DPPerLayerOptimizer
 
     class OneDrawForAll(DPOptimizer):  # a noise step that draws for all parameters at once
         def add_noise(self):
@@ -129,6 +129,9 @@ def test_in_loop_auditor_refuses_optimizers_whose_noise_it_cannot_split():
         optimizer = kind(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=4)
         with pytest.raises(ValueError, match=f"`optimizer` must noise as DPOptimizer does .*got {kind.__name__}"):
             OpacusInLoopAuditor(model, optimizer, canaries_per_step=1)
+    per_layer = DPPerLayerOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=[1.0, 1.0], expected_batch_size=4)
+    with pytest.raises(ValueError, match=r"`optimizer` must clip all parameters together \(flat clipping\), got per-layer clip norms \[1.0, 1.0\]"):
+        OpacusInLoopAuditor(model, per_layer, canaries_per_step=1)
     optimizer = DPOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=4)
     with OpacusInLoopAuditor(model, optimizer, canaries_per_step=1):
         with pytest.raises(ValueError, match="`optimizer` must not already have its add_noise and pre_step wrapped"):

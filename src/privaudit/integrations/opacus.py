@@ -170,8 +170,10 @@ def _check_dp_optimizer(optimizer) -> None:
     opacus = require("opacus", purpose="auditing Opacus")
     if not isinstance(optimizer, opacus.optimizers.DPOptimizer):
         raise ValueError(f"`optimizer` must be an Opacus DPOptimizer (from PrivacyEngine.make_private), got {type(optimizer).__name__}")
-    if not isinstance(optimizer.max_grad_norm, (int, float)):
-        raise ValueError(f"`optimizer` must clip all parameters together (flat clipping), got per-layer clip norms {optimizer.max_grad_norm!r}")
+    per_layer = getattr(optimizer, "max_grad_norms", None)  # a per-layer optimizer's max_grad_norm is the norms' norm, a number
+    if per_layer is not None or not isinstance(optimizer.max_grad_norm, (int, float)):
+        norms = optimizer.max_grad_norm if per_layer is None else per_layer
+        raise ValueError(f"`optimizer` must clip all parameters together (flat clipping), got per-layer clip norms {norms!r}")
 
 
 def read_opacus_settings(optimizer, *, data_loader=None, accountant=None) -> OpacusSettings:
