@@ -38,8 +38,11 @@ Choices, each stated because the paper leaves it open:
 * **Held-out canaries.** ``num_held_out`` further canaries are never inserted.
   Their cosines follow the null exactly (they are independent of training):
   a check of the null that the estimates assume, reported beside them.
-* **Noise.** Flower draws its DP noise from numpy's global generator; the
-  canaries and their schedule are seeded here, the noise is not.
+* **Noise.** Flower draws its DP noise from numpy's global generator and
+  samples clients with Python's ``random``. The canaries and their schedule
+  come from numpy Generators of their own (``seed``) and draw from no global
+  RNG, so the user's rounds sample the same clients and add the same noise
+  as without the canaries; Flower's noise itself is not seeded here.
 * Rounds whose aggregation Flower skips (a client failed) release nothing and
   count no participation.
 """

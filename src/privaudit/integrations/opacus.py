@@ -170,8 +170,10 @@ def _check_dp_optimizer(optimizer) -> None:
     opacus = require("opacus", purpose="auditing Opacus")
     if not isinstance(optimizer, opacus.optimizers.DPOptimizer):
         raise ValueError(f"`optimizer` must be an Opacus DPOptimizer (from PrivacyEngine.make_private), got {type(optimizer).__name__}")
-    if not isinstance(optimizer.max_grad_norm, (int, float)):
-        raise ValueError(f"`optimizer` must clip all parameters together (flat clipping), got per-layer clip norms {optimizer.max_grad_norm!r}")
+    per_layer = getattr(optimizer, "max_grad_norms", None)  # a per-layer optimizer's max_grad_norm is the norms' norm, a number
+    if per_layer is not None or not isinstance(optimizer.max_grad_norm, (int, float)):
+        norms = optimizer.max_grad_norm if per_layer is None else per_layer
+        raise ValueError(f"`optimizer` must clip all parameters together (flat clipping), got per-layer clip norms {norms!r}")
 
 
 def read_opacus_settings(optimizer, *, data_loader=None, accountant=None) -> OpacusSettings:
@@ -362,7 +364,8 @@ def audit_opacus(
     count for the end-to-end claim and Opacus' own ε for comparison. The
     copy trains ``num_steps`` steps with ``canaries_per_step`` Dirac
     canaries of norm 100·C (a missing clip shows) on ``audit_size`` = 10 ×
-    ``canaries_per_step`` audit coordinates; the torch global RNG is restored afterwards.
+    ``canaries_per_step`` audit coordinates; torch's global RNG (CPU, and the model's CUDA
+    devices) is restored afterwards, so the copy's dropout draws do not reach the user's loop.
     """
     torch = require_torch()
     from ..canaries.gradient import GradientCanary
@@ -377,7 +380,8 @@ def audit_opacus(
     confidence = check_probability(confidence, "confidence")
     settings = read_opacus_settings(optimizer, data_loader=data_loader, accountant=accountant)
     claims = opacus_claims(settings, delta=delta, accountant=accountant)
-    with torch.random.fork_rng(devices=[]):
+    cuda_devices = sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})
+    with torch.random.fork_rng(devices=cuda_devices):
         release, auditor = opacus_release(model, optimizer, data_loader, loss_fn, audit_size, accountant=accountant, seed=seed)
         observations = collect_gradient_observations(
             release,

@@ -6,27 +6,90 @@ each step of the user's DPOptimizer carries ``k`` Dirac canaries of norm
 :class:`~privaudit.integrations.opacus.OpacusCanaryAuditor`'s parameter group
 of learning rate 0). A forward pre-hook on the GradSampleModule reserves the
 per-sample gradient buffers (so no per-sample gradient is copied), and the
-optimizer's ``pre_step`` is wrapped for the block's duration: canary rows go
-in before Opacus clips and noises, and the privatized audit coordinates are
-read right after. On exit the parameter group, its optimizer state, the
-wrapper and the hook are removed.
+optimizer's ``pre_step`` and ``add_noise`` are wrapped for the block's
+duration: canary rows go in before Opacus clips and noises, and the
+privatized audit coordinates are read right after. On exit the parameter
+group, its optimizer state, the wrappers and the hook are removed.
 
-Training is unchanged in distribution: canary rows are zero on the model's
-parameters and the batch's rows are zero on the audit coordinates, so
-clipping and the model's update are as before. Bit for bit only without
-noise: the audit coordinates draw noise of their own from Opacus' generator.
+The user's training is unchanged, bit for bit, and so is every random draw of
+the user's loop:
+
+* canary rows are zero on the model's parameters and the batch's rows are zero
+  on the audit coordinates, so clipping and the model's update are as before;
+* noise. Opacus draws one Gaussian per parameter, in parameter order, from the
+  optimizer's ``generator`` (torch's global RNG when it has none), so audit
+  coordinates noised in the same call would draw ``audit_size`` more numbers
+  and shift every later draw of the user's loop: its noise, and the Poisson
+  batches of a DPDataLoader without a generator. The wrapped ``add_noise``
+  therefore calls the optimizer's own ``add_noise`` twice: once with the
+  user's parameter groups alone and the user's generator (exactly the draws
+  it makes without privaudit), then with the audit group alone and a private
+  ``torch.Generator`` seeded from the auditor's seed. Opacus as shipped still
+  clips (all rows together) and noises the canaries, with the user's σ·C;
+* the canary slots come from a private numpy Generator. Nothing draws from
+  torch's global RNG (CPU or CUDA), numpy's legacy global state or ``random``.
+
+Optimizers whose noise cannot be split this way (Opacus' distributed,
+AdaClip and fast-gradient-clipping optimizers, which override ``pre_step`` or
+``add_noise``) are refused, as are per-layer clip norms.
 The observations are read as in Tight Auditing §5.2, o = released · B / C:
-N(1, σ²) in a slot with a canary, N(0, σ²) in one without.
+N(1, σ²) in a slot with a canary, N(0, σ²) in one without. :meth:`OpacusInLoopAuditor.result`
+records the seeds, the configuration and the conventions read from the optimizer.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from .._core.conventions import Convention, checked
+from .._core.results import Result
+from .._core.seeding import check_seed, child_seeds
 from .._core.validation import check_count, check_positive, check_probability
 from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size
 
-__all__ = ["OpacusInLoopAuditor"]
+__all__ = ["OpacusInLoopAuditor", "OpacusInLoopResult"]
+
+THREAT_MODEL = "white-box, gradient canaries in the user's own Opacus loop, every step observed"
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusInLoopResult(Result):
+    """The per-step ε lower bound of an in-loop audit, with the seeds and settings that produced it.
+
+    ``seeds`` holds the child seeds of ``seed``: ``"canaries"`` (the slots of
+    each step's canaries, a numpy Generator) and ``"noise"`` (the audit
+    coordinates' noise, a torch.Generator).
+    """
+
+    bound: object  # stats.bounds.EpsilonLowerBound (GDP, Clopper–Pearson, threshold 0.5)
+    num_steps: int
+    canaries_per_step: int
+    audit_size: int
+    canary_norm: float
+    noise_multiplier: float
+    max_grad_norm: float
+    seed: int
+    seeds: dict
+    framework_versions: dict  # torch and opacus; to_dict adds privaudit's and numpy's
+    threat_model: str = THREAT_MODEL
+    conventions: tuple[Convention, ...] = ()
+
+
+def _check_noise_split(optimizer) -> None:
+    """Refuse optimizers whose noise the auditor cannot keep apart from the user's draws."""
+    from opacus.optimizers import DPOptimizer
+
+    kind = type(optimizer)
+    if kind.pre_step is not DPOptimizer.pre_step or kind.add_noise is not DPOptimizer.add_noise:
+        raise ValueError(
+            f"`optimizer` must noise as DPOptimizer does (one draw per parameter in its add_noise), got {kind.__name__}, "
+            "which overrides pre_step or add_noise: the audit's noise could not be kept out of the user's random draws"
+        )
+    taken = sorted({"pre_step", "add_noise"} & set(vars(optimizer)))
+    if taken:
+        raise ValueError(f"`optimizer` must not already have its {' and '.join(taken)} wrapped (another auditor attached?)")
 
 
 class OpacusInLoopAuditor:
@@ -34,35 +97,61 @@ class OpacusInLoopAuditor:
 
     ``model`` is the GradSampleModule from ``make_private`` (its forward pre-hook
     sizes the per-sample gradient buffers); one forward and backward per step.
+    The block may be entered again: the canaries' and the noise's private
+    generators carry on where they stopped.
+
+    >>> import opacus, torch
+    >>> model = opacus.GradSampleModule(torch.nn.Linear(4, 2))
+    >>> optimizer = opacus.optimizers.DPOptimizer(
+    ...     torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=8
+    ... )
+    >>> with OpacusInLoopAuditor(model, optimizer, canaries_per_step=2, seed=7) as auditor:
+    ...     for _ in range(3):  # the user's own loop
+    ...         optimizer.zero_grad()
+    ...         model(torch.ones(8, 4)).sum().backward()
+    ...         optimizer.step()
+    >>> result = auditor.result(delta=1e-5)
+    >>> result.num_steps, result.bound.num_in, result.bound.num_out, result.seeds == child_seeds(7, ["canaries", "noise"])
+    (3, 6, 54, True)
     """
 
     def __init__(self, model, optimizer, *, canaries_per_step: int, audit_size: int | None = None, canary_norm: float = 100.0, seed: int = 0):
+        import torch
+
         _check_dp_optimizer(optimizer)
+        _check_noise_split(optimizer)
         self.model, self.optimizer = model, optimizer
         self.canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1)
         self.audit_size = check_audit_size(audit_size, canaries_per_step)
         self.canary_norm = check_positive(canary_norm, "canary_norm")
-        self.rng = np.random.default_rng([seed, 3])
+        self.seed = check_seed(seed)
+        self.seeds = child_seeds(self.seed, ["canaries", "noise"])
+        self.rng = np.random.default_rng(self.seeds["canaries"])
+        self.noise = torch.Generator(device="cpu").manual_seed(self.seeds["noise"])  # the audit parameter lives on the CPU
         self._in: list = []
         self._out: list = []
-        self._core = self._hook = self._slots = None
+        self._core = self._hook = self._audit_group = None
 
     # -- attach and detach ---------------------------------------------------------------
     def __enter__(self):
         if self._core is not None:
             raise ValueError("this auditor is already attached")
+        _check_noise_split(self.optimizer)
         self._core = OpacusCanaryAuditor(self.optimizer, self.audit_size)
-        self._original_pre_step = self.optimizer.pre_step
-        self.optimizer.pre_step = self._pre_step  # an instance attribute, deleted on exit
+        self._audit_group = next(g for g in self.optimizer.original_optimizer.param_groups if any(p is self._core.audit for p in g["params"]))
+        self._original_pre_step, self._original_add_noise = self.optimizer.pre_step, self.optimizer.add_noise
+        self.optimizer.pre_step = self._pre_step  # instance attributes, deleted on exit
+        self.optimizer.add_noise = self._add_noise
         self._hook = self.model.register_forward_pre_hook(self._reserve)
         return self
 
     def __exit__(self, *exc):
         core, self._core = self._core, None
         self._hook.remove()
-        del self.optimizer.pre_step
+        del self.optimizer.pre_step, self.optimizer.add_noise
         groups = self.optimizer.original_optimizer.param_groups
-        groups[:] = [group for group in groups if not any(p is core.audit for p in group["params"])]
+        groups[:] = [group for group in groups if group is not self._audit_group]
+        self._audit_group = None
         self.optimizer.original_optimizer.state.pop(core.audit, None)
         if core._reserved is not None:  # left between a forward and its step: the reserved buffers must not outlive the block
             for p, view in zip(core._reserved[2], core._reserved[3], strict=True):
@@ -77,6 +166,18 @@ class OpacusInLoopAuditor:
         if not (module.training and torch.is_grad_enabled()) or not inputs:
             return
         self._core.reserve(len(inputs[0]), self.canaries_per_step)
+
+    def _add_noise(self):
+        """The optimizer's own add_noise, once on the user's groups with the user's generator, once on the audit group with ours."""
+        optimizer, inner = self.optimizer, self.optimizer.original_optimizer
+        groups, generator = inner.param_groups, optimizer.generator
+        try:
+            inner.param_groups = [group for group in groups if group is not self._audit_group]
+            self._original_add_noise()  # the user's draws, exactly as without the audit
+            inner.param_groups, optimizer.generator = [self._audit_group], self.noise
+            self._original_add_noise()
+        finally:
+            inner.param_groups, optimizer.generator = groups, generator
 
     def _pre_step(self, closure=None):
         core, k, d = self._core, self.canaries_per_step, self.audit_size
@@ -111,4 +212,39 @@ class OpacusInLoopAuditor:
         in_scores, out_scores = self.observations()
         return epsilon_lower_bound(
             in_scores, out_scores, delta=check_probability(delta, "delta"), method="gdp", confidence=check_probability(confidence, "confidence"), threshold=0.5
+        )
+
+    def result(self, *, delta: float, confidence: float = 0.95) -> OpacusInLoopResult:
+        """:meth:`bound`, with the seeds, settings, versions and conventions that produced it."""
+        import opacus
+        import torch
+
+        optimizer = self.optimizer
+        return OpacusInLoopResult(
+            bound=self.bound(delta=delta, confidence=confidence),
+            num_steps=self.num_steps,
+            canaries_per_step=self.canaries_per_step,
+            audit_size=self.audit_size,
+            canary_norm=self.canary_norm,
+            noise_multiplier=float(optimizer.noise_multiplier),
+            max_grad_norm=float(optimizer.max_grad_norm),
+            seed=self.seed,
+            seeds=dict(self.seeds),
+            framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
+            conventions=self._conventions(),
+        )
+
+    def _conventions(self) -> tuple[Convention, ...]:
+        optimizer = self.optimizer
+        user_noise = "torch's global RNG" if optimizer.generator is None else "the optimizer's own generator"
+        reduction = str(optimizer.loss_reduction)
+        denominator = f"expected_batch_size = {optimizer.expected_batch_size}" if reduction == "mean" else "1"
+        return (
+            checked(
+                "noise source",
+                f"user's noise from {user_noise}; audit noise from a private generator",
+                f"optimizer.generator is {'None' if optimizer.generator is None else 'set'}; add_noise called apart on the audit group with seed {self.seeds['noise']}",
+            ),
+            checked("loss reduction", reduction, f"optimizer.loss_reduction = {reduction!r}: observations are released · {denominator} / C"),
+            checked("clipping", "flat", f"optimizer.max_grad_norm = {float(optimizer.max_grad_norm):g}, one norm for all parameters"),
         )

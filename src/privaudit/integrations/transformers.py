@@ -20,6 +20,7 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.results import Result
+from .._core.seeding import check_seed
 from .._core.validation import check_count
 from ..canaries.corpus import CorpusProvenance, read_provenance, reference_secrets
 
@@ -157,6 +158,10 @@ class CanaryExposureCallback(_CallbackBase):
     Each measurement is appended to :attr:`history` as ``{"step", "exposures"}``
     and its mean and max are added to the Trainer's next log. The model's
     train mode is restored after each measurement, and nothing is trained.
+    Nothing draws from a global RNG: the references come from a numpy
+    Generator seeded with ``seed`` (kept in :attr:`seed`), and scoring runs in
+    eval mode without gradients (no dropout draws), so the Trainer's run is bit
+    for bit the run without the callback.
     """
 
     def __init__(self, provenance, tokenizer, *, every_steps: int = 100, num_references: int = 1000, seed: int = 0, batch_size: int = 64):
@@ -167,7 +172,8 @@ class CanaryExposureCallback(_CallbackBase):
         fmt = self.record.canary_format
         self.secrets = [tuple(entry["secret"]) for entry in self.record.provenance.canaries]
         count = min(check_count(num_references, "num_references", minimum=10), fmt.space_size - len(set(self.secrets)))
-        self.references = reference_secrets(fmt, count, exclude=self.secrets, seed=seed)
+        self.seed = check_seed(seed)
+        self.references = reference_secrets(fmt, count, exclude=self.secrets, seed=self.seed)
         self.batch_size = batch_size
         self.history: list[dict] = []
         self._unlogged: dict | None = None
