@@ -117,3 +117,24 @@ def test_the_scored_span_is_the_whole_text_less_the_recorded_bits_of_the_prefix(
     assert prefix_bits == pytest.approx(hand_bits(model, [1] + [SYMBOLS.index(c) for c in "my pin is "], 1), rel=1e-5)
     whole = [hand_bits(model, [1] + [SYMBOLS.index(c) for c in canary.text], 1) for canary in fmt.enumerate()]
     np.testing.assert_allclose(scorer.format_log_perplexities(fmt) + prefix_bits, whole, rtol=1e-5)
+
+
+def test_the_trainer_callback_needs_the_bos_said_when_only_a_trained_model_could_tell(model, tmp_path):
+    from privaudit.canaries.corpus import insert_into_corpus
+    from privaudit.integrations.transformers import CanaryExposureCallback
+
+    record = insert_into_corpus([f"line {i}" for i in range(20)], CanaryFormat("pin {digits:2}"), output_dir=tmp_path, schedule=(1, 2))
+    declared = char_tokenizer(bos_token="<s>")  # names a BOS, adds none: GPT-2's case
+    with pytest.raises(ValueError, match=r"`bos` must be 'prepend' or 'none' for this tokenizer: it declares BOS '<s>'"):
+        CanaryExposureCallback(record, declared, num_references=20)
+    from privaudit.stats.exposure import exposure
+
+    fmt, secrets = record.canary_format, [tuple(entry["secret"]) for entry in record.provenance.canaries]
+    for bos, leading in (("prepend", (1,)), ("none", ())):
+        callback = CanaryExposureCallback(record, declared, num_references=20, bos=bos)
+        scorer = HFCausalLMScorer(model, declared, bos=bos)  # what the callback must score with
+        assert scorer.special_tokens.leading == leading
+        expected = exposure(scorer.format_log_perplexities(fmt, secrets=secrets), scorer.format_log_perplexities(fmt, secrets=callback.references)).exposures
+        np.testing.assert_allclose(callback.measure(model, step=1)["exposures"], expected, atol=1e-9)
+    # a tokenizer whose post-processor adds its BOS settles it by check, with no option
+    assert CanaryExposureCallback(record, char_tokenizer("<s> $A", bos_token="<s>"), num_references=20).bos == "auto"

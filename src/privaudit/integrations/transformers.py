@@ -46,7 +46,7 @@ class CanaryMeasurement(Result):
     corpus_sha256: str
 
 
-def _scorer(model, tokenizer, batch_size, device):
+def _scorer(model, tokenizer, batch_size, device, bos="auto", bos_lines=None, seed=0):
     from ..models.hf import HFCausalLMScorer
     from ..models.loading import LoadedModel, load_model
 
@@ -55,10 +55,10 @@ def _scorer(model, tokenizer, batch_size, device):
     if isinstance(model, LoadedModel):
         if model.kind != "huggingface":
             raise ValueError(f"`model` must be a Hugging Face causal LM, got a {model.kind} model")
-        return HFCausalLMScorer(model.model, model.tokenizer, batch_size=batch_size), model.source
+        return HFCausalLMScorer(model.model, model.tokenizer, bos=bos, bos_lines=bos_lines, seed=seed, batch_size=batch_size), model.source
     if tokenizer is None:
         raise ValueError("`tokenizer` must be given with a model object (or pass a save_pretrained directory)")
-    return HFCausalLMScorer(model, tokenizer, batch_size=batch_size, device=device), type(model).__name__
+    return HFCausalLMScorer(model, tokenizer, bos=bos, bos_lines=bos_lines, seed=seed, batch_size=batch_size, device=device), type(model).__name__
 
 
 def measure_canaries(model, provenance, **options) -> CanaryMeasurement:
@@ -86,8 +86,15 @@ def measure_canaries_with_scores(
     batch_size: int = 64,
     seed: int = 0,
     device=None,
+    bos: str = "auto",
+    bos_lines=None,
 ) -> tuple:
     """:func:`measure_canaries`, and the scores it ranked: ``(measurement, canary_bits, reference_bits, fit)``.
+
+    ``bos`` and ``bos_lines`` decide the special tokens scored before each
+    text, as :class:`~privaudit.models.hf.HFCausalLMScorer` does: "prepend"
+    or "none" explicitly, or "auto" (checked on the tokenizer and, when it
+    names a BOS it does not add, on ``bos_lines``: lines you trained on).
 
     ``fit`` is the skew-normal fit of the references
     (:func:`privaudit.stats.exposure.exposure_extrapolated`); the arrays are
@@ -103,7 +110,7 @@ def measure_canaries_with_scores(
     record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
     num_references = check_count(num_references, "num_references", minimum=10)
     fmt = record.canary_format
-    scorer, source = _scorer(model, tokenizer, batch_size, device)
+    scorer, source = _scorer(model, tokenizer, batch_size, device, bos, bos_lines, seed)
     entries = record.provenance.canaries
     secrets = [tuple(entry["secret"]) for entry in entries]
     references = reference_secrets(fmt, min(num_references, fmt.space_size - len(set(secrets))), exclude=secrets, seed=seed)
@@ -152,6 +159,20 @@ def measure_canaries_with_scores(
     return measurement, canary_bits, reference_bits, extrapolated
 
 
+def _bos_for_training(tokenizer, bos: str) -> str:
+    """``bos``, refused when it is "auto" and only a trained model could settle it (a BOS declared but not added)."""
+    from .._core.validation import check_choice
+    from ..models.special_tokens import BOS_CHOICES, added_tokens
+
+    check_choice(bos, "bos", BOS_CHOICES)
+    if bos == "auto" and not added_tokens(tokenizer)[0] and getattr(tokenizer, "bos_token_id", None) is not None:
+        raise ValueError(
+            f"`bos` must be 'prepend' or 'none' for this tokenizer: it declares BOS {tokenizer.bos_token!r} but does not add it, "
+            "and a model still in training cannot show which way it is trained; say whether your training texts start with it"
+        )
+    return bos
+
+
 class CanaryExposureCallback(_CallbackBase):
     """A ``transformers.TrainerCallback`` that measures the canaries' sampled exposure every ``every_steps`` steps.
 
@@ -164,7 +185,17 @@ class CanaryExposureCallback(_CallbackBase):
     for bit the run without the callback.
     """
 
-    def __init__(self, provenance, tokenizer, *, every_steps: int = 100, num_references: int = 1000, seed: int = 0, batch_size: int = 64):
+    def __init__(
+        self,
+        provenance,
+        tokenizer,
+        *,
+        every_steps: int = 100,
+        num_references: int = 1000,
+        seed: int = 0,
+        batch_size: int = 64,
+        bos: str = "auto",
+    ):
         require("transformers", purpose="the Trainer callback")
         self.record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
         self.tokenizer = tokenizer
@@ -175,6 +206,7 @@ class CanaryExposureCallback(_CallbackBase):
         self.seed = check_seed(seed)
         self.references = reference_secrets(fmt, count, exclude=self.secrets, seed=self.seed)
         self.batch_size = batch_size
+        self.bos = _bos_for_training(tokenizer, bos)
         self.history: list[dict] = []
         self._unlogged: dict | None = None
 
@@ -183,7 +215,7 @@ class CanaryExposureCallback(_CallbackBase):
         from ..models.hf import HFCausalLMScorer
         from ..stats.exposure import exposure
 
-        scorer = HFCausalLMScorer(model, self.tokenizer, batch_size=self.batch_size)
+        scorer = HFCausalLMScorer(model, self.tokenizer, bos=self.bos, seed=self.seed, batch_size=self.batch_size)
         fmt = self.record.canary_format
         canary_bits = scorer.format_log_perplexities(fmt, secrets=self.secrets, reuse="prefix")
         reference_bits = scorer.format_log_perplexities(fmt, secrets=self.references, reuse="prefix")
