@@ -1,0 +1,318 @@
+"""Mechanism audit: test any DP mechanism's (ε, δ) or ρ-zCDP claim from samples of its output on D and D'.
+
+The mechanism is ``fn(dataset, size, rng) -> samples`` at an import path
+(:mod:`privaudit.mechanisms`). Before any sampling the audit imports it,
+reads the datasets, checks the neighbour (or the relation to search
+under), probes the mechanism on a few samples (shape, finite numbers) and
+checks the memory the budget needs. Then:
+
+1. the neighbour: given, or searched on ``search_samples`` samples per
+   candidate (:mod:`privaudit.mechanisms.search`);
+2. ``pilot_samples`` samples per side fit the statistics and choose the
+   thresholds; ``samples`` fresh samples per side are bounded
+   (:mod:`privaudit.mechanisms.tester`);
+3. the verdict: the claim is rejected at ``confidence`` when the largest
+   ε lower bound (Bonferroni over every statistic and both directions)
+   exceeds the claimed ε.
+
+Each sampling stage has its own seed, spawned from ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._core.conventions import Convention, checked, default, explicit
+from .._core.resources import check_memory
+from .._core.seeding import child_seeds
+from .._core.validation import check_choice, check_count, check_probability
+from ..stats.bounds import EpsilonLowerBound
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+
+__all__ = ["AUDIT", "MechanismAudit", "MechanismAuditConfig", "MechanismAuditResult", "NeighbourPair", "TestRecord", "prepare"]
+
+THREAT_MODEL = "black-box: independent samples of the mechanism's output on two neighbouring datasets"
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismAuditConfig:
+    """Everything a mechanism audit depends on; checked on construction.
+
+    >>> MechanismAuditConfig(epsilon=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` must be > 0, got -1
+    """
+
+    mechanism: str = "privaudit.mechanisms.examples:laplace_sum"
+    dataset: str | None = None  # .npy or .csv; None: the built-in example dataset
+    neighbour: str | None = None  # .npy or .csv; None: searched
+    relation: str | None = None  # "add-remove" or "replace"; None: the given pair's, or the mechanism's `neighbouring`
+    domain: tuple[float, float] | None = None  # the range of a record's fields, for the search; None: the data's range
+    epsilon: float | None = 1.0
+    rho: float | None = None  # a rho-zCDP claim instead of epsilon, tested as (epsilon, delta)-DP at `delta`
+    delta: float = 0.0
+    samples: int = 5000  # held-out samples per side, bounded
+    pilot_samples: int = 2000  # per side: statistics and thresholds
+    search_samples: int = 1000  # per candidate neighbour
+    search_random: int = 2  # random candidates of each kind
+    thresholds_per_test: int = 3
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from ..mechanisms.neighbours import RELATIONS
+
+        self.claim()  # checks epsilon, rho and delta together
+        if self.relation is not None:
+            check_choice(self.relation, "relation", RELATIONS)
+        if self.domain is not None and not (len(self.domain) == 2 and float(self.domain[0]) < float(self.domain[1])):
+            raise ValueError(f"`domain` must be [low, high] with low < high, got {list(self.domain)!r}")
+        check_count(self.samples, "samples", minimum=10)
+        check_count(self.pilot_samples, "pilot_samples", minimum=10)
+        check_count(self.search_samples, "search_samples", minimum=10)
+        check_count(self.search_random, "search_random", minimum=0)
+        check_count(self.thresholds_per_test, "thresholds_per_test", minimum=1)
+        check_probability(self.confidence, "confidence")
+
+    def claim(self):
+        from ..mechanisms.claims import Claim
+
+        return Claim(epsilon=self.epsilon, delta=self.delta, rho=self.rho)
+
+
+@dataclasses.dataclass(frozen=True)
+class TestRecord:
+    """One test (a statistic in one direction) and its ε lower bound on the held-out samples."""
+
+    statistic: str
+    direction: str
+    bound: EpsilonLowerBound
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbourPair:
+    """How D' was chosen: the relation, the record D and D' differ in, and the candidates' pilot ε (searched pairs)."""
+
+    how: str
+    relation: str
+    record: tuple[float, ...]
+    dataset_size: int
+    neighbour_size: int
+    searched: bool
+    candidates: tuple[tuple[str, float], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismAuditResult(AuditResult):
+    """The verdict on the claim, the largest ε lower bound, every test, and how the pair was chosen."""
+
+    config: MechanismAuditConfig
+    mechanism: str
+    claim: str
+    claimed_epsilon: float  # the epsilon tested (a rho claim converted at delta)
+    delta: float
+    rho: float | None
+    epsilon: float  # the largest lower bound, at `confidence` after Bonferroni
+    fraction_of_claim: float
+    rejected: bool
+    verdict: str
+    confidence: float
+    tests: tuple[TestRecord, ...]
+    best_test: int
+    pair: NeighbourPair
+    output_shape: tuple[int, ...]
+    total_samples: int
+    threat_model: str = THREAT_MODEL
+
+    def headline(self) -> Headline:
+        return Headline(self.epsilon, "epsilon lower bound", "lower bound", self.confidence, True, self.rejected)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Prepared:
+    """What every check before sampling produced."""
+
+    mechanism: Any
+    dataset: np.ndarray
+    neighbour: np.ndarray | None
+    relation: str
+    shape: tuple[int, ...]
+    low: np.ndarray
+    high: np.ndarray
+    given_pair: tuple[tuple[float, ...], str] | None
+    conventions: tuple[Convention, ...]
+
+
+def _relation(config: MechanismAuditConfig, mechanism: Any, given: str | None) -> tuple[str, Convention]:
+    name = "neighbouring relation"
+    if given is not None:
+        if config.relation is not None and config.relation != given:
+            raise ValueError(
+                f"`relation` {config.relation!r} does not match the given pair, which differs by one record {'added or removed' if given == 'add-remove' else 'replaced'}"
+            )
+        return given, checked(name, given, "the given neighbour differs from the dataset in one record")
+    if config.relation is not None:
+        return config.relation, explicit(name, config.relation, "`relation` (--relation)")
+    declared = getattr(mechanism, "neighbouring", None)
+    if declared is not None:
+        from ..mechanisms.neighbours import RELATIONS
+
+        check_choice(declared, "the mechanism's `neighbouring` attribute", RELATIONS)
+        return str(declared), explicit(name, str(declared), f"the `neighbouring` attribute of {config.mechanism}")
+    raise ValueError("`relation` must be 'add-remove' or 'replace' when no `neighbour` is given (the claim is made under one of them), got none")
+
+
+def prepare(config: MechanismAuditConfig) -> Prepared:
+    """Every check that can be made before sampling; a ValueError naming the option when one fails."""
+    from ..mechanisms.data import read_dataset
+    from ..mechanisms.examples import DEFAULT_DATASET
+    from ..mechanisms.neighbours import check_pair, data_domain
+    from ..mechanisms.sampling import load_mechanism, probe
+
+    mechanism = load_mechanism(config.mechanism, "--mechanism")
+    dataset = DEFAULT_DATASET.copy() if config.dataset is None else read_dataset(config.dataset, "--dataset")
+    conventions: list[Convention] = []
+    neighbour, given_pair, relation_seen = None, None, None
+    if config.neighbour is not None:
+        neighbour = read_dataset(config.neighbour, "--neighbour")
+        relation_seen, record, how = check_pair(dataset, neighbour, "--neighbour")
+        given_pair = (record, how)
+    relation, convention = _relation(config, mechanism, relation_seen)
+    conventions.append(convention)
+    if config.domain is not None:
+        low = np.full(dataset[0].size, float(config.domain[0]))
+        high = np.full(dataset[0].size, float(config.domain[1]))
+        if neighbour is None:
+            conventions.append(explicit("record domain", f"[{config.domain[0]:g}, {config.domain[1]:g}]", "`domain` (--domain)"))
+    else:
+        low, high = data_domain(dataset)
+        if neighbour is None:
+            conventions.append(
+                default(
+                    "record domain",
+                    f"[{low.min():g}, {high.max():g}]",
+                    "the range of the dataset's records; it only steers the search, the bound is valid for any pair",
+                )
+            )
+    shape = probe(mechanism, dataset, dataset if neighbour is None else neighbour, "--mechanism")
+    conventions.append(checked("output shape", str(shape), "probed on both datasets: the same shape, finite numbers"))
+    prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, tuple(conventions))
+    check_memory(_memory(config, shape), f"`samples` + `pilot_samples` = {config.samples} + {config.pilot_samples} outputs of shape {shape} per side")
+    return prepared
+
+
+def _memory(config: MechanismAuditConfig, shape: tuple[int, ...]) -> int:
+    outputs = 2 * (config.samples + config.pilot_samples) + 2 * config.search_samples
+    return 3 * 8 * outputs * int(np.prod(shape, dtype=np.int64))  # samples, their features, their scores
+
+
+def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progress: Progress = no_progress) -> tuple[MechanismAuditResult, dict[str, Any]]:
+    """The audit's result and the arrays its figures are drawn from."""
+    from ..mechanisms.neighbours import Candidate, candidates
+    from ..mechanisms.sampling import draw
+    from ..mechanisms.search import search_neighbour
+    from ..mechanisms.tester import test_samples
+
+    claim = config.claim()
+    seeds = child_seeds(config.seed, ["search", "pilot", "held-out", "bound"])
+    total = 0
+    if prepared.neighbour is not None:
+        assert prepared.given_pair is not None
+        record, how = prepared.given_pair
+        chosen = Candidate(how, prepared.neighbour, np.asarray(record))
+        scores: tuple[tuple[str, float], ...] = ()
+    else:
+        rng = np.random.default_rng(seeds["search"])
+        found = candidates(prepared.dataset, prepared.relation, prepared.low, prepared.high, rng, config.search_random)
+        progress("searching the neighbour", detail=f"{len(found)} candidates, {config.search_samples} samples each")
+        outcome = search_neighbour(
+            prepared.mechanism, prepared.dataset, found, shape=prepared.shape, claim=claim, search_samples=config.search_samples, rng=rng, name="--mechanism"
+        )
+        chosen, scores = outcome.chosen, outcome.scores
+        total += config.search_samples * (len(found) + 1)
+    progress("sampling", detail=f"{config.pilot_samples} pilot and {config.samples} held-out samples per side")
+    pilot, held = np.random.default_rng(seeds["pilot"]), np.random.default_rng(seeds["held-out"])
+    name = "--mechanism"
+    pilot_d = draw(prepared.mechanism, prepared.dataset, config.pilot_samples, pilot, prepared.shape, name)
+    pilot_n = draw(prepared.mechanism, chosen.neighbour, config.pilot_samples, pilot, prepared.shape, name, "neighbour")
+    held_d = draw(prepared.mechanism, prepared.dataset, config.samples, held, prepared.shape, name)
+    held_n = draw(prepared.mechanism, chosen.neighbour, config.samples, held, prepared.shape, name, "neighbour")
+    total += 2 * (config.pilot_samples + config.samples)
+    outcome_test = test_samples(
+        pilot_d,
+        pilot_n,
+        held_d,
+        held_n,
+        claim=claim,
+        confidence=config.confidence,
+        thresholds_per_test=config.thresholds_per_test,
+        target=chosen.record,
+        seed=seeds["bound"],
+    )
+    epsilon = outcome_test.epsilon
+    rejected = outcome_test.rejected
+    verdict = f"claim rejected at confidence {config.confidence:g}" if rejected else "not rejected"
+    pair = NeighbourPair(
+        how=chosen.how,
+        relation=prepared.relation,
+        record=tuple(float(v) for v in np.ravel(chosen.record)),
+        dataset_size=int(prepared.dataset.shape[0]),
+        neighbour_size=int(chosen.neighbour.shape[0]),
+        searched=prepared.neighbour is None,
+        candidates=scores,
+    )
+    result = MechanismAuditResult(
+        config=config,
+        mechanism=config.mechanism,
+        claim=claim.describe(),
+        claimed_epsilon=claim.tested_epsilon,
+        delta=config.delta,
+        rho=config.rho,
+        epsilon=epsilon,
+        fraction_of_claim=epsilon / claim.tested_epsilon,
+        rejected=rejected,
+        verdict=verdict,
+        confidence=config.confidence,
+        tests=tuple(TestRecord(test.statistic, test.direction, test.bound) for test in outcome_test.tests),
+        best_test=outcome_test.best,
+        pair=pair,
+        output_shape=prepared.shape,
+        total_samples=total,
+        conventions=prepared.conventions,
+    )
+    best = outcome_test.tests[outcome_test.best]
+    sign = 1.0 if best.direction.startswith("D in") else -1.0
+    return result, {"scores_in": sign * outcome_test.scores_in, "scores_out": sign * outcome_test.scores_out}
+
+
+class MechanismAudit(Audit):
+    """Mechanism audit: a DP claim tested from samples of the mechanism on neighbouring datasets."""
+
+    name = "mechanism"
+    title = "Any DP mechanism from its samples"
+    description = "Test a DP mechanism's (epsilon, delta) or rho-zCDP claim from samples on neighbouring datasets; exit status 1 when the claim is rejected."
+    config_type = MechanismAuditConfig
+    result_type = MechanismAuditResult
+    default_resource = "mechanism.json"
+    tiny_overrides = {"samples": 500, "pilot_samples": 200, "search_samples": 100}
+
+    def memory_estimate(self, config: MechanismAuditConfig) -> tuple[int, str]:
+        prepare(config)  # refuses a mechanism, dataset, pair or budget before any sampling
+        return 0, ""
+
+    def exit_status(self, result: MechanismAuditResult) -> int:
+        """The command's exit status as a test runner's: 0 when the claim stands, 1 when it is rejected."""
+        return 1 if result.rejected else 0
+
+    def run(self, config: MechanismAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        report = progress or no_progress
+        prepared = prepare(config)
+        result, observations = run_mechanism_audit(config, prepared, report)
+        return AuditRun(self.name, config, result, observations=observations)
+
+
+AUDIT = MechanismAudit()
