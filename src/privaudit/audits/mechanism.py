@@ -32,7 +32,7 @@ from .._core.validation import check_choice, check_count, check_probability
 from ..stats.bounds import EpsilonLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["AUDIT", "MechanismAudit", "MechanismAuditConfig", "MechanismAuditResult", "NeighbourPair", "TestRecord", "prepare"]
+__all__ = ["AUDIT", "MechanismAudit", "audit_mechanism", "MechanismAuditConfig", "MechanismAuditResult", "NeighbourPair", "MechanismTest", "prepare"]
 
 THREAT_MODEL = "black-box: independent samples of the mechanism's output on two neighbouring datasets"
 
@@ -85,7 +85,7 @@ class MechanismAuditConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TestRecord:
+class MechanismTest:
     """One test (a statistic in one direction) and its ε lower bound on the held-out samples."""
 
     statistic: str
@@ -121,7 +121,7 @@ class MechanismAuditResult(AuditResult):
     rejected: bool
     verdict: str
     confidence: float
-    tests: tuple[TestRecord, ...]
+    tests: tuple[MechanismTest, ...]
     best_test: int
     pair: NeighbourPair
     output_shape: tuple[int, ...]
@@ -166,19 +166,32 @@ def _relation(config: MechanismAuditConfig, mechanism: Any, given: str | None) -
     raise ValueError("`relation` must be 'add-remove' or 'replace' when no `neighbour` is given (the claim is made under one of them), got none")
 
 
-def prepare(config: MechanismAuditConfig) -> Prepared:
-    """Every check that can be made before sampling; a ValueError naming the option when one fails."""
+def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any = None, neighbour: Any = None) -> Prepared:
+    """Every check that can be made before sampling; a ValueError naming the option when one fails.
+
+    ``mechanism``, ``dataset`` and ``neighbour`` given as objects replace the
+    config's import path and files (the Python API, :func:`audit_mechanism`).
+    """
     from ..mechanisms.data import read_dataset
     from ..mechanisms.examples import DEFAULT_DATASET
     from ..mechanisms.neighbours import check_pair, data_domain
     from ..mechanisms.sampling import load_mechanism, probe
 
-    mechanism = load_mechanism(config.mechanism, "--mechanism")
-    dataset = DEFAULT_DATASET.copy() if config.dataset is None else read_dataset(config.dataset, "--dataset")
-    conventions: list[Convention] = []
-    neighbour, given_pair, relation_seen = None, None, None
-    if config.neighbour is not None:
+    if mechanism is None:
+        mechanism = load_mechanism(config.mechanism, "--mechanism")
+    elif not callable(mechanism):
+        raise ValueError(f"`mechanism` must be a callable fn(dataset, size, rng), got {type(mechanism).__name__}")
+    if dataset is not None:
+        dataset = _records(dataset, "dataset")
+    else:
+        dataset = DEFAULT_DATASET.copy() if config.dataset is None else read_dataset(config.dataset, "--dataset")
+    if neighbour is not None:
+        neighbour = _records(neighbour, "neighbour")
+    elif config.neighbour is not None:
         neighbour = read_dataset(config.neighbour, "--neighbour")
+    conventions: list[Convention] = []
+    given_pair, relation_seen = None, None
+    if neighbour is not None:
         relation_seen, record, how = check_pair(dataset, neighbour, "--neighbour")
         given_pair = (record, how)
     relation, convention = _relation(config, mechanism, relation_seen)
@@ -205,6 +218,17 @@ def prepare(config: MechanismAuditConfig) -> Prepared:
     return prepared
 
 
+def _records(values: Any, name: str) -> np.ndarray:
+    """A copy of an in-memory dataset as a 1-D or 2-D array of finite numbers (integers kept)."""
+    from .._core.validation import as_real_array
+
+    array = np.array(values, copy=True)
+    checked_values = as_real_array(array, name)
+    if checked_values.ndim not in (1, 2) or checked_values.shape[0] == 0 or not np.all(np.isfinite(checked_values)):
+        raise ValueError(f"`{name}` must be a non-empty 1-D or 2-D array of finite numbers, got shape {checked_values.shape}")
+    return array if array.dtype.kind in "iu" else checked_values
+
+
 def _memory(config: MechanismAuditConfig, shape: tuple[int, ...]) -> int:
     outputs = 2 * (config.samples + config.pilot_samples) + 2 * config.search_samples
     return 3 * 8 * outputs * int(np.prod(shape, dtype=np.int64))  # samples, their features, their scores
@@ -215,7 +239,7 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
     from ..mechanisms.neighbours import Candidate, candidates
     from ..mechanisms.sampling import draw
     from ..mechanisms.search import search_neighbour
-    from ..mechanisms.tester import test_samples
+    from ..mechanisms.tester import bound_samples
 
     claim = config.claim()
     seeds = child_seeds(config.seed, ["search", "pilot", "held-out", "bound"])
@@ -242,7 +266,7 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
     held_d = draw(prepared.mechanism, prepared.dataset, config.samples, held, prepared.shape, name)
     held_n = draw(prepared.mechanism, chosen.neighbour, config.samples, held, prepared.shape, name, "neighbour")
     total += 2 * (config.pilot_samples + config.samples)
-    outcome_test = test_samples(
+    outcome_test = bound_samples(
         pilot_d,
         pilot_n,
         held_d,
@@ -277,7 +301,7 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         rejected=rejected,
         verdict=verdict,
         confidence=config.confidence,
-        tests=tuple(TestRecord(test.statistic, test.direction, test.bound) for test in outcome_test.tests),
+        tests=tuple(MechanismTest(test.statistic, test.direction, test.bound) for test in outcome_test.tests),
         best_test=outcome_test.best,
         pair=pair,
         output_shape=prepared.shape,
@@ -287,6 +311,26 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
     best = outcome_test.tests[outcome_test.best]
     sign = 1.0 if best.direction.startswith("D in") else -1.0
     return result, {"scores_in": sign * outcome_test.scores_in, "scores_out": sign * outcome_test.scores_out}
+
+
+def audit_mechanism(mechanism: Any, dataset: Any, neighbour: Any = None, **settings: Any) -> MechanismAuditResult:
+    """Test ``mechanism`` (a callable ``fn(dataset, size, rng)``) on ``dataset`` and ``neighbour`` (searched when None).
+
+    ``settings`` are :class:`MechanismAuditConfig` fields (``epsilon``,
+    ``delta``, ``rho``, ``relation``, ``samples``, ...). Neither the datasets
+    nor any global random state are changed.
+
+    >>> def laplace(dataset, size, rng):
+    ...     return dataset.sum() + rng.laplace(0.0, 0.5, size)  # half the scale that epsilon = 1 needs
+    >>> result = audit_mechanism(laplace, np.zeros(5), np.zeros(6) + [0, 0, 0, 0, 0, 1], epsilon=1.0, samples=3000)
+    >>> result.verdict, bool(result.epsilon > 1.0)
+    ('claim rejected at confidence 0.95', True)
+    """
+    name = f"{getattr(mechanism, '__module__', '?')}:{getattr(mechanism, '__qualname__', type(mechanism).__name__)}"
+    config = MechanismAuditConfig(mechanism=name, **settings)
+    prepared = prepare(config, mechanism=mechanism, dataset=dataset, neighbour=neighbour)
+    result, _ = run_mechanism_audit(config, prepared)
+    return result
 
 
 class MechanismAudit(Audit):

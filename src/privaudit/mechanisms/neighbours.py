@@ -15,7 +15,7 @@ recorded. A search tries, in this order:
 * ``num_random`` random records removed, added or swapped in (random search);
 
 and keeps the candidate whose pilot samples give the largest ε
-(:func:`privaudit.mechanisms.tester.test_samples` on a pilot split in two),
+(:func:`privaudit.mechanisms.tester.bound_samples` on a pilot split in two),
 i.e. the record that shifts the output most. The search only ever sees
 its own samples, drawn apart from those that are bounded, so the bound stays
 valid whatever it picks.

@@ -1,7 +1,7 @@
 """Choosing the neighbour on pilot samples: each candidate of :func:`.neighbours.candidates` scored by a pilot test.
 
 Each candidate D' gets ``search_samples`` samples (D's are drawn once and
-shared); the pilot test (:func:`.tester.test_samples` with its first half as
+shared); the pilot test (:func:`.tester.bound_samples` with its first half as
 pilot and its second as held-out) gives its ε, and the candidate with the
 largest wins (ties: the first, in the order the candidates are listed).
 The samples are the search's own, never those that are bounded.
@@ -16,7 +16,7 @@ import numpy as np
 from .claims import Claim
 from .neighbours import Candidate
 from .sampling import Mechanism, draw
-from .tester import test_samples
+from .tester import bound_samples
 
 __all__ = ["SearchOutcome", "search_neighbour"]
 
@@ -48,7 +48,7 @@ def search_neighbour(
     scores: list[tuple[str, float]] = []
     for candidate in found:
         samples_n = draw(mechanism, candidate.neighbour, search_samples, rng, shape, name, "neighbour")
-        outcome = test_samples(
+        outcome = bound_samples(
             samples_d[:half], samples_n[:half], samples_d[half:], samples_n[half:], claim=claim, confidence=0.5, thresholds_per_test=1, target=candidate.record
         )
         scores.append((candidate.how, outcome.epsilon))

@@ -15,7 +15,7 @@ mechanism is then rejected with probability at most 1 - c.
 >>> rng = np.random.default_rng(1)
 >>> def laplace(scale, shift, size):
 ...     return shift + rng.laplace(0.0, scale, size)
->>> outcome = test_samples(laplace(0.5, 1, 4000), laplace(0.5, 0, 4000), laplace(0.5, 1, 4000), laplace(0.5, 0, 4000), claim=Claim(epsilon=1.0))
+>>> outcome = bound_samples(laplace(0.5, 1, 4000), laplace(0.5, 0, 4000), laplace(0.5, 1, 4000), laplace(0.5, 0, 4000), claim=Claim(epsilon=1.0))
 >>> outcome.rejected, bool(1.0 < outcome.epsilon < 2.0)  # Laplace with half the scale of a claim of ε = 1: true ε = 2
 (True, True)
 """
@@ -34,7 +34,7 @@ from ..stats.thresholds import Bonferroni, candidate_thresholds, error_counts
 from .claims import Claim
 from .statistics import TableFeatures, features, fit_statistics
 
-__all__ = ["DIRECTIONS", "PURE_DELTA", "SampleTest", "TestOutcome", "choose_thresholds", "test_samples"]
+__all__ = ["DIRECTIONS", "PURE_DELTA", "SampleTest", "SamplesOutcome", "choose_thresholds", "bound_samples"]
 
 DIRECTIONS = ("D in, D' out", "D' in, D out")
 #: the δ handed to the bound's interface for a pure-DP claim (the "pure" family ignores it)
@@ -51,7 +51,7 @@ class SampleTest:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class TestOutcome:
+class SamplesOutcome:
     """Every test, the largest bound, the verdict, and the best test's held-out scores (for the figures)."""
 
     tests: tuple[SampleTest, ...]
@@ -102,7 +102,7 @@ def _projected_upper(rate: np.ndarray, size: int, confidence: float) -> np.ndarr
     return np.asarray(stats.beta.ppf(confidence, errors + 1.0, size - errors), dtype=np.float64)
 
 
-def test_samples(
+def bound_samples(
     pilot_d: np.ndarray,
     pilot_neighbour: np.ndarray,
     held_out_d: np.ndarray,
@@ -113,7 +113,7 @@ def test_samples(
     thresholds_per_test: int = 3,
     target: np.ndarray | None = None,
     seed: int = 0,
-) -> TestOutcome:
+) -> SamplesOutcome:
     """Test ``claim`` on samples of the mechanism on D and D' (pilot and held-out, each of shape (size, *output)).
 
     ``target`` is the record D and D' differ in (its count is a feature of
@@ -153,4 +153,4 @@ def test_samples(
             tests.append(SampleTest(statistic.name, direction, bound))
             kept.append((held[0], held[1]))
     best = int(np.argmax([test.bound.epsilon for test in tests]))
-    return TestOutcome(tuple(tests), best, claim, confidence, kept[best][0], kept[best][1])
+    return SamplesOutcome(tuple(tests), best, claim, confidence, kept[best][0], kept[best][1])
