@@ -308,9 +308,25 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         total_samples=total,
         conventions=prepared.conventions,
     )
-    best = outcome_test.tests[outcome_test.best]
-    sign = 1.0 if best.direction.startswith("D in") else -1.0
-    return result, {"scores_in": sign * outcome_test.scores_in, "scores_out": sign * outcome_test.scores_out}
+    return result, _figure_data(outcome_test, claim)
+
+
+def _figure_data(outcome: Any, claim: Any) -> dict[str, Any]:
+    """The best test's held-out scores (D as "in"), its empirical trade-off curve and the claim's."""
+    from ..stats.metrics import roc_curve
+    from ..stats.tradeoff import tradeoff_eps_delta
+    from .scores import TRADEOFF_GRID, ScoresCurves
+
+    scores_in, scores_out = outcome.scores_in, outcome.scores_out
+    if outcome.tests[outcome.best].direction != outcome.tests[0].direction:  # the reverse direction: D' is "in"
+        scores_in, scores_out = -scores_out, -scores_in
+    curve = roc_curve(scores_in, scores_out)
+    alpha = np.linspace(0.0, 1.0, TRADEOFF_GRID)
+    label = f"claimed ({claim.tested_epsilon:.3g}, {claim.delta:.2g})-DP"
+    curves = ScoresCurves(
+        roc_fpr=curve.fpr, roc_tpr=curve.tpr, alpha=alpha, references={label: np.asarray(tradeoff_eps_delta(alpha, claim.tested_epsilon, claim.delta))}
+    )
+    return {"scores_in": scores_in, "scores_out": scores_out, "curves": curves}
 
 
 def audit_mechanism(mechanism: Any, dataset: Any, neighbour: Any = None, **settings: Any) -> MechanismAuditResult:
