@@ -35,6 +35,9 @@ EXTRAS: dict[str, str] = {
     "statsmodels": "panoramia",
     "pandas": "parquet",
     "pyarrow": "parquet",
+    "opendp": "mechanisms",
+    "pydp": "mechanisms",
+    "diffprivlib": "diffprivlib",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 
