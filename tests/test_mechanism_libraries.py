@@ -1,4 +1,4 @@
-"""Real DP libraries through their adapters: a correct configuration stands at the library's own claim; a claim of half that ε falls."""
+"""Real DP libraries through their adapters: a correct configuration stands at the library's own claim; a claim well below it falls."""
 
 from __future__ import annotations
 
@@ -25,16 +25,17 @@ def _adapters():
     from privaudit.integrations import dp_libraries as lib
 
     return [
-        pytest.param(lambda: lib.opendp_laplace_sum(scale=1.0), "opendp.prelude", SMALL_BUDGET, id="opendp-laplace"),
-        pytest.param(lambda: lib.pydp_laplace_sum(epsilon=1.0), "pydp", BUDGET, id="python-dp-laplace"),
-        pytest.param(lambda: lib.diffprivlib_laplace_sum(epsilon=1.0), "diffprivlib.mechanisms", BUDGET, id="diffprivlib-laplace"),
-        pytest.param(lambda: lib.diffprivlib_gaussian_sum(epsilon=1.0, delta=1e-5), "diffprivlib.mechanisms", BUDGET, id="diffprivlib-gaussian"),
-        pytest.param(lambda: lib.diffprivlib_mean(epsilon=1.0), "diffprivlib.tools", BUDGET, id="diffprivlib-mean"),
+        pytest.param(lambda: lib.opendp_laplace_sum(scale=1.0), "opendp.prelude", SMALL_BUDGET, 0.5, id="opendp-laplace"),
+        pytest.param(lambda: lib.pydp_laplace_sum(epsilon=1.0), "pydp", BUDGET, 0.5, id="python-dp-laplace"),
+        pytest.param(lambda: lib.diffprivlib_laplace_sum(epsilon=1.0), "diffprivlib.mechanisms", BUDGET, 0.5, id="diffprivlib-laplace"),
+        pytest.param(lambda: lib.diffprivlib_gaussian_sum(epsilon=1.0, delta=1e-5), "diffprivlib.mechanisms", BUDGET, None, id="diffprivlib-gaussian"),
+        pytest.param(lambda: lib.diffprivlib_mean(epsilon=1.0), "diffprivlib.tools", SMALL_BUDGET, 0.5, id="diffprivlib-mean"),
     ]
 
 
-@pytest.mark.parametrize(("make", "module", "budget"), _adapters())
-def test_library_mechanism_stands_at_its_claim_and_falls_at_half_of_it(make, module, budget):
+# the Gaussian at (1, 1e-5) has σ = 4.86 for sensitivity 1 (μ = 0.21): 10^4 samples bound no ε above 0 (even a claim of 0.1 stands), so only its standing is checked
+@pytest.mark.parametrize(("make", "module", "budget", "fraction"), _adapters())
+def test_library_mechanism_stands_at_its_claim_and_falls_below_it(make, module, budget, fraction):
     if not _available(module):
         pytest.skip(f"{module} does not import here")
     mechanism = make()
@@ -42,9 +43,11 @@ def test_library_mechanism_stands_at_its_claim_and_falls_at_half_of_it(make, mod
     neighbour = np.append(DATASET, 1.0) if mechanism.neighbouring == "add-remove" else np.append(DATASET[:-1], 0.0)
     stands = audit_mechanism(mechanism, DATASET, neighbour, seed=1, **budget, **claim)
     assert not stands.rejected and 0.0 <= stands.fraction_of_claim <= 1.0
-    halved = dict(claim, epsilon=claim["epsilon"] / 2)
-    falls = audit_mechanism(mechanism, DATASET, neighbour, seed=1, **budget, **halved)
-    assert falls.rejected and falls.epsilon > halved["epsilon"]
+    if fraction is None:
+        return
+    lowered = dict(claim, epsilon=claim["epsilon"] * fraction)
+    falls = audit_mechanism(mechanism, DATASET, neighbour, seed=1, **budget, **lowered)
+    assert falls.rejected and falls.epsilon > lowered["epsilon"]
 
 
 def test_opendp_claim_is_its_own_privacy_map():
