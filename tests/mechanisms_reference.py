@@ -179,6 +179,7 @@ def cli_laplace(dataset, size, rng):
 
 
 cli_laplace.neighbouring = "add-remove"
+cli_laplace.claim = {"epsilon": EPSILON, "delta": 0.0}
 
 
 def cli_laplace_half(dataset, size, rng):

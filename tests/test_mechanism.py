@@ -78,10 +78,10 @@ def test_a_rho_claim_stands_for_its_gaussian_and_falls_for_a_third_of_the_noise(
 
 def test_search_finds_the_record_beyond_the_clamp():
     dataset = np.ones(10)
-    buggy = audit_mechanism(clamped_count(True), dataset, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
+    buggy = audit_mechanism(clamped_count(True), dataset, epsilon=EPSILON, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
     assert buggy.rejected and buggy.pair.searched and buggy.pair.how == "add a record at the domain's maximum" and buggy.pair.record == (5.0,)
     assert len(buggy.pair.candidates) == 8  # 2 removals, 2 extremes, 2 x 2 random
-    correct = audit_mechanism(clamped_count(False), dataset, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
+    correct = audit_mechanism(clamped_count(False), dataset, epsilon=EPSILON, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
     assert not correct.rejected
     decided = {convention.name: convention for convention in buggy.conventions}
     assert decided["neighbouring relation"].decided == "explicit" and decided["record domain"].value == "[0, 5]"
@@ -89,7 +89,7 @@ def test_search_finds_the_record_beyond_the_clamp():
 
 def test_search_under_replace_finds_the_data_dependent_sensitivity():
     dataset = np.linspace(0.4, 0.6, 10)
-    result = audit_mechanism(data_sensitivity_mean(True), dataset, relation="replace", domain=(0.0, 1.0), search_samples=400, seed=5, **BUDGET)
+    result = audit_mechanism(data_sensitivity_mean(True), dataset, epsilon=EPSILON, relation="replace", domain=(0.0, 1.0), search_samples=400, seed=5, **BUDGET)
     assert result.rejected and result.pair.relation == "replace" and result.pair.neighbour_size == 10
 
 
@@ -131,3 +131,28 @@ def test_assert_mechanism_dp_passes_a_correct_mechanism_and_fails_a_buggy_one():
     assert not result.rejected and result.epsilon <= EPSILON
     with pytest.raises(AssertionError, match="privacy claim rejected"):
         assert_mechanism_dp(reference.make(True), reference.dataset, reference.neighbour, epsilon=EPSILON, **BUDGET)
+
+
+def test_sequential_mode_stops_early_on_a_bug_and_spends_the_budget_on_a_correct_mechanism():
+    reference = REFERENCES["laplace"]
+    buggy = audit_mechanism(laplace(True), reference.dataset, reference.neighbour, epsilon=1.0, stages=4, **BUDGET)
+    correct = audit_mechanism(laplace(False), reference.dataset, reference.neighbour, epsilon=1.0, stages=4, **BUDGET)
+    assert buggy.rejected and buggy.looks == 1 and buggy.total_samples == 2 * (2000 + 750)
+    assert not correct.rejected and correct.looks == 4 and correct.total_samples == 10_000
+
+
+def test_sequential_bound_covers_the_true_epsilon_under_optional_stopping():
+    # randomised response at its exact epsilon, 3 looks with stopping at the first rejection: at most 5% of runs reject
+    true_epsilon = 1.0
+    keep = np.exp(true_epsilon) / (1 + np.exp(true_epsilon))
+
+    def response(dataset, size, rng):
+        truth = float(dataset.sum() > 0)
+        return np.where(rng.random(size) < keep, truth, 1.0 - truth)
+
+    runs = 50
+    rejected = sum(
+        audit_mechanism(response, np.zeros(3), np.array([0.0, 0.0, 1.0]), epsilon=true_epsilon, samples=300, pilot_samples=100, stages=3, seed=seed).rejected
+        for seed in range(runs)
+    )
+    assert rejected <= stats.binom.ppf(0.999, runs, 0.05), rejected

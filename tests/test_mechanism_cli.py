@@ -49,12 +49,13 @@ def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files,
 @pytest.mark.parametrize(
     ("mechanism", "extra", "match"),
     [
-        ("no_such_module:fn", [], "`--mechanism` 'no_such_module:fn': cannot import 'no_such_module'"),
-        ("mechanisms_reference:wrong_shape", [], "`--mechanism` must return `size` = 2 outputs along the first axis, got shape (3,)"),
-        ("mechanisms_reference:returns_nan", [], "`--mechanism` must return finite numbers"),
+        ("no_such_module:fn", ["--epsilon", "1"], "`--mechanism` 'no_such_module:fn': cannot import 'no_such_module'"),
+        ("mechanisms_reference:wrong_shape", ["--epsilon", "1"], "`--mechanism` must return `size` = 2 outputs along the first axis, got shape (3,)"),
+        ("mechanisms_reference:returns_nan", ["--epsilon", "1"], "`--mechanism` must return finite numbers"),
         ("mechanisms_reference:cli_laplace", ["--epsilon", "0"], "`epsilon` must be > 0, got 0"),
         ("mechanisms_reference:cli_laplace", ["--epsilon", "-1"], "`epsilon` must be > 0, got -1"),
         ("mechanisms_reference:cli_laplace", ["--samples", str(10**12)], "needs about"),
+        ("mechanisms_reference:cli_laplace_half", [], "`epsilon` or `rho` must be given"),
     ],
 )
 def test_bad_input_is_refused_with_one_line_before_any_sampling(mechanism, extra, match, files, tmp_path):
@@ -92,7 +93,19 @@ def test_report_renders_in_headless_chromium(files, tmp_path):
     if _chromium() is None and not os.environ.get("CI"):
         pytest.skip("no chromium binary on PATH")
     dataset, neighbour = files
-    argv = ["audit", "mechanism", "--mechanism", "mechanisms_reference:cli_laplace_half", "--dataset", dataset, "--neighbour", neighbour, *SMALL]
+    argv = [
+        "audit",
+        "mechanism",
+        "--mechanism",
+        "mechanisms_reference:cli_laplace_half",
+        "--dataset",
+        dataset,
+        "--neighbour",
+        neighbour,
+        "--epsilon",
+        "1",
+        *SMALL,
+    ]
     code, _, _ = run_cli([*argv, "--output", tmp_path / "run"])
     assert code == 1
     code, _, stderr = run_cli(["report", tmp_path / "run", "--output", tmp_path / "report.html"])

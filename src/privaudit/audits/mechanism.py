@@ -52,7 +52,7 @@ class MechanismAuditConfig:
     neighbour: str | None = None  # .npy or .csv; None: searched
     relation: str | None = None  # "add-remove" or "replace"; None: the given pair's, or the mechanism's `neighbouring`
     domain: tuple[float, float] | None = None  # the range of a record's fields, for the search; None: the data's range
-    epsilon: float | None = 1.0
+    epsilon: float | None = None  # the claim; None with rho None: the mechanism's own `claim` attribute
     rho: float | None = None  # a rho-zCDP claim instead of epsilon, tested as (epsilon, delta)-DP at `delta`
     delta: float = 0.0
     samples: int = 5000  # held-out samples per side, bounded
@@ -60,13 +60,15 @@ class MechanismAuditConfig:
     search_samples: int = 1000  # per candidate neighbour
     search_random: int = 2  # random candidates of each kind
     thresholds_per_test: int = 3
+    stages: int = 1  # > 1: sequential, the held-out samples come in this many looks, stopping at the first rejection
     confidence: float = 0.95
     seed: int = 0
 
     def __post_init__(self) -> None:
         from ..mechanisms.neighbours import RELATIONS
 
-        self.claim()  # checks epsilon, rho and delta together
+        if self.epsilon is not None or self.rho is not None:
+            self.claim()  # checks epsilon, rho and delta together
         if self.relation is not None:
             check_choice(self.relation, "relation", RELATIONS)
         if self.domain is not None and not (len(self.domain) == 2 and float(self.domain[0]) < float(self.domain[1])):
@@ -76,6 +78,7 @@ class MechanismAuditConfig:
         check_count(self.search_samples, "search_samples", minimum=10)
         check_count(self.search_random, "search_random", minimum=0)
         check_count(self.thresholds_per_test, "thresholds_per_test", minimum=1)
+        check_count(self.stages, "stages", minimum=1, maximum=self.samples // 10)
         check_probability(self.confidence, "confidence")
 
     def claim(self):
@@ -125,6 +128,7 @@ class MechanismAuditResult(AuditResult):
     best_test: int
     pair: NeighbourPair
     output_shape: tuple[int, ...]
+    looks: int  # held-out looks taken (sequential mode stops at the first rejection)
     total_samples: int
     threat_model: str = THREAT_MODEL
 
@@ -144,7 +148,25 @@ class Prepared:
     low: np.ndarray
     high: np.ndarray
     given_pair: tuple[tuple[float, ...], str] | None
+    claim: Any
     conventions: tuple[Convention, ...]
+
+
+def _claim(config: MechanismAuditConfig, mechanism: Any) -> tuple[Any, Convention]:
+    """The claim under test: the config's, else the mechanism's own ``claim`` attribute (a dict of Claim's fields)."""
+    from ..mechanisms.claims import Claim
+
+    if config.epsilon is not None or config.rho is not None:
+        claim = config.claim()
+        return claim, explicit("claim", claim.describe(), "`epsilon`/`rho` and `delta` (--epsilon/--rho, --delta)")
+    declared = getattr(mechanism, "claim", None)
+    if isinstance(declared, dict):
+        try:
+            claim = Claim(**declared)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"the `claim` attribute of `--mechanism` must hold epsilon or rho, and delta: {error}") from None
+        return claim, explicit("claim", claim.describe(), f"the `claim` attribute of {config.mechanism}")
+    raise ValueError("`epsilon` or `rho` must be given (the claim under test; the mechanism declares no `claim`), got neither")
 
 
 def _relation(config: MechanismAuditConfig, mechanism: Any, given: str | None) -> tuple[str, Convention]:
@@ -194,8 +216,9 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
     if neighbour is not None:
         relation_seen, record, how = check_pair(dataset, neighbour, "--neighbour")
         given_pair = (record, how)
+    claim, stated = _claim(config, mechanism)
     relation, convention = _relation(config, mechanism, relation_seen)
-    conventions.append(convention)
+    conventions += [stated, convention]
     if config.domain is not None:
         low = np.full(dataset[0].size, float(config.domain[0]))
         high = np.full(dataset[0].size, float(config.domain[1]))
@@ -213,7 +236,7 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
             )
     shape = probe(mechanism, dataset, dataset if neighbour is None else neighbour, "--mechanism")
     conventions.append(checked("output shape", str(shape), "probed on both datasets: the same shape, finite numbers"))
-    prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, tuple(conventions))
+    prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, claim, tuple(conventions))
     check_memory(_memory(config, shape), f"`samples` + `pilot_samples` = {config.samples} + {config.pilot_samples} outputs of shape {shape} per side")
     return prepared
 
@@ -239,9 +262,8 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
     from ..mechanisms.neighbours import Candidate, candidates
     from ..mechanisms.sampling import draw
     from ..mechanisms.search import search_neighbour
-    from ..mechanisms.tester import bound_samples
 
-    claim = config.claim()
+    claim = prepared.claim
     seeds = child_seeds(config.seed, ["search", "pilot", "held-out", "bound"])
     total = 0
     if prepared.neighbour is not None:
@@ -263,20 +285,9 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
     name = "--mechanism"
     pilot_d = draw(prepared.mechanism, prepared.dataset, config.pilot_samples, pilot, prepared.shape, name)
     pilot_n = draw(prepared.mechanism, chosen.neighbour, config.pilot_samples, pilot, prepared.shape, name, "neighbour")
-    held_d = draw(prepared.mechanism, prepared.dataset, config.samples, held, prepared.shape, name)
-    held_n = draw(prepared.mechanism, chosen.neighbour, config.samples, held, prepared.shape, name, "neighbour")
-    total += 2 * (config.pilot_samples + config.samples)
-    outcome_test = bound_samples(
-        pilot_d,
-        pilot_n,
-        held_d,
-        held_n,
-        claim=claim,
-        confidence=config.confidence,
-        thresholds_per_test=config.thresholds_per_test,
-        target=chosen.record,
-        seed=seeds["bound"],
-    )
+    total += 2 * config.pilot_samples
+    outcome_test, drawn, looks = _held_out_looks(config, prepared, chosen, pilot_d, pilot_n, held, seeds["bound"])
+    total += drawn
     epsilon = outcome_test.epsilon
     rejected = outcome_test.rejected
     verdict = f"claim rejected at confidence {config.confidence:g}" if rejected else "not rejected"
@@ -294,8 +305,8 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         mechanism=config.mechanism,
         claim=claim.describe(),
         claimed_epsilon=claim.tested_epsilon,
-        delta=config.delta,
-        rho=config.rho,
+        delta=claim.delta,
+        rho=claim.rho,
         epsilon=epsilon,
         fraction_of_claim=epsilon / claim.tested_epsilon,
         rejected=rejected,
@@ -305,10 +316,47 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         best_test=outcome_test.best,
         pair=pair,
         output_shape=prepared.shape,
+        looks=looks,
         total_samples=total,
         conventions=prepared.conventions,
     )
     return result, _figure_data(outcome_test, claim)
+
+
+def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: Any, pilot_d: np.ndarray, pilot_n: np.ndarray, rng: Any, seed: int) -> Any:
+    """The test on the held-out samples, in ``config.stages`` looks: (outcome, held-out samples drawn, looks taken).
+
+    Look k bounds all the held-out samples drawn so far, k/K of the budget,
+    at confidence 1 - (1 - c)/K: the error is spent equally on the K looks
+    fixed in advance, so by the union bound the chance that any look's bound
+    exceeds the truth is at most 1 - c, wherever the audit stops (valid
+    under optional stopping). With one stage it is the plain test.
+    """
+    from ..mechanisms.sampling import draw
+    from ..mechanisms.tester import bound_samples
+
+    stages = config.stages
+    per_look = 1.0 - (1.0 - config.confidence) / stages
+    held_d, held_n, drawn = pilot_d[:0], pilot_n[:0], 0
+    for look in range(1, stages + 1):
+        size = round(config.samples * look / stages) - held_d.shape[0]
+        more_d = draw(prepared.mechanism, prepared.dataset, size, rng, prepared.shape, "--mechanism")
+        more_n = draw(prepared.mechanism, chosen.neighbour, size, rng, prepared.shape, "--mechanism", "neighbour")
+        held_d, held_n, drawn = np.concatenate([held_d, more_d]), np.concatenate([held_n, more_n]), drawn + 2 * size
+        outcome = bound_samples(
+            pilot_d,
+            pilot_n,
+            held_d,
+            held_n,
+            claim=prepared.claim,
+            confidence=per_look,
+            thresholds_per_test=config.thresholds_per_test,
+            target=chosen.record,
+            seed=seed,
+        )
+        if outcome.rejected:
+            break
+    return dataclasses.replace(outcome, confidence=config.confidence), drawn, look
 
 
 def _figure_data(outcome: Any, claim: Any) -> dict[str, Any]:

@@ -199,11 +199,17 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=str,
         ),
         Flag("--relation", Optional[str], "Neighbouring relation of the claim when D' is searched: add-remove or replace.", config="relation"),
-        Flag("--epsilon", Optional[float], "Claimed epsilon (> 0).", config="epsilon"),
+        Flag("--epsilon", Optional[float], "Claimed epsilon (> 0); default: the mechanism's own `claim` attribute.", config="epsilon"),
         Flag("--delta", Optional[float], "Claimed delta, in [0, 1) (0: pure DP).", config="delta"),
         Flag("--rho", Optional[float], "A rho-zCDP claim instead of --epsilon, tested as (epsilon, delta)-DP at --delta.", config="rho"),
         Flag("--samples", Optional[int], "Held-out samples per dataset, bounded.", config="samples"),
         Flag("--pilot-samples", Optional[int], "Pilot samples per dataset, for the statistics and thresholds.", config="pilot_samples"),
+        Flag(
+            "--stages",
+            Optional[int],
+            "Sequential mode: draw the held-out samples in this many looks and stop at the first rejection (error spent equally on the looks).",
+            config="stages",
+        ),
     ),
 }
 

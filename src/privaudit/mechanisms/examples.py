@@ -1,8 +1,9 @@
 """Correct mechanisms that ship with privaudit, in the contract ``fn(dataset, size, rng) -> samples``.
 
 They are the default audit's mechanism and examples to copy. Each declares
-the neighbouring relation its claim is made under (``neighbouring``), which
-the audit reads when the neighbour is searched rather than given.
+its claim (``claim``, read when no ``epsilon`` or ``rho`` is given) and the
+neighbouring relation the claim is made under (``neighbouring``, read when
+the neighbour is searched rather than given).
 
 >>> samples = laplace_sum(DEFAULT_DATASET, 4, np.random.default_rng(0))
 >>> samples.shape
@@ -27,3 +28,4 @@ def laplace_sum(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.
 
 
 laplace_sum.neighbouring = "add-remove"  # type: ignore[attr-defined]
+laplace_sum.claim = {"epsilon": EPSILON, "delta": 0.0}  # type: ignore[attr-defined]
