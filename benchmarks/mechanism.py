@@ -3,7 +3,8 @@
 * ``speed``: the vectorised Laplace mechanism's samples per second, and the
   wall time to a verdict for Laplace at ε = 1 with half the scale (a 2×
   bug) against a budget of 10⁴ samples (DP-Auditorium's example budget):
-  2 sides × (2,000 pilot + 3,000 held-out), the audit's tests included;
+  2 sides × (2,000 pilot + 3,000 held-out), the audit's tests included; and
+  the same in sequential mode (4 looks), with the samples drawn until the rejection;
 * ``acceptance``: each reference mechanism of ``tests/mechanisms_reference.py``,
   buggy and correct, on ``--seeds`` seeds (default 20) at that budget, with
   how often each is rejected at 95% and the range of its ε lower bounds;
@@ -54,7 +55,15 @@ def _speed(repeats: int = 5) -> dict:
         result = audit_mechanism(mechanism, reference.dataset, reference.neighbour, epsilon=1.0, seed=seed, **BUDGET)
         times.append(time.perf_counter() - start)
         verdicts.append(result.verdict)
+    sequential_times, sequential_samples = [], []
+    for seed in range(repeats):
+        start = time.perf_counter()
+        result_sequential = audit_mechanism(mechanism, reference.dataset, reference.neighbour, epsilon=1.0, seed=seed, stages=4, **BUDGET)
+        sequential_times.append(time.perf_counter() - start)
+        sequential_samples.append(result_sequential.total_samples if result_sequential.rejected else None)
     return {
+        "sequential_4_looks_time_to_verdict_seconds_median": float(np.median(sequential_times)),
+        "sequential_4_looks_samples_to_rejection": sequential_samples,
         "laplace_samples_per_second": per_second,
         "time_to_verdict_seconds_median": float(np.median(times)),
         "time_to_verdict_seconds_min": float(np.min(times)),
