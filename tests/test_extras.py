@@ -16,6 +16,7 @@ DISTRIBUTIONS = {
     "yaml": "pyyaml",
     "dp_accounting": "dp-accounting",
     "pydp": "python-dp",
+    "snsynth": "smartnoise-synth",
 }  # import name -> distribution, where they differ
 
 

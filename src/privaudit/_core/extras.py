@@ -38,6 +38,7 @@ EXTRAS: dict[str, str] = {
     "opendp": "mechanisms",
     "pydp": "mechanisms",
     "diffprivlib": "diffprivlib",
+    "snsynth": "smartnoise",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 

@@ -13,6 +13,7 @@ adapter                           library (extra)             query and noise
 :func:`diffprivlib_laplace_sum`   diffprivlib                 clamped sum, ``mechanisms.Laplace``
 :func:`diffprivlib_gaussian_sum`  diffprivlib                 clamped sum, ``mechanisms.Gaussian``
 :func:`diffprivlib_mean`          diffprivlib                 ``tools.mean`` with public bounds
+:func:`smartnoise_synthesizer`    smartnoise-synth            synthetic tables (MST, AIM, ...)
 ================================  ==========================  =======================================
 
 Randomness: diffprivlib is seeded from ``rng`` (its ``random_state``), so
@@ -41,7 +42,7 @@ import numpy as np
 from .._core.extras import require
 from .._core.validation import check_positive, check_probability
 
-__all__ = ["diffprivlib_gaussian_sum", "diffprivlib_laplace_sum", "diffprivlib_mean", "opendp_laplace_sum", "pydp_laplace_sum"]
+__all__ = ["diffprivlib_gaussian_sum", "diffprivlib_laplace_sum", "diffprivlib_mean", "opendp_laplace_sum", "pydp_laplace_sum", "smartnoise_synthesizer"]
 
 
 def _clamped_sum(dataset: np.ndarray, bounds: tuple[float, float]) -> float:
@@ -150,3 +151,38 @@ def diffprivlib_mean(epsilon: float, bounds: tuple[float, float] = (0.0, 1.0)) -
         return np.fromiter((tools.mean(values, epsilon=epsilon, bounds=bounds, random_state=state) for _ in range(size)), dtype=np.float64, count=size)
 
     return _declare(mechanism, "replace", epsilon)
+
+
+def smartnoise_synthesizer(name: str, epsilon: float, *, rows: int, delta: float = 1e-9, columns: tuple[str, ...] | None = None) -> Callable:
+    """A smartnoise-synth synthesizer (``"mst"``, ``"aim"``, ...) fitted once per sample on the records (integer categories).
+
+    Each sample is a synthetic table of ``rows`` rows, shape (rows, columns):
+    the number of rows is fixed, as a table the size of the data would
+    reveal it. smartnoise-synth draws from numpy's global generator; the
+    adapter seeds it from ``rng`` for each sample and restores its state
+    afterwards, so the caller's global state is unchanged. smartnoise-synth
+    needs opacus < 0.15, which conflicts with the ``dpsgd`` extra: install it
+    in an environment of its own.
+    """
+    snsynth = require("snsynth", purpose="the smartnoise-synth adapter")
+    pandas = require("pandas", purpose="the smartnoise-synth adapter")
+    epsilon = check_positive(epsilon, "epsilon")
+    delta = check_probability(delta, "delta")
+
+    def mechanism(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        records = np.asarray(dataset).reshape(len(dataset), -1).astype(np.int64)
+        names = list(columns) if columns is not None else [f"c{j}" for j in range(records.shape[1])]
+        frame = pandas.DataFrame(records, columns=names)
+        tables = np.empty((size, rows, records.shape[1]))
+        saved = np.random.get_state()
+        try:
+            for index in range(size):
+                np.random.seed(_seed(rng))
+                synthesizer = snsynth.Synthesizer.create(name, epsilon=epsilon, delta=delta, verbose=False)
+                synthesizer.fit(frame, categorical_columns=names, preprocessor_eps=0.0)
+                tables[index] = np.asarray(synthesizer.sample(rows)[names], dtype=np.float64)
+        finally:
+            np.random.set_state(saved)
+        return tables
+
+    return _declare(mechanism, "add-remove", epsilon, delta)
