@@ -31,7 +31,7 @@ def test_exit_status_is_0_when_the_claim_stands_and_1_when_it_is_rejected(files,
     assert code == 0 and stands["verdict"] == "not rejected" and stands["pair"]["record"] == [1.0] and stands["pair"]["relation"] == "add-remove"
     code, stdout, _ = run_cli(["audit", "mechanism", "--mechanism", "mechanisms_reference:cli_laplace_half", "--output", tmp_path / "bug", *common])
     rejected = json.loads((tmp_path / "bug" / "results.json").read_text())
-    assert code == 1 and rejected["rejected"] and rejected["epsilon"] > 1.0 and "epsilon lower bound" in stdout
+    assert code == 1 and rejected["rejected"] and rejected["epsilon"] > 1.0 and "claim rejected at confidence 0.95" in stdout
     assert {"distributions.png", "tradeoff.png"} <= set(os.listdir(tmp_path / "bug"))
 
 

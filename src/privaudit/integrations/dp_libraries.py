@@ -27,9 +27,11 @@ measurement over a vector of ``size`` copies of the query's value returns
 and diffprivlib are called once per sample.
 
 >>> import numpy as np
->>> mechanism = opendp_laplace_sum(scale=1.0)  # doctest: +SKIP
->>> mechanism(np.array([0.2, 0.7]), 3, np.random.default_rng(0)).shape  # doctest: +SKIP
-(3,)
+>>> mechanism = opendp_laplace_sum(scale=2.0)  # the mechanisms extra
+>>> mechanism(np.array([0.2, 0.7]), 3, np.random.default_rng(0)).shape, mechanism.neighbouring
+((3,), 'add-remove')
+>>> round(mechanism.claim["epsilon"], 6)  # OpenDP's own map: sensitivity 1 / scale 2
+0.5
 """
 
 from __future__ import annotations
