@@ -156,3 +156,30 @@ def test_sequential_bound_covers_the_true_epsilon_under_optional_stopping():
         for seed in range(runs)
     )
     assert rejected <= stats.binom.ppf(0.999, runs, 0.05), rejected
+
+
+def test_pairs_of_table_records_are_checked_as_multisets_or_in_place():
+    from privaudit.mechanisms.neighbours import check_pair
+
+    table = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    shuffled_plus = np.array([[5.0, 6.0], [9.0, 9.0], [1.0, 2.0], [3.0, 4.0]])  # another order, one record added
+    assert check_pair(table, shuffled_plus, "--neighbour")[:2] == ("add-remove", (9.0, 9.0))
+    assert check_pair(shuffled_plus, table, "--neighbour")[:2] == ("add-remove", (9.0, 9.0))
+    replaced = table.copy()
+    replaced[1] = [0.0, 0.0]
+    assert check_pair(table, replaced, "--neighbour")[:2] == ("replace", (0.0, 0.0))
+    with pytest.raises(ValueError, match="got more than one record changed"):
+        check_pair(table, np.array([[1.0, 2.0], [7.0, 7.0], [5.0, 6.0], [8.0, 8.0]]), "--neighbour")
+
+
+def test_search_candidates_are_the_extremes_then_random_records_in_the_domain():
+    from privaudit.mechanisms.neighbours import candidates
+
+    dataset = np.array([3.0, 1.0, 2.0])
+    found = candidates(dataset, "add-remove", np.array([0.0]), np.array([10.0]), np.random.default_rng(0), 1)
+    expected = [[3.0, 2.0], [1.0, 2.0], [3.0, 1.0, 2.0, 0.0], [3.0, 1.0, 2.0, 10.0]]  # remove the smallest, the largest; add the ends
+    assert [candidate.neighbour.tolist() for candidate in found[:4]] == expected
+    random_removal, random_addition = found[4], found[5]
+    assert random_removal.neighbour.size == 2 and random_addition.neighbour.size == 4 and 0.0 <= random_addition.record.item() <= 10.0
+    replaced = candidates(dataset, "replace", np.array([0.0]), np.array([10.0]), np.random.default_rng(0), 0)
+    assert [candidate.neighbour.tolist() for candidate in replaced] == [[3.0, 10.0, 2.0], [0.0, 1.0, 2.0]]
