@@ -11,7 +11,13 @@ import pytest
 from privaudit._core.extras import EXTRAS, missing_extra_message
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-DISTRIBUTIONS = {"sklearn": "scikit-learn", "yaml": "pyyaml", "dp_accounting": "dp-accounting"}  # import name -> distribution, where they differ
+DISTRIBUTIONS = {
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "dp_accounting": "dp-accounting",
+    "pydp": "python-dp",
+    "snsynth": "smartnoise-synth",
+}  # import name -> distribution, where they differ
 
 
 def _project() -> dict:

@@ -13,7 +13,7 @@ LAYERS = [
     {"_core"},
     {"stats"},
     {"canaries", "models", "generators", "data", "extraction"},
-    {"training", "observation", "integrations", "runner"},
+    {"training", "observation", "integrations", "runner", "mechanisms"},
     {"audits", "testing"},
     {"report", "history", "schemas", "demo_quick", "demo_full"},
     {"cli", "__main__", "__init__"},

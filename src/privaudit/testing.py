@@ -1,4 +1,4 @@
-"""A privacy check for other projects' test suites: :func:`assert_dp`.
+"""Privacy checks for other projects' test suites: :func:`assert_dp` and :func:`assert_mechanism_dp`.
 
 A DP library's test calls ``assert_dp`` on one privatized aggregation step
 (or any mechanism that releases a noisy sum of clipped per-example vectors)
@@ -27,7 +27,7 @@ from .canaries.gradient import GradientCanary
 from .observation.gradient import collect_gradient_observations
 from .stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 
-__all__ = ["assert_dp"]
+__all__ = ["assert_dp", "assert_mechanism_dp"]
 
 
 def assert_dp(
@@ -129,3 +129,61 @@ def assert_dp(
             f"claimed ε = {epsilon:g} at δ = {delta:g}; {bound.num_in} canary and {bound.num_out} non-canary observations"
         )
     return bound
+
+
+def assert_mechanism_dp(
+    mechanism: Callable[[np.ndarray, int, np.random.Generator], np.ndarray],
+    dataset: np.ndarray,
+    neighbour: np.ndarray | None = None,
+    *,
+    epsilon: float | None = None,
+    delta: float = 0.0,
+    rho: float | None = None,
+    samples: int = 5000,
+    pilot_samples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    **settings: object,
+):
+    """Fail if ``mechanism`` leaks more than its (ε, δ) or ρ-zCDP claim between ``dataset`` and ``neighbour``.
+
+    ``mechanism(dataset, size, rng)`` returns ``size`` outputs on one
+    dataset (:mod:`privaudit.mechanisms`); ``neighbour`` is searched when
+    None (then pass ``relation="add-remove"`` or ``"replace"``). The claim is
+    rejected at ``confidence`` (Bonferroni over every test), so a correct
+    mechanism fails with probability at most 1 - confidence. Returns the
+    audit's result when the check passes; other ``settings`` are
+    :class:`privaudit.audits.mechanism.MechanismAuditConfig` fields.
+
+    Examples
+    --------
+    >>> def laplace_count(dataset, size, rng):
+    ...     return len(dataset) + rng.laplace(0.0, 1.0, size)
+    >>> assert_mechanism_dp(laplace_count, np.zeros(5), np.zeros(6), epsilon=1.0).rejected
+    False
+    >>> assert_mechanism_dp(laplace_count, np.zeros(5), np.zeros(6), epsilon=0.25)
+    Traceback (most recent call last):
+    ...
+    AssertionError: privacy claim rejected: ε >= ... at 95% confidence, claimed (0.25, 0)-DP; pair: given: D plus the record (0.0,); 5000 held-out samples per side
+    """
+    from .audits.mechanism import audit_mechanism
+
+    result = audit_mechanism(
+        mechanism,
+        dataset,
+        neighbour,
+        epsilon=epsilon,
+        delta=delta,
+        rho=rho,
+        samples=samples,
+        pilot_samples=pilot_samples,
+        confidence=confidence,
+        seed=seed,
+        **settings,
+    )
+    if result.rejected:
+        raise AssertionError(
+            f"privacy claim rejected: ε >= {result.epsilon:.4g} at {confidence:.0%} confidence, claimed {result.claim}; "
+            f"pair: {result.pair.how}; {samples} held-out samples per side"
+        )
+    return result

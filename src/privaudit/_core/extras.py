@@ -35,6 +35,10 @@ EXTRAS: dict[str, str] = {
     "statsmodels": "panoramia",
     "pandas": "parquet",
     "pyarrow": "parquet",
+    "opendp": "mechanisms",
+    "pydp": "mechanisms",
+    "diffprivlib": "diffprivlib",
+    "snsynth": "smartnoise",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 

@@ -234,6 +234,36 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=_import_path("--train"),
         ),
     ),
+    "mechanism": (
+        Flag(
+            "--mechanism",
+            Optional[str],
+            "The mechanism under test: package.module:fn with fn(dataset, size, rng) -> size outputs (scalars, vectors or tables) on one dataset, "
+            "every random draw from rng (a numpy Generator), in one vectorised call. Imported from the current directory or the Python path.",
+            config="mechanism",
+            parse=_import_path("--mechanism"),
+        ),
+        Flag("--dataset", Optional[Path], "D: a .npy or .csv of records, one per row (default: the built-in example's).", config="dataset", parse=str),
+        Flag(
+            "--neighbour",
+            Optional[Path],
+            "D': a .npy or .csv differing from D in one record (default: searched on pilot samples).",
+            config="neighbour",
+            parse=str,
+        ),
+        Flag("--relation", Optional[str], "Neighbouring relation of the claim when D' is searched: add-remove or replace.", config="relation"),
+        Flag("--epsilon", Optional[float], "Claimed epsilon (> 0); default: the mechanism's own `claim` attribute.", config="epsilon"),
+        Flag("--delta", Optional[float], "Claimed delta, in [0, 1) (0: pure DP).", config="delta"),
+        Flag("--rho", Optional[float], "A rho-zCDP claim instead of --epsilon, tested as (epsilon, delta)-DP at --delta.", config="rho"),
+        Flag("--samples", Optional[int], "Held-out samples per dataset, bounded.", config="samples"),
+        Flag("--pilot-samples", Optional[int], "Pilot samples per dataset, for the statistics and thresholds.", config="pilot_samples"),
+        Flag(
+            "--stages",
+            Optional[int],
+            "Sequential mode: draw the held-out samples in this many looks and stop at the first rejection (error spent equally on the looks).",
+            config="stages",
+        ),
+    ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
@@ -279,7 +309,7 @@ def _set_key(values: dict[str, Any], key: str, value: Any) -> None:
 
 
 # the options that name a callable by its import path, per family
-_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",)}
+_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",), "mechanism": ("mechanism",)}
 
 
 def _current_directory_importable() -> None:
@@ -320,9 +350,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
         output: Path = options["output"]
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
-        check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
         if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
             _current_directory_importable()
+        check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
         record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
@@ -335,6 +365,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
         record(data)
         report_captured(run.result.captured_warnings, verbose=options["verbose"])
         emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
+        status = getattr(audit, "exit_status", None)  # a family whose verdict is the exit status, as a test runner's
+        if status is not None and status(run.result):
+            raise typer.Exit(status(run.result))
 
     common = [
         ("output", Annotated[Path, typer.Option("--output", help="Directory for results.json, figures and the audit's files.")], Path(f"privaudit-{name}")),

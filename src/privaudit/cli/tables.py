@@ -102,7 +102,27 @@ def _one_run(result: Any, output: Path) -> str:
     return render_table(title, ["quantity", "value"], rows)
 
 
-_TABLES = {"secret-sharer": _secret_sharer, "dpsgd": _dpsgd, "blackbox": _blackbox, "fl": _fl, "panoramia": _panoramia, "one-run": _one_run}
+def _mechanism(result: Any, output: Path) -> str:
+    rows = [
+        ["verdict", result.verdict],
+        [f"ε lower bound ({result.confidence:.0%}, Bonferroni over {len(result.tests)} tests)", format_value(float(result.epsilon))],
+        ["claim", result.claim],
+        ["bound ÷ claimed ε", format_value(float(result.fraction_of_claim))],
+        ["pair", result.pair.how],
+        ["samples drawn", str(result.total_samples)],
+    ]
+    return render_table(f"Mechanism audit of {result.mechanism}, results in {output}", ["quantity", "value"], rows)
+
+
+_TABLES = {
+    "secret-sharer": _secret_sharer,
+    "dpsgd": _dpsgd,
+    "blackbox": _blackbox,
+    "fl": _fl,
+    "panoramia": _panoramia,
+    "one-run": _one_run,
+    "mechanism": _mechanism,
+}
 
 
 def table_for(run: Any, output: Path) -> str:

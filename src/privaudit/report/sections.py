@@ -527,6 +527,15 @@ def _one_run(data: dict, directory: Path | None) -> ReportSection:
 
 register_adapter("one-run", _one_run)
 
+
+def _mechanism(data: dict, directory: Path | None) -> ReportSection:
+    from .mechanism import section
+
+    return section(data, directory)
+
+
+register_adapter("mechanism", _mechanism)
+
 # results written before the ``audit`` field existed, or by writers that do not stamp it
 FAMILY_OF_RESULT_TYPE = {
     "SecretSharerResult": "secret-sharer",

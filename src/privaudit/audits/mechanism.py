@@ -1,0 +1,304 @@
+"""Mechanism audit: test any DP mechanism's (ε, δ) or ρ-zCDP claim from samples of its output on D and D'.
+
+The mechanism is ``fn(dataset, size, rng) -> samples`` at an import path
+(:mod:`privaudit.mechanisms`). Before any sampling the audit imports it,
+reads the datasets, checks the neighbour (or the relation to search
+under), probes the mechanism on a few samples (shape, finite numbers) and
+checks the memory the budget needs. Then:
+
+1. the neighbour: given, or searched on ``search_samples`` samples per
+   candidate (:mod:`privaudit.mechanisms.search`);
+2. ``pilot_samples`` samples per side fit the statistics and choose the
+   thresholds; ``samples`` fresh samples per side are bounded
+   (:mod:`privaudit.mechanisms.tester`);
+3. the verdict: the claim is rejected at ``confidence`` when the largest
+   ε lower bound (Bonferroni over every statistic and both directions)
+   exceeds the claimed ε.
+
+Each sampling stage has its own seed, spawned from ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._core.seeding import child_seeds
+from .._core.validation import check_choice, check_count, check_probability
+from ..stats.bounds import EpsilonLowerBound
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .mechanism_checks import Prepared, prepare
+
+__all__ = ["AUDIT", "MechanismAudit", "audit_mechanism", "MechanismAuditConfig", "MechanismAuditResult", "NeighbourPair", "MechanismTest"]
+
+THREAT_MODEL = "black-box: independent samples of the mechanism's output on two neighbouring datasets"
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismAuditConfig:
+    """Everything a mechanism audit depends on; checked on construction.
+
+    >>> MechanismAuditConfig(epsilon=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` must be > 0, got -1
+    """
+
+    mechanism: str = "privaudit.mechanisms.examples:laplace_sum"
+    dataset: str | None = None  # .npy or .csv; None: the built-in example dataset
+    neighbour: str | None = None  # .npy or .csv; None: searched
+    relation: str | None = None  # "add-remove" or "replace"; None: the given pair's, or the mechanism's `neighbouring`
+    domain: tuple[float, float] | None = None  # the range of a record's fields, for the search; None: the data's range
+    epsilon: float | None = None  # the claim; None with rho None: the mechanism's own `claim` attribute
+    rho: float | None = None  # a rho-zCDP claim instead of epsilon, tested as (epsilon, delta)-DP at `delta`
+    delta: float = 0.0
+    samples: int = 5000  # held-out samples per side, bounded
+    pilot_samples: int = 2000  # per side: statistics and thresholds
+    search_samples: int = 1000  # per candidate neighbour
+    search_random: int = 2  # random candidates of each kind
+    thresholds_per_test: int = 3
+    stages: int = 1  # > 1: sequential, the held-out samples come in this many looks, stopping at the first rejection
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from ..mechanisms.neighbours import RELATIONS
+
+        if self.epsilon is not None or self.rho is not None:
+            self.claim()  # checks epsilon, rho and delta together
+        if self.relation is not None:
+            check_choice(self.relation, "relation", RELATIONS)
+        if self.domain is not None and not (len(self.domain) == 2 and float(self.domain[0]) < float(self.domain[1])):
+            raise ValueError(f"`domain` must be [low, high] with low < high, got {list(self.domain)!r}")
+        check_count(self.samples, "samples", minimum=10)
+        check_count(self.pilot_samples, "pilot_samples", minimum=10)
+        check_count(self.search_samples, "search_samples", minimum=10)
+        check_count(self.search_random, "search_random", minimum=0)
+        check_count(self.thresholds_per_test, "thresholds_per_test", minimum=1)
+        check_count(self.stages, "stages", minimum=1, maximum=self.samples // 10)
+        check_probability(self.confidence, "confidence")
+
+    def claim(self):
+        from ..mechanisms.claims import Claim
+
+        return Claim(epsilon=self.epsilon, delta=self.delta, rho=self.rho)
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismTest:
+    """One test (a statistic in one direction) and its ε lower bound on the held-out samples."""
+
+    statistic: str
+    direction: str
+    bound: EpsilonLowerBound
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbourPair:
+    """How D' was chosen: the relation, the record D and D' differ in, and the candidates' pilot ε (searched pairs)."""
+
+    how: str
+    relation: str
+    record: tuple[float, ...]
+    dataset_size: int
+    neighbour_size: int
+    searched: bool
+    candidates: tuple[tuple[str, float], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismAuditResult(AuditResult):
+    """The verdict on the claim, the largest ε lower bound, every test, and how the pair was chosen."""
+
+    config: MechanismAuditConfig
+    mechanism: str
+    claim: str
+    claimed_epsilon: float  # the epsilon tested (a rho claim converted at delta)
+    delta: float
+    rho: float | None
+    epsilon: float  # the largest lower bound, at `confidence` after Bonferroni
+    fraction_of_claim: float
+    rejected: bool
+    verdict: str
+    confidence: float
+    tests: tuple[MechanismTest, ...]
+    best_test: int
+    pair: NeighbourPair
+    output_shape: tuple[int, ...]
+    looks: int  # held-out looks taken (sequential mode stops at the first rejection)
+    total_samples: int
+    threat_model: str = THREAT_MODEL
+
+    def headline(self) -> Headline:
+        return Headline(self.epsilon, "epsilon lower bound", "lower bound", self.confidence, True, self.rejected)
+
+
+def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progress: Progress = no_progress) -> tuple[MechanismAuditResult, dict[str, Any]]:
+    """The audit's result and the arrays its figures are drawn from."""
+    from ..mechanisms.neighbours import Candidate, candidates
+    from ..mechanisms.sampling import draw
+    from ..mechanisms.search import search_neighbour
+
+    claim = prepared.claim
+    seeds = child_seeds(config.seed, ["search", "pilot", "held-out", "bound"])
+    total = 0
+    if prepared.neighbour is not None:
+        assert prepared.given_pair is not None
+        record, how = prepared.given_pair
+        chosen = Candidate(how, prepared.neighbour, np.asarray(record))
+        scores: tuple[tuple[str, float], ...] = ()
+    else:
+        rng = np.random.default_rng(seeds["search"])
+        found = candidates(prepared.dataset, prepared.relation, prepared.low, prepared.high, rng, config.search_random)
+        progress("searching the neighbour", detail=f"{len(found)} candidates, {config.search_samples} samples each")
+        outcome = search_neighbour(
+            prepared.mechanism, prepared.dataset, found, shape=prepared.shape, claim=claim, search_samples=config.search_samples, rng=rng, name="--mechanism"
+        )
+        chosen, scores = outcome.chosen, outcome.scores
+        total += config.search_samples * (len(found) + 1)
+    progress("sampling", detail=f"{config.pilot_samples} pilot and {config.samples} held-out samples per side")
+    pilot, held = np.random.default_rng(seeds["pilot"]), np.random.default_rng(seeds["held-out"])
+    name = "--mechanism"
+    pilot_d = draw(prepared.mechanism, prepared.dataset, config.pilot_samples, pilot, prepared.shape, name)
+    pilot_n = draw(prepared.mechanism, chosen.neighbour, config.pilot_samples, pilot, prepared.shape, name, "neighbour")
+    total += 2 * config.pilot_samples
+    outcome_test, drawn, looks = _held_out_looks(config, prepared, chosen, pilot_d, pilot_n, held, seeds["bound"])
+    total += drawn
+    epsilon = outcome_test.epsilon
+    rejected = outcome_test.rejected
+    verdict = f"claim rejected at confidence {config.confidence:g}" if rejected else "not rejected"
+    pair = NeighbourPair(
+        how=chosen.how,
+        relation=prepared.relation,
+        record=tuple(float(v) for v in np.ravel(chosen.record)),
+        dataset_size=int(prepared.dataset.shape[0]),
+        neighbour_size=int(chosen.neighbour.shape[0]),
+        searched=prepared.neighbour is None,
+        candidates=scores,
+    )
+    result = MechanismAuditResult(
+        config=config,
+        mechanism=config.mechanism,
+        claim=claim.describe(),
+        claimed_epsilon=claim.tested_epsilon,
+        delta=claim.delta,
+        rho=claim.rho,
+        epsilon=epsilon,
+        fraction_of_claim=epsilon / claim.tested_epsilon,
+        rejected=rejected,
+        verdict=verdict,
+        confidence=config.confidence,
+        tests=tuple(MechanismTest(test.statistic, test.direction, test.bound) for test in outcome_test.tests),
+        best_test=outcome_test.best,
+        pair=pair,
+        output_shape=prepared.shape,
+        looks=looks,
+        total_samples=total,
+        conventions=prepared.conventions,
+    )
+    return result, _figure_data(outcome_test, claim)
+
+
+def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: Any, pilot_d: np.ndarray, pilot_n: np.ndarray, rng: Any, seed: int) -> Any:
+    """The test on the held-out samples, in ``config.stages`` looks: (outcome, held-out samples drawn, looks taken).
+
+    Look k bounds all the held-out samples drawn so far, k/K of the budget,
+    at confidence 1 - (1 - c)/K: the error is spent equally on the K looks
+    fixed in advance, so by the union bound the chance that any look's bound
+    exceeds the truth is at most 1 - c, wherever the audit stops (valid
+    under optional stopping). With one stage it is the plain test.
+    """
+    from ..mechanisms.sampling import draw
+    from ..mechanisms.tester import bound_samples
+
+    stages = config.stages
+    per_look = 1.0 - (1.0 - config.confidence) / stages
+    held_d, held_n, drawn = pilot_d[:0], pilot_n[:0], 0
+    for look in range(1, stages + 1):
+        size = round(config.samples * look / stages) - held_d.shape[0]
+        more_d = draw(prepared.mechanism, prepared.dataset, size, rng, prepared.shape, "--mechanism")
+        more_n = draw(prepared.mechanism, chosen.neighbour, size, rng, prepared.shape, "--mechanism", "neighbour")
+        held_d, held_n, drawn = np.concatenate([held_d, more_d]), np.concatenate([held_n, more_n]), drawn + 2 * size
+        outcome = bound_samples(
+            pilot_d,
+            pilot_n,
+            held_d,
+            held_n,
+            claim=prepared.claim,
+            confidence=per_look,
+            thresholds_per_test=config.thresholds_per_test,
+            target=chosen.record,
+            seed=seed,
+        )
+        if outcome.rejected:
+            break
+    return dataclasses.replace(outcome, confidence=config.confidence), drawn, look
+
+
+def _figure_data(outcome: Any, claim: Any) -> dict[str, Any]:
+    """The best test's held-out scores (D as "in"), its empirical trade-off curve and the claim's."""
+    from ..stats.metrics import roc_curve
+    from ..stats.tradeoff import tradeoff_eps_delta
+    from .scores import TRADEOFF_GRID, ScoresCurves
+
+    scores_in, scores_out = outcome.scores_in, outcome.scores_out
+    if outcome.tests[outcome.best].direction != outcome.tests[0].direction:  # the reverse direction: D' is "in"
+        scores_in, scores_out = -scores_out, -scores_in
+    curve = roc_curve(scores_in, scores_out)
+    alpha = np.linspace(0.0, 1.0, TRADEOFF_GRID)
+    label = f"claimed ({claim.tested_epsilon:.3g}, {claim.delta:.2g})-DP"
+    curves = ScoresCurves(
+        roc_fpr=curve.fpr, roc_tpr=curve.tpr, alpha=alpha, references={label: np.asarray(tradeoff_eps_delta(alpha, claim.tested_epsilon, claim.delta))}
+    )
+    return {"scores_in": scores_in, "scores_out": scores_out, "curves": curves}
+
+
+def audit_mechanism(mechanism: Any, dataset: Any, neighbour: Any = None, **settings: Any) -> MechanismAuditResult:
+    """Test ``mechanism`` (a callable ``fn(dataset, size, rng)``) on ``dataset`` and ``neighbour`` (searched when None).
+
+    ``settings`` are :class:`MechanismAuditConfig` fields (``epsilon``,
+    ``delta``, ``rho``, ``relation``, ``samples``, ...). Neither the datasets
+    nor any global random state are changed.
+
+    >>> def laplace(dataset, size, rng):
+    ...     return dataset.sum() + rng.laplace(0.0, 0.5, size)  # half the scale that epsilon = 1 needs
+    >>> result = audit_mechanism(laplace, np.zeros(5), np.zeros(6) + [0, 0, 0, 0, 0, 1], epsilon=1.0, samples=3000)
+    >>> result.verdict, bool(result.epsilon > 1.0)
+    ('claim rejected at confidence 0.95', True)
+    """
+    name = f"{getattr(mechanism, '__module__', '?')}:{getattr(mechanism, '__qualname__', type(mechanism).__name__)}"
+    config = MechanismAuditConfig(mechanism=name, **settings)
+    prepared = prepare(config, mechanism=mechanism, dataset=dataset, neighbour=neighbour)
+    result, _ = run_mechanism_audit(config, prepared)
+    return result
+
+
+class MechanismAudit(Audit):
+    """Mechanism audit: a DP claim tested from samples of the mechanism on neighbouring datasets."""
+
+    name = "mechanism"
+    title = "Any DP mechanism from its samples"
+    description = "Test a DP mechanism's (epsilon, delta) or rho-zCDP claim from samples on neighbouring datasets; exit status 1 when the claim is rejected."
+    config_type = MechanismAuditConfig
+    result_type = MechanismAuditResult
+    default_resource = "mechanism.json"
+    tiny_overrides = {"samples": 500, "pilot_samples": 200, "search_samples": 100}
+
+    def memory_estimate(self, config: MechanismAuditConfig) -> tuple[int, str]:
+        prepare(config)  # refuses a mechanism, dataset, pair or budget before any sampling
+        return 0, ""
+
+    def exit_status(self, result: MechanismAuditResult) -> int:
+        """The command's exit status as a test runner's: 0 when the claim stands, 1 when it is rejected."""
+        return 1 if result.rejected else 0
+
+    def run(self, config: MechanismAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        report = progress or no_progress
+        prepared = prepare(config)
+        result, observations = run_mechanism_audit(config, prepared, report)
+        return AuditRun(self.name, config, result, observations=observations)
+
+
+AUDIT = MechanismAudit()

@@ -1,0 +1,84 @@
+"""Importing a mechanism, checking what it returns, and drawing its samples.
+
+The contract: ``fn(dataset, size, rng) -> samples``, one vectorised call for
+``size`` outputs on one dataset, every random draw from ``rng``. A mechanism
+is called on a copy of the dataset, so it cannot change the caller's.
+:func:`probe` calls it on a few samples before any real work and refuses a
+mechanism that returns the wrong shape, non-numbers, NaN or infinity.
+
+>>> def laplace(dataset, size, rng):
+...     return dataset.sum() + rng.laplace(0.0, 1.0, size)
+>>> shape = probe(laplace, np.zeros(3), np.zeros(4), "--mechanism")
+>>> shape
+()
+>>> draw(laplace, np.zeros(3), 5, np.random.default_rng(0), shape, "--mechanism").shape
+(5,)
+>>> probe(lambda d, size, rng: np.full(size, np.nan), np.zeros(3), np.zeros(4), "--mechanism")
+Traceback (most recent call last):
+...
+ValueError: `--mechanism` must return finite numbers, got 2 NaN or infinite value(s) on `dataset`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._core.validation import as_real_array
+
+__all__ = ["MAX_OUTPUT_DIMENSIONS", "PROBE_SIZE", "Mechanism", "draw", "load_mechanism", "probe"]
+
+Mechanism = Callable[[np.ndarray, int, np.random.Generator], Any]
+
+#: samples drawn on each dataset to check the mechanism before any real work
+PROBE_SIZE = 2
+#: scalars (0), vectors (1) and tables (2): the dimensions of one output
+MAX_OUTPUT_DIMENSIONS = 2
+
+
+def load_mechanism(path: str, name: str = "--mechanism") -> Mechanism:
+    """The callable at import path ``package.module:fn``; a ValueError naming ``name`` when it does not import."""
+    from ..models.loading import import_callable
+
+    return import_callable(path, name)  # type: ignore[no-any-return]
+
+
+def _call(mechanism: Mechanism, dataset: np.ndarray, size: int, rng: np.random.Generator, name: str, which: str) -> np.ndarray:
+    try:
+        raw = mechanism(dataset.copy(), size, rng)
+    except Exception as error:  # the user's code: any failure is a refused mechanism, named
+        raise ValueError(f"`{name}` failed on `{which}` with {type(error).__name__}: {error}") from None
+    try:
+        samples = as_real_array(raw, name)
+    except ValueError:
+        raise ValueError(f"`{name}` must return an array of numbers, got {type(raw).__name__} on `{which}`") from None
+    if samples.ndim == 0 or samples.shape[0] != size:
+        raise ValueError(f"`{name}` must return `size` = {size} outputs along the first axis, got shape {samples.shape} on `{which}`")
+    if samples.ndim - 1 > MAX_OUTPUT_DIMENSIONS:
+        raise ValueError(f"`{name}` must return scalars, vectors or tables (at most 3-D samples), got shape {samples.shape} on `{which}`")
+    bad = int(np.count_nonzero(~np.isfinite(samples)))
+    if bad:
+        raise ValueError(f"`{name}` must return finite numbers, got {bad} NaN or infinite value(s) on `{which}`")
+    return samples
+
+
+def probe(mechanism: Mechanism, dataset: np.ndarray, neighbour: np.ndarray, name: str) -> tuple[int, ...]:
+    """The shape of one output, after checking ``PROBE_SIZE`` samples on each dataset (the same shape on both)."""
+    rng = np.random.default_rng(0)
+    first = _call(mechanism, dataset, PROBE_SIZE, rng, name, "dataset")
+    second = _call(mechanism, neighbour, PROBE_SIZE, rng, name, "neighbour")
+    if first.shape[1:] != second.shape[1:]:
+        raise ValueError(f"`{name}` must return outputs of one shape on both datasets, got {first.shape[1:]} and {second.shape[1:]}")
+    return tuple(first.shape[1:])
+
+
+def draw(
+    mechanism: Mechanism, dataset: np.ndarray, size: int, rng: np.random.Generator, shape: tuple[int, ...], name: str, which: str = "dataset"
+) -> np.ndarray:
+    """``size`` samples of ``mechanism`` on ``dataset`` in one call, checked as :func:`probe` checks them."""
+    samples = _call(mechanism, dataset, size, rng, name, which)
+    if samples.shape[1:] != shape:
+        raise ValueError(f"`{name}` must return outputs of shape {shape} every time, got {samples.shape[1:]} on `{which}`")
+    return samples
