@@ -123,7 +123,7 @@ def test_headline_numbers_and_kinds_come_from_the_results():
     secret = section_for(secret_sharer_results("pin"))
     assert secret.value == max(4.5, 16.6) and secret.kind == "statistic"
     assert secret.flag is not None  # 16.6 exceeds the random-guessing level 12.3
-    assert secret.seeds == {"seed": 11}
+    assert secret.seeds == {"config.seed": 11}  # named by its place in results.json
     page = render_report([dpsgd, secret])
     assert "2.5" in page and "lower bound at 95% confidence" in page and "16.6" in page
 

@@ -13,7 +13,7 @@ result's fields gets the generic section, as a family without an adapter.
 >>> data = {"audit": "new-family", "result_type": "R", "epsilon": 0.8, "kind": "lower bound", "confidence": 0.95, "config": {"seed": 3}}
 >>> section = section_for(data)
 >>> section.value, section.kind, section.seeds
-(0.8, 'lower bound', {'seed': 3})
+(0.8, 'lower bound', {'config.seed': 3})
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .html import KINDS, ReportSection, plots_in
+from .provenance import provenance
 
-__all__ = ["ADAPTERS", "FAMILY_OF_RESULT_TYPE", "family_of", "load_results", "register_adapter", "section_for", "seeds_of"]
+__all__ = ["ADAPTERS", "FAMILY_OF_RESULT_TYPE", "family_of", "load_results", "register_adapter", "section_for"]
 
 Adapter = Callable[[dict, Path | None], ReportSection]
 ADAPTERS: dict[str, Adapter] = {}
@@ -36,33 +37,11 @@ def register_adapter(audit: str, adapter: Adapter) -> Adapter:
     return adapter
 
 
-def seeds_of(config: Any, prefix: str = "") -> dict[str, Any]:
-    """Every field whose name contains "seed", at any depth of ``config``.
-
-    >>> seeds_of({"seed": 1, "model": {"init_seed": 2}, "lr": 0.1})
-    {'seed': 1, 'model.init_seed': 2}
-    """
-    found: dict[str, Any] = {}
-    if isinstance(config, dict):
-        for key, value in config.items():
-            name = f"{prefix}{key}"
-            if "seed" in str(key) and not isinstance(value, (dict, list)):
-                found[name] = value
-            else:
-                found.update(seeds_of(value, f"{name}."))
-    return found
-
-
 def _number(value) -> float | None:
     try:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-def _provenance(data: dict) -> dict:
-    config = data.get("config") or {}
-    return {"configuration": config, "seeds": seeds_of(config), "versions": data.get("versions") or {}, "machine": data.get("machine") or {}}
 
 
 def _plots(directory: Path | None, captions: dict[str, str]) -> tuple:
@@ -121,7 +100,7 @@ def _secret_sharer(data: dict, directory: Path | None) -> ReportSection:
                 "dp_comparison.png": "Exposure with and without DP-SGD",
             },
         ),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -171,7 +150,7 @@ def _dpsgd(data: dict, directory: Path | None) -> ReportSection:
                 "bound_vs_observations.png": "The bound as observations accumulate",
             },
         ),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -199,7 +178,7 @@ def _blackbox(data: dict, directory: Path | None) -> ReportSection:
             ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
             ("δ", result.delta),
         ),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -251,7 +230,7 @@ def _fl(data: dict, directory: Path | None) -> ReportSection:
                 "epsilon_all.png": "ε against participations, all iterates",
             },
         ),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -287,7 +266,7 @@ def _panoramia(data: dict, directory: Path | None) -> ReportSection:
         threat_model="Black-box access to the target's losses; the auditor holds part of the training data and trains a generator on it.",
         details=tuple(details),
         plots=_plots(directory, figures),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -320,7 +299,7 @@ def _generic(data: dict, directory: Path | None) -> ReportSection:
         not_meaning="Unless labelled a lower bound, the number carries no confidence guarantee.",
         threat_model=str(data.get("threat_model", "not recorded")),
         plots=_plots(directory, {path.name: path.stem.replace("_", " ") for path in sorted(Path(directory).glob("*.png"))} if directory else {}),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -359,7 +338,7 @@ def _extraction(data: dict, directory: Path | None) -> ReportSection:
             ("model queries / candidate space", f"{result.queries} / {result.space_size}"),
         ),
         plots=_plots(directory, {"queries.png": "Model queries of shortest-path search against brute force"}),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -401,7 +380,7 @@ def _scores(data: dict, directory: Path | None) -> ReportSection:
         flag=f"Claim rejected: the lower bound exceeds the claimed ε = {claim:g}." if headline.flag else None,
         details=tuple(details),
         plots=_plots(directory, {"roc.png": "ROC on log-log axes", "scores.png": "Score histograms", "tradeoff.png": f"Trade-off curve against {against}"}),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -461,7 +440,7 @@ def _exposure(data: dict, directory: Path | None) -> ReportSection:
         flag=flag,
         details=tuple(details),
         plots=_plots(directory, {"exposure.png": "Exposure of each canary against the random-guessing baselines"}),
-        **_provenance(data),
+        **provenance(data),
     )
 
 
@@ -521,7 +500,7 @@ def _one_run(data: dict, directory: Path | None) -> ReportSection:
                 "bounds.png": "Every one-run ε lower bound beside the claimed ε",
             },
         ),
-        **_provenance(data),
+        **provenance(data),
     )
 
 

@@ -106,7 +106,8 @@ class FedAvgRun:
 
     Canaries ``[0, num_observed)`` were inserted, the rest never were.
     ``final_cosines`` are with θ_T − θ₀; ``max_cosines`` the max over rounds
-    with ρ̄_t (NaN when all iterates were not tracked).
+    with ρ̄_t (NaN when all iterates were not tracked). ``seed`` is the seed
+    the run drew its clients, schedule, initialisation and noise from.
     """
 
     final_cosines: np.ndarray
@@ -119,6 +120,7 @@ class FedAvgRun:
     clip_norms: np.ndarray
     seconds: float
     canary_seconds: float
+    seed: int = 0
 
 
 def participation_schedule(population: int, config: FedAvgConfig, rng: np.random.Generator) -> list[np.ndarray]:
@@ -332,6 +334,7 @@ def simulate_fedavg(
         clip_norms=clip_norms,
         seconds=time.perf_counter() - started,
         canary_seconds=canary_seconds,
+        seed=seed,
     )
 
 
