@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .html import ReportSection
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 
 def section(data: dict, directory: Path | None) -> ReportSection:
@@ -20,11 +20,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="Black-box DP-SGD audit (many models)",
         audit="blackbox",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
-        valid=headline.valid,
+        **headline_fields(headline),
         meaning="With the stated confidence, training is no better than ε-DP: models trained with and without the canary were told apart this well from their final losses.",
         not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
         threat_model=result.threat_model,

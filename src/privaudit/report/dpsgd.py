@@ -27,7 +27,7 @@ from privaudit.report.scores import plot_tradeoff_curves
 
 from .html import ReportSection, plots_in
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["figures", "plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff", "section"]
 
@@ -120,11 +120,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title=f"DP-SGD white-box audit (bug: {result.config.bug})",
         audit="dpsgd",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
-        valid=headline.valid,
+        **headline_fields(headline),
         meaning=(
             "With the stated confidence, one step of this training run is no better than ε-DP at the reported δ: "
             "the canaries' noisy gradients were told apart this well. A bound above the claimed ε proves the claim false."

@@ -16,7 +16,7 @@ import numpy as np
 from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["figures", "plot_exposures", "section"]
 
@@ -109,10 +109,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="Canary exposure (your model's losses)",
         audit="exposure",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=None,
+        **headline_fields(headline),
         meaning=(
             "Exposure is log2 n minus log2 of the canary's rank among n references that were never inserted: a canary with "
             "exposure e is as likely under the model as the top 2^-e of the references. Far above the random-guessing "

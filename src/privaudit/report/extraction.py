@@ -10,7 +10,7 @@ from pathlib import Path
 from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["figures", "plot_queries", "section"]
 
@@ -40,10 +40,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="Secret Sharer: extraction by shortest-path search",
         audit="extraction",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=None,
+        **headline_fields(headline),
         meaning=(
             "The model was searched for its most likely completion of the canary format, expanding the candidate tree "
             "cheapest first; the number of model queries it took is compared with brute force over the whole space."

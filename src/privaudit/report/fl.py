@@ -24,7 +24,7 @@ from privaudit._core.validation import as_scores, check_count
 from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["figures", "plot_cosine_densities", "plot_epsilon_vs_repetitions", "section"]
 
@@ -130,10 +130,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="One-shot FL audit (DP-FedAvg with canary clients)",
         audit="fl",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
+        **headline_fields(headline),
         meaning=(
             "One training run with random canary clients: the canaries' cosines with the final model update are compared "
             "with those of canaries never inserted, and the ε of two Gaussians that far apart is the estimate. The lower "

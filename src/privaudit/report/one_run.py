@@ -21,7 +21,7 @@ from privaudit.report.plotting import new_figure, save_figure
 
 from .html import ReportSection, plots_in
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["BOUND_LABELS", "figures", "plot_bounds", "section"]
 
@@ -112,11 +112,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title=f"One-run audit of DP-SGD ({config.threat_model})",
         audit="one-run",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
-        valid=headline.valid,
+        **headline_fields(headline),
         meaning=(
             "One training run with canaries each kept in or out by a recorded coin: with the stated confidence the whole "
             "training run is no better than ε-DP, end to end, for an example like the canaries. The headline is the best of "

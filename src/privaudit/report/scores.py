@@ -18,7 +18,7 @@ import numpy as np
 from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 __all__ = ["figures", "plot_roc_loglog", "plot_score_histograms", "plot_tradeoff_curves", "section"]
 
@@ -109,11 +109,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="Membership-inference scores: ε lower bounds",
         audit="scores",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
-        valid=headline.valid,
+        **headline_fields(headline),
         meaning="With the stated confidence, the mechanism that produced these scores is no better than ε-DP: its members and non-members were told apart this well.",
         not_meaning="The bound is only as strong as the attack behind the scores; a small bound does not show the model is private.",
         threat_model=result.threat_model,

@@ -12,7 +12,7 @@ import numpy as np
 from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
-from .sections import generic_section, typed_result
+from .sections import generic_section, headline_fields, typed_result
 
 
 def plot_exposure_vs_insertions(result, path, *, label: str = "model", others=()):
@@ -110,9 +110,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     return ReportSection(
         title="Secret Sharer: canary exposure",
         audit="secret-sharer",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
+        **headline_fields(headline),
         meaning=(
             "Exposure is log2 |R| minus log2 of the canary's rank among all candidates of its format: a canary with exposure e "
             "is as likely under the model as the top 2^-e of the candidates. High exposure means the model memorised the "
@@ -123,7 +121,6 @@ def section(data: dict, directory: Path | None) -> ReportSection:
             "other data; the ε lower bound beside it holds for groups of the largest repetition count, not for one example."
         ),
         threat_model="Black-box query access to the trained language model's likelihoods; canaries inserted into the training text.",
-        confidence=None,
         flag=flag,
         details=tuple(details),
         plots=plots_in(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .html import KINDS, ReportSection, plots_in
 from .provenance import provenance
@@ -33,6 +34,7 @@ __all__ = [
     "FAMILY_OF_RESULT_TYPE",
     "family_of",
     "generic_section",
+    "headline_fields",
     "headline_of",
     "load_results",
     "register_adapter",
@@ -70,6 +72,11 @@ def _adapter(family: str) -> Adapter:
         module, attribute = adapter.split(":")
         adapter = getattr(importlib.import_module(module), attribute)
     return adapter
+
+
+def headline_fields(headline) -> dict[str, Any]:
+    """The ReportSection fields a result's headline decides: value, label, kind, confidence and validity."""
+    return {"value": headline.value, "label": headline.label, "kind": headline.kind, "confidence": headline.confidence, "valid": headline.valid}
 
 
 def _number(value) -> float | None:
@@ -167,7 +174,7 @@ def section_for(data: dict, directory=None) -> ReportSection:
         raise ValueError(f"`run`: a results field has the wrong type for a {family_of(data)} audit ({type(error).__name__}: {error})") from None
     if headline is None:
         return section
-    return dataclasses.replace(section, value=headline.value, label=headline.label, kind=headline.kind, confidence=headline.confidence, valid=headline.valid)
+    return dataclasses.replace(section, **headline_fields(headline))
 
 
 def load_results(directory) -> dict:
