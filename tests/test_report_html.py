@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import CONSOLE, chromium, needs_chromium, render
 from typed_results import dpsgd_results, secret_sharer_results  # complete typed results, as write_run writes them
 
 from privaudit.report.html import ReportSection, render_report, write_report
@@ -123,7 +120,7 @@ def test_headline_numbers_and_kinds_come_from_the_results():
     secret = section_for(secret_sharer_results("pin"))
     assert secret.value == max(4.5, 16.6) and secret.kind == "statistic"
     assert secret.flag is not None  # 16.6 exceeds the random-guessing level 12.3
-    assert secret.seeds == {"seed": 11}
+    assert secret.seeds == {"config.seed": 11}  # named by its place in results.json
     page = render_report([dpsgd, secret])
     assert "2.5" in page and "lower bound at 95% confidence" in page and "16.6" in page
 
@@ -146,44 +143,13 @@ def test_unknown_family_gets_a_generic_section():
     assert (section.value, section.kind, section.audit) == (0.7, "estimate", "new-family")
 
 
-def _chromium() -> str | None:
-    return next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
-
-
-def _render(browser: str, page: Path, screenshot: Path) -> str:
-    """Render ``page`` headless; return the browser's stderr (where console messages are logged)."""
-    completed = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            f"--screenshot={screenshot}",
-            "--window-size=1200,2400",
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return completed.stderr
-
-
-_CONSOLE = re.compile(r":CONSOLE[:(]")
-
-
-# CI installs Debian's chromium (.ci/run), so there the test must run; elsewhere it skips without a browser
-@pytest.mark.skipif(_chromium() is None and not os.environ.get("CI"), reason="no chromium binary on PATH (Debian: apt-get install chromium)")
+@needs_chromium
 def test_report_renders_in_headless_chromium_without_console_messages(tmp_path):
-    browser = _chromium()
+    browser = chromium()
     # the detector must see a console error when there is one
     control = tmp_path / "control.html"
     control.write_text('<!DOCTYPE html><html><body><script>console.error("control-error")</script></body></html>')
-    assert _CONSOLE.search(_render(browser, control, tmp_path / "control.png"))
+    assert CONSOLE.search(render(browser, control, tmp_path / "control.png"))
 
     run = tmp_path / "run"
     run.mkdir()
@@ -192,8 +158,8 @@ def test_report_renders_in_headless_chromium_without_console_messages(tmp_path):
     (run / "results.json").write_text(json.dumps(dpsgd_results(11.2, 1.27, True)))
     sections = [section_for(load_results(run), run), section_for(secret_sharer_results(HOSTILE))]
     report = write_report(sections, tmp_path / "report.html", title=HOSTILE)
-    stderr = _render(browser, report, tmp_path / "report.png")
-    assert not _CONSOLE.search(stderr), [line for line in stderr.splitlines() if _CONSOLE.search(line)]
+    stderr = render(browser, report, tmp_path / "report.png")
+    assert not CONSOLE.search(stderr), [line for line in stderr.splitlines() if CONSOLE.search(line)]
     shot = (tmp_path / "report.png").read_bytes()
     assert shot.startswith(PNG_MAGIC) and len(shot) > 10_000
     # the page is not blank: the screenshot has both dark (text) and light pixels

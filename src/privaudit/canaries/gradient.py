@@ -59,7 +59,7 @@ class GradientCanary:
         check_count(self.slot_size, "slot_size", minimum=1)
         check_positive(self.norm, "norm")
 
-    def directions(self, num_slots: int, *, seed: int, step: int) -> np.ndarray:
+    def directions(self, num_slots: int, *, seed: int = 0, step: int) -> np.ndarray:
         """Unit directions, one row per slot, for step ``step``: row ``step`` of :meth:`draw`."""
         step = check_count(step, "step")
         if not self.moving:
@@ -67,7 +67,7 @@ class GradientCanary:
         start = step - step % _STEPS_PER_STREAM
         return self.draw(step - start + 1, num_slots, seed=seed, first_step=start)[-1]
 
-    def draw(self, num_steps: int, num_slots: int, *, seed: int, first_step: int = 0) -> np.ndarray:
+    def draw(self, num_steps: int, num_slots: int, *, seed: int = 0, first_step: int = 0) -> np.ndarray:
         """Unit directions of steps ``first_step, …, first_step + num_steps - 1``: shape (steps, slots, slot_size).
 
         Deterministic in ``seed`` and the step: a moving canary's directions come

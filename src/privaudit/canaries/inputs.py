@@ -103,7 +103,7 @@ def _example_loss(model):
     return loss
 
 
-def mislabeled_canary(model, x, y, *, seed) -> tuple[np.ndarray, int]:
+def mislabeled_canary(model, x, y, *, seed: int = 0) -> tuple[np.ndarray, int]:
     """A random example of ``x`` with a label drawn uniformly among the wrong ones.
 
     >>> import torch
@@ -121,14 +121,14 @@ def mislabeled_canary(model, x, y, *, seed) -> tuple[np.ndarray, int]:
     return features[index].numpy().copy(), int((int(labels[index]) + shift) % num_classes)
 
 
-def blank_canary(model, x, y, *, seed) -> tuple[np.ndarray, int]:
+def blank_canary(model, x, y, *, seed: int = 0) -> tuple[np.ndarray, int]:
     """The all-zero input with a label drawn uniformly among the model's classes."""
     _, features, _, num_classes = _prepare(model, x, y)
     label = _random_index(num_classes, _generator(seed))
     return np.zeros(tuple(features.shape[1:]), dtype=features.numpy().dtype), int(label)
 
 
-def adversarial_canary(model, x, y, *, seed, epsilon: float = 0.1, step_size: float = 0.025, num_steps: int = 10) -> tuple[np.ndarray, int]:
+def adversarial_canary(model, x, y, *, seed: int = 0, epsilon: float = 0.1, step_size: float = 0.025, num_steps: int = 10) -> tuple[np.ndarray, int]:
     """L-inf PGD from a random example, maximising the loss of its own label.
 
     Each step moves by ``step_size`` along the sign of the input gradient,
@@ -197,7 +197,7 @@ def mean_data_gradient(model, x, y, *, sample_size: int | None = 256, seed: int 
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_loss, list(params.values()))]).numpy()
 
 
-def crafted_canary(model, x, y, *, seed, num_steps: int = 100, step_size: float = 1.0, sample_size: int | None = 256) -> tuple[np.ndarray, int]:
+def crafted_canary(model, x, y, *, seed: int = 0, num_steps: int = 100, step_size: float = 1.0, sample_size: int | None = 256) -> tuple[np.ndarray, int]:
     """Algorithm 3: gradient descent on l_adv(x') = |cos(∇_θ l(θ, (x', y')), g_dist)| from a random example.
 
     g_dist is the mean gradient over ``sample_size`` examples of the data
@@ -251,7 +251,7 @@ _MAKERS = {
 }
 
 
-def make_input_canary(kind: str, model, x, y, *, seed, **options) -> tuple[np.ndarray, int]:
+def make_input_canary(kind: str, model, x, y, *, seed: int = 0, **options) -> tuple[np.ndarray, int]:
     """The input canary of ``kind`` (one of :data:`INPUT_CANARY_KINDS`); ``options`` go to its maker."""
     check_choice(kind, "kind", INPUT_CANARY_KINDS)
     return _MAKERS[kind](model, x, y, seed=seed, **options)

@@ -44,6 +44,17 @@ class Canary:
     secret: tuple[int, ...]
 
 
+def _check_seed(seed):
+    """An integer seed or a numpy Generator; None (once fresh randomness) is refused: that is what ``secure=True`` is for."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    from .._core.seeding import check_seed
+
+    if seed is None:
+        raise ValueError("`seed` must be an integer in [0, 2**63 - 1] or a numpy.random.Generator, got None (unguessable canaries: secure=True)")
+    return check_seed(seed)
+
+
 @dataclasses.dataclass(frozen=True)
 class CanaryFormat:
     """A template with random holes; see the module docstring for hole types.
@@ -139,8 +150,11 @@ class CanaryFormat:
 
         return _HOLE.sub(replace, self.template)
 
-    def sample(self, *, seed=None, secure: bool = False) -> Canary:
-        """Draw a canary uniformly from R: from ``seed`` (reproducible) or, with ``secure``, from the OS.
+    def sample(self, *, seed=0, secure: bool = False) -> Canary:
+        """Draw a canary uniformly from R: from ``seed`` (an integer or a numpy Generator; reproducible) or, with ``secure``, from the OS.
+
+        The fixed default seed makes equal calls give equal canaries; a
+        canary that must stay unguessable is drawn with ``secure=True``.
 
         >>> CanaryFormat("pin {digits:4}").sample(seed=0).text
         'pin 8652'
@@ -148,15 +162,19 @@ class CanaryFormat:
         if secure:
             secret = tuple(secrets.randbelow(len(symbols)) for symbols in self.slots)
         else:
-            rng = np.random.default_rng(seed)
+            rng = np.random.default_rng(_check_seed(seed))
             secret = tuple(int(rng.integers(len(symbols))) for symbols in self.slots)
         return Canary(text=self.fill(secret), secret=secret)
 
-    def sample_many(self, count: int, *, seed=None, secure: bool = False, distinct: bool = True) -> list[Canary]:
-        """``count`` canaries, all different when ``distinct`` (drawn without replacement)."""
+    def sample_many(self, count: int, *, seed=0, secure: bool = False, distinct: bool = True) -> list[Canary]:
+        """``count`` canaries, all different when ``distinct`` (drawn without replacement), from ``seed`` or, with ``secure``, the OS.
+
+        >>> [canary.text for canary in CanaryFormat("pin {digits:2}").sample_many(3)] == [c.text for c in CanaryFormat("pin {digits:2}").sample_many(3, seed=0)]
+        True
+        """
         if distinct and count > self.space_size:
             raise ValueError(f"`count` must be <= |R| = {self.space_size} for distinct canaries, got {count}")
-        rng = None if secure else np.random.default_rng(seed)
+        rng = None if secure else np.random.default_rng(_check_seed(seed))
         out: list = []
         seen: set = set()
         while len(out) < count:

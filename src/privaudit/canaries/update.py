@@ -58,7 +58,7 @@ class UpdateCanaries:
 
     num_canaries: int
     dimension: int
-    seed: int
+    seed: int = 0
 
     def __post_init__(self):
         check_count(self.num_canaries, "num_canaries", minimum=1)

@@ -6,7 +6,8 @@ family's own flags from :data:`FLAGS`, each of which either overrides a key
 of the config or is handed to ``Audit.run``. The command loads the config
 (the embedded default when ``--config`` is absent), checks the output path
 and opens the history before any work, runs the audit, writes it with
-:func:`privaudit.report.runs.write_run`, records it, and prints the
+:func:`privaudit.report.runs.write_run` (results.json, figures and
+report.html, all or nothing), records it, and prints the
 family's table (:mod:`.tables`) or ``--json``.
 """
 
@@ -360,8 +361,8 @@ def make_audit_command(name: str) -> Callable[..., None]:
             with capture_library_output() as captured:  # libraries' warnings go to the record, not between the bars
                 run = audit.run(config, progress=progress, **run_options)
             run = dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))
-            progress("writing results.json and figures")
-            data = write_run(output, run)
+            progress("writing results.json, figures and report.html")
+            data = write_run(output, run, report=True, title=f"privaudit audit {name}")
         record(data)
         report_captured(run.result.captured_warnings, verbose=options["verbose"])
         emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
@@ -370,7 +371,11 @@ def make_audit_command(name: str) -> Callable[..., None]:
             raise typer.Exit(status(run.result))
 
     common = [
-        ("output", Annotated[Path, typer.Option("--output", help="Directory for results.json, figures and the audit's files.")], Path(f"privaudit-{name}")),
+        (
+            "output",
+            Annotated[Path, typer.Option("--output", help="Directory for results.json, report.html, figures and the audit's files.")],
+            Path(f"privaudit-{name}"),
+        ),
         ("config", Annotated[Optional[Path], typer.Option("--config", help="JSON or YAML config (default: the embedded default; see --print-config).")], None),
         (
             "print_config",

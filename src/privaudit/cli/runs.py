@@ -142,7 +142,9 @@ def history_command(
 @app.command()
 def extract(
     run: Annotated[Path, typer.Option("--run", help="Output directory of `privaudit audit secret-sharer`.")],
-    output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json and queries.png (default: RUN/extraction).")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", help="Directory for results.json, report.html and queries.png (default: RUN/extraction).")
+    ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Nodes expanded per model call.")] = 256,
     max_queries: Annotated[int, typer.Option("--max-queries", help="Stop the search after this many model queries.")] = 1_000_000,
     as_json: JsonOption = False,
@@ -153,7 +155,7 @@ def extract(
 
     target = check_output_dir(output if output is not None else run / "extraction")
     extraction = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
-    data = write_run(target, extraction)
+    data = write_run(target, extraction, report=True, title="privaudit extract")
     if as_json:
         emit(json.dumps(data, indent=2))
         return

@@ -38,6 +38,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._core.seeding import check_seed
 from .._core.validation import check_count, check_positive
 from ..canaries.gradient import GradientCanary
 
@@ -46,13 +47,14 @@ __all__ = ["GradientObservations", "collect_gradient_observations", "find_twins"
 
 @dataclasses.dataclass(frozen=True)
 class GradientObservations:
-    """In/out observations of a white-box gradient-canary run, normalised to N(·, σ²)."""
+    """In/out observations of a white-box gradient-canary run, normalised to N(·, σ²), and the seed they were drawn from."""
 
     in_scores: np.ndarray
     out_scores: np.ndarray
     num_steps: int
     num_twinned_blocks: int
     canary_rate: float
+    seed: int = 0
 
 
 def check_canary_rate(value) -> float:
@@ -180,6 +182,7 @@ def collect_gradient_observations(
     denominator = check_positive(denominator, "denominator")
     canary_rate = check_canary_rate(canary_rate)
     num_groups = check_count(num_groups, "num_groups", minimum=1, maximum=num_slots)
+    seed = check_seed(seed)
     if num_slots % num_groups:
         raise ValueError(f"`num_slots` must be a multiple of `num_groups` ({num_groups}), got {num_slots}")
     size = canary.slot_size
@@ -234,4 +237,5 @@ def collect_gradient_observations(
         num_steps=num_steps,
         num_twinned_blocks=int(np.count_nonzero(twins >= 0)),
         canary_rate=canary_rate,
+        seed=seed,
     )

@@ -80,7 +80,7 @@ def collect_input_observations(
     num_steps: int,
     canary_rate: float = 1.0,
     score: str = "dot",
-    seed,
+    seed: int = 0,
 ) -> GradientObservations:
     """Train ``model`` on (x, y) for ``num_steps`` DP-SGD steps, observing the input canary (canary_x, canary_y).
 
@@ -153,4 +153,6 @@ def collect_input_observations(
                 p = params[name]
                 p -= learning_rate * update[offset : offset + p.numel()].reshape(p.shape).to(p.dtype)
                 offset += p.numel()
-    return GradientObservations(in_scores=in_scores, out_scores=out_scores, num_steps=num_steps, num_twinned_blocks=0, canary_rate=float(canary_rate))
+    return GradientObservations(
+        in_scores=in_scores, out_scores=out_scores, num_steps=num_steps, num_twinned_blocks=0, canary_rate=float(canary_rate), seed=seed
+    )

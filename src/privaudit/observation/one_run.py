@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._core.seeding import check_seed
 from .._core.validation import check_count, check_positive, check_real
 from ..canaries.gradient import GradientCanary
 from .gradient import check_canary_rate
@@ -55,7 +56,7 @@ def check_inclusion_prob(value) -> float:
     return number
 
 
-def draw_inclusion(num_canaries: int, inclusion_prob: float, seed: int) -> np.ndarray:
+def draw_inclusion(num_canaries: int, inclusion_prob: float, seed: int = 0) -> np.ndarray:
     """Which of ``num_canaries`` canaries are included: ``default_rng(seed).random(m) < inclusion_prob``.
 
     The draw is the whole record needed to reproduce the inclusion: its seed.
@@ -64,7 +65,7 @@ def draw_inclusion(num_canaries: int, inclusion_prob: float, seed: int) -> np.nd
     True
     """
     num_canaries = check_count(num_canaries, "num_canaries", minimum=MIN_CANARIES)
-    return np.random.default_rng(seed).random(num_canaries) < check_inclusion_prob(inclusion_prob)
+    return np.random.default_rng(check_seed(seed)).random(num_canaries) < check_inclusion_prob(inclusion_prob)
 
 
 def collect_one_run_observations(
@@ -100,6 +101,7 @@ def collect_one_run_observations(
     clip_norm = check_positive(clip_norm, "clip_norm")
     denominator = check_positive(denominator, "denominator")
     canary_rate = check_canary_rate(canary_rate)
+    seed = check_seed(seed)
     num_canaries, size = member.size, canary.slot_size
     width = num_canaries * size
     directions = canary.draw(num_steps, num_canaries, seed=seed)  # (steps, canaries, slot); a read-only view for a static canary

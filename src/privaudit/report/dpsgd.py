@@ -13,14 +13,23 @@ writes one PNG to ``path`` and returns the path; no statistic is computed here:
 * :func:`plot_bound_vs_observations` (their Figure 3): the GDP / Clopper–Pearson
   lower bound on ε on growing prefixes of the observations, as the audit
   computed it; it approaches the true ε as the confidence intervals shrink.
+
+:func:`section` builds the family's report section from its ``results.json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from privaudit.report.plotting import new_figure, save_figure
 from privaudit.report.scores import plot_tradeoff_curves
 
-__all__ = ["figures", "plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff"]
+from .html import ReportSection, plots_in
+from .provenance import provenance
+from .sections import generic_section, headline_fields, typed_result
+
+__all__ = ["figures", "plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff", "section"]
 
 
 def plot_observation_histograms(in_scores, out_scores, fits, path, *, title=None):
@@ -86,3 +95,50 @@ def figures(run) -> dict:
             result.bound_vs_observations, path, delta=config.delta, confidence=config.confidence, claimed_epsilon=claimed
         ),
     }
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.dpsgd import DPSGDAuditResult
+
+    result = typed_result(DPSGDAuditResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    headline, claimed = result.headline(), result.claimed_step_epsilon
+    details: list[tuple[str, Any]] = [("claimed per-step ε", claimed)]
+    details += [(f"per-step bound: {name} ({bound.kind})", bound.epsilon) for name, bound in result.step_bounds.items()]
+    details += [
+        ("end-to-end ε (estimate, §5.5 composition)", result.end_to_end.epsilon),
+        ("claimed end-to-end ε", result.claimed_end_to_end_epsilon),
+        ("canary / other observations", f"{result.num_in} / {result.num_out}"),
+        ("injected bug", result.config.bug),
+        ("test accuracy", result.test_accuracy),
+    ]
+    flag = None
+    if result.flagged:
+        flag = f"Claim rejected: the per-step ε lower bound exceeds the claimed {claimed:.3g}; the implementation is not as private as claimed."
+    return ReportSection(
+        title=f"DP-SGD white-box audit (bug: {result.config.bug})",
+        audit="dpsgd",
+        **headline_fields(headline),
+        meaning=(
+            "With the stated confidence, one step of this training run is no better than ε-DP at the reported δ: "
+            "the canaries' noisy gradients were told apart this well. A bound above the claimed ε proves the claim false."
+        ),
+        not_meaning=(
+            "A bound below the claim does not prove the claim: the audit only sees what its canaries reveal. "
+            "The end-to-end figure composes the per-step bound and is an estimate, not a bound."
+        ),
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        plots=plots_in(
+            directory,
+            {
+                "observations.png": "Canary observations: in (canary present) vs out, with fitted Gaussians",
+                "tradeoff.png": "Empirical trade-off curve against the claimed GDP and (ε, δ) curves",
+                "bound_vs_observations.png": "The bound as observations accumulate",
+            },
+        ),
+        **provenance(data),
+    )

@@ -8,19 +8,25 @@
   and the 95% ε_lo as red ticks, per number of canary participations.
 
 The numbers all come from the audit (:mod:`privaudit.audits.fl`); this module only draws.
+
+:func:`section` builds the family's report section from its ``results.json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from privaudit._core.validation import as_scores, check_count
 
+from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
+from .provenance import provenance
+from .sections import generic_section, headline_fields, typed_result
 
-__all__ = ["figures", "plot_cosine_densities", "plot_epsilon_vs_repetitions"]
+__all__ = ["figures", "plot_cosine_densities", "plot_epsilon_vs_repetitions", "section"]
 
 
 def plot_cosine_densities(densities, path, *, title=None):
@@ -97,3 +103,57 @@ def figures(run) -> dict[str, Any]:
             title=f"{name}, noise multiplier {sigma:g}",
         )
     return drawings
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.fl import FLAuditResult
+
+    result = typed_result(FLAuditResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    headline = result.headline()
+    details: list[tuple[str, Any]] = []
+    for run in result.runs:
+        label = f"{run.participations} participation(s)" if run.sampling == "fixed" else run.sampling
+        details += [
+            (f"{label}: analytical ε (accountant)", run.analytical_epsilon),
+            (
+                f"{label}: final model ε_est (estimate) / ε_lo (lower bound)",
+                f"{_text_number(run.final.estimate.epsilon)} / {_text_number(run.final.lower_bound.epsilon)}",
+            ),
+            (
+                f"{label}: all iterates ε_est (estimate) / ε_lo (lower bound)",
+                f"{_text_number(run.all.estimate.epsilon)} / {_text_number(run.all.lower_bound.epsilon)}",
+            ),
+        ]
+    return ReportSection(
+        title="One-shot FL audit (DP-FedAvg with canary clients)",
+        audit="fl",
+        **headline_fields(headline),
+        meaning=(
+            "One training run with random canary clients: the canaries' cosines with the final model update are compared "
+            "with those of canaries never inserted, and the ε of two Gaussians that far apart is the estimate. The lower "
+            f"bounds ε_lo beside it hold at {result.config.confidence:.0%} confidence."
+        ),
+        not_meaning=(
+            "ε_est is an estimate, not a bound: it assumes the cosines are Gaussian (checked by Anderson–Darling) and "
+            "can fall below the true ε. It measures random canary clients, not the most vulnerable real client."
+        ),
+        threat_model="; ".join(result.threat_models.values()) or "final model / all iterates",
+        details=tuple(details),
+        plots=plots_in(
+            directory,
+            {
+                "cosines_final.png": "Canary cosines with the final model update",
+                "cosines_all.png": "Largest canary cosine over all rounds, with the unobserved canaries",
+                "epsilon_final.png": "ε against participations, final model",
+                "epsilon_all.png": "ε against participations, all iterates",
+            },
+        ),
+        **provenance(data),
+    )
+
+
+def _text_number(value: float) -> str:
+    return f"{value:.4g}"

@@ -4,9 +4,11 @@ A report is a list of :class:`ReportSection` values, one per audit. Each
 section says what its headline number is (a lower bound, a credible bound,
 an estimate or a plain statistic) at which confidence, what the number means
 and what it does not, under which threat model, and carries the plots, the
-configuration, the seeds, the library versions and the machine. Every string
-goes through :func:`html.escape`, so canary text or dataset names cannot
-inject markup; plots are PNG files embedded as ``data:`` URIs.
+conventions decided about the user's model or data (each checked, explicit
+or a default), the seeds, the configuration, the library versions and the
+machine. Every string goes through :func:`html.escape`, so canary text or
+dataset names cannot inject markup; plots are PNG files embedded as
+``data:`` URIs.
 
 Plot paths come from results files, which are input like any other: a plot
 is embedded only if it is a regular file (never a symlink) whose first eight
@@ -34,6 +36,8 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from .._core.conventions import Convention
 
 __all__ = ["KINDS", "MAX_PLOT_BYTES", "PNG_SIGNATURE", "ReportSection", "embeddable_png", "plots_in", "render_report", "write_report"]
 
@@ -65,6 +69,9 @@ class ReportSection:
     (e.g. a threshold chosen on the data it bounds). ``plots`` are
     (caption, PNG path) pairs; ``details`` (name, value) rows of further
     numbers; ``flag`` a line shown in red (e.g. "the claim is rejected").
+    ``seeds`` maps each seed's place in the results to its value;
+    ``conventions`` holds the :class:`~privaudit._core.conventions.Convention`
+    values the result decided about the user's model or data.
 
     >>> ReportSection(title="t", audit="a", value=1.0, label="l", kind="guess", meaning="", not_meaning="", threat_model="")
     Traceback (most recent call last):
@@ -87,6 +94,7 @@ class ReportSection:
     plots: tuple = ()
     configuration: dict = dataclasses.field(default_factory=dict)
     seeds: dict = dataclasses.field(default_factory=dict)
+    conventions: tuple = ()
     versions: dict = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
 
@@ -209,6 +217,26 @@ def _rows(mapping) -> list:
     return [("(not a mapping)", mapping)] if mapping not in (None, (), [], "") else []
 
 
+def _conventions(conventions) -> str:
+    """The conventions table: what was decided, the value, how (checked / explicit / default) and on what evidence."""
+    if not conventions:
+        return "<p>None recorded for this result.</p>"
+    rows = []
+    for item in conventions if isinstance(conventions, (list, tuple)) else [conventions]:
+        if isinstance(item, Convention):
+            rows.append(f"<tr><td>{_text(item.name)}</td><td>{_text(item.value)}</td><td>{_text(item.decided)}</td><td>{_text(item.evidence)}</td></tr>")
+        else:  # not a Convention (a damaged results file): shown as it is
+            rows.append(f'<tr><td colspan="4">{_text(item)}</td></tr>')
+    head = "<tr><th>convention</th><th>value</th><th>how decided</th><th>evidence</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _seeds(seeds) -> str:
+    """The seeds table, a seed recorded as null shown as not seeded."""
+    rows = [(name, "null (not seeded: not reproducible)" if value is None else value) for name, value in _rows(seeds)]
+    return _table(rows, ("seed (where in results.json)", "value")) if rows else "<p>None recorded in the results.</p>"
+
+
 def _headline(section: ReportSection) -> str:
     if section.value is None:
         number = "not computed"
@@ -232,8 +260,9 @@ def _section(index: int, section: ReportSection) -> str:
     if section.details:
         parts.append("<h3>Numbers</h3>" + _table(section.details, ("quantity", "value")))
     parts.extend(_image(caption, path) for caption, path in section.plots)
-    parts.append("<details><summary>Configuration and seeds</summary>")
-    parts.append(_table(_rows(section.seeds), ("seed", "value")))
+    parts.append("<h3>Conventions</h3>" + _conventions(section.conventions))
+    parts.append("<h3>Seeds</h3>" + _seeds(section.seeds))
+    parts.append("<details><summary>Configuration</summary>")
     parts.append(f"<pre>{_text(json.dumps(section.configuration, indent=2, ensure_ascii=False, default=str))}</pre></details>")
     parts.append("<details><summary>Versions and machine</summary>")
     parts.append(_table(_rows(section.versions), ("library", "version")))

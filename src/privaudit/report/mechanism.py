@@ -39,12 +39,13 @@ def figures(run: Any) -> dict:
 def section(data: dict, directory: Path | None) -> Any:
     """The report section of a mechanism audit's results."""
     from ..audits.mechanism import MechanismAuditResult
-    from .html import ReportSection
-    from .sections import _generic, _plots, _provenance, _typed
+    from .html import ReportSection, plots_in
+    from .provenance import provenance
+    from .sections import generic_section, headline_fields, typed_result
 
-    result = _typed(MechanismAuditResult, data)
+    result = typed_result(MechanismAuditResult, data)
     if result is None:
-        return _generic(data, directory)
+        return generic_section(data, directory)
     headline, pair = result.headline(), result.pair
     best = result.tests[result.best_test]
     details: list[tuple[str, Any]] = [
@@ -58,16 +59,11 @@ def section(data: dict, directory: Path | None) -> Any:
         ("samples drawn", result.total_samples),
     ]
     details += [(f"search candidate: {how}", f"pilot ε {value:.3g}") for how, value in pair.candidates]
-    details += [(f"convention: {convention.name}", f"{convention.value} ({convention.decided}: {convention.evidence})") for convention in result.conventions]
     flag = f"Claim rejected at confidence {result.confidence:g}: ε >= {result.epsilon:.3g} > {result.claimed_epsilon:.3g}." if result.rejected else None
     return ReportSection(
         title="Mechanism audit: a DP claim tested from samples",
         audit="mechanism",
-        value=headline.value,
-        label=headline.label,
-        kind=headline.kind,
-        confidence=headline.confidence,
-        valid=headline.valid,
+        **headline_fields(headline),
         meaning=(
             "With the stated confidence, the mechanism is no better than ε-DP at the claimed δ between these two datasets: "
             "statistics and thresholds were fixed on pilot samples, the bound computed on fresh ones, Bonferroni over every test."
@@ -79,12 +75,12 @@ def section(data: dict, directory: Path | None) -> Any:
         threat_model=result.threat_model,
         flag=flag,
         details=tuple(details),
-        plots=_plots(
+        plots=plots_in(
             directory,
             {
                 "distributions.png": "The best statistic on held-out samples of D and D'",
                 "tradeoff.png": "Empirical trade-off curve of the best statistic against the claim's",
             },
         ),
-        **_provenance(data),
+        **provenance(data),
     )

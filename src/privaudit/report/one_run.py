@@ -8,13 +8,22 @@ writes one PNG to ``path`` and returns the path; no statistic is computed here:
   audit fitted to it (:func:`privaudit.report.dpsgd.plot_observation_histograms`);
 * ``bounds.png`` (:func:`plot_bounds`): one bar per method (Steinke, f-DP,
   Gaussian) and the headline, against the claimed ε of the run.
+
+:func:`section` builds the family's report section from its ``results.json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from privaudit.report.plotting import new_figure, save_figure
 
-__all__ = ["BOUND_LABELS", "figures", "plot_bounds"]
+from .html import ReportSection, plots_in
+from .provenance import provenance
+from .sections import generic_section, headline_fields, typed_result
+
+__all__ = ["BOUND_LABELS", "figures", "plot_bounds", "section"]
 
 BOUND_LABELS = {
     "steinke": "Steinke et al.",
@@ -72,3 +81,56 @@ def figures(run) -> dict:
         title = f"one run: {result.num_in} canaries in, {result.num_canaries - result.num_in} out"
         drawings["observations.png"] = lambda path: plot_observation_histograms(in_scores, out_scores, run.observations["fits"], path, title=title)
     return drawings
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.one_run import OneRunAuditResult
+
+    result = typed_result(OneRunAuditResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    headline, config = result.headline(), result.config
+    details: list[tuple[str, Any]] = [
+        (f"{BOUND_LABELS.get(name, name)} ({bound.kind}, {bound.confidence:.0%} alone)", bound.epsilon)
+        for name, bound in result.side_by_side().items()
+        if name != "headline"
+    ]
+    details += [
+        ("claimed ε of the run (accountant)", result.claimed_epsilon),
+        ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
+        ("score", result.score),
+        ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
+        ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}"),
+        ("test accuracy", result.test_accuracy),
+    ]
+    if result.canary_epsilon != result.claimed_epsilon:
+        details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
+    flag = None
+    if headline.flag:
+        flag = f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."
+    return ReportSection(
+        title=f"One-run audit of DP-SGD ({config.threat_model})",
+        audit="one-run",
+        **headline_fields(headline),
+        meaning=(
+            "One training run with canaries each kept in or out by a recorded coin: with the stated confidence the whole "
+            "training run is no better than ε-DP, end to end, for an example like the canaries. The headline is the best of "
+            "the methods fixed in advance, corrected for the choice."
+        ),
+        not_meaning=(
+            "A bound below the claim does not prove the claim: one run with m canaries cannot reach the true ε when it is "
+            "large. Each side-by-side bound holds alone; only the headline may be read as the best of them."
+        ),
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        plots=plots_in(
+            directory,
+            {
+                "observations.png": "Canary scores: included (in) against excluded (out), with fitted Gaussians",
+                "bounds.png": "Every one-run ε lower bound beside the claimed ε",
+            },
+        ),
+        **provenance(data),
+    )

@@ -10,17 +10,23 @@ Bonferroni level the reported test used) with the reported c_lb and
 Every number drawn comes from the result and from the curves the audit
 computed (:func:`privaudit.audits.panoramia.panoramia_curves`, in the run's
 observations): this module computes no statistics.
+
+:func:`section` builds the family's report section from its ``results.json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
+from .provenance import provenance
+from .sections import generic_section, typed_result
 
-__all__ = ["figure_name", "figures", "plot_panoramia"]
+__all__ = ["figure_name", "figures", "plot_panoramia", "section"]
 
 
 def plot_panoramia(curves, result, path, *, title: str = "PANORAMIA") -> None:
@@ -81,3 +87,50 @@ def figures(run) -> dict:
         figure_name(name): (lambda path, name=name, entry=entry: plot_panoramia(curves[name], entry.audit, path, title=f"PANORAMIA: {name}"))
         for name, entry in run.result.targets.items()
     }
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.registry import get_audit
+
+    result = typed_result(get_audit("panoramia").result_type, data)
+    if result is None:
+        return generic_section(data, directory)
+    details = []
+    for row in result.summary_rows():
+        target = row["target"]
+        details += [(f"{target}: {_SUMMARY_LABELS[key]}", value) for key, value in row.items() if key != "target" and value is not None]
+    figures = {figure_name(name): f"PANORAMIA on {name}: precision against recall of the baseline and the MIA" for name in result.targets}
+    confidence = next(iter(result.targets.values())).audit.settings.confidence
+    return ReportSection(
+        title="PANORAMIA: membership inference against generated non-members",
+        audit="panoramia",
+        value=None,
+        label="",
+        kind="estimate",
+        confidence=None,
+        meaning=(
+            "A membership-inference attack on the target model is compared with a baseline that does not see the model, "
+            "both telling real members from synthetic non-members. c_lb and {c+ε}_lb are lower bounds at "
+            f"{confidence:.0%} confidence; their difference ε̃ estimates the privacy loss the model adds."
+        ),
+        not_meaning=(
+            "ε̃ is an estimate and is not a lower bound on ε: it is conditional on the generator's closeness c, which is "
+            "itself only bounded from below. No retraining is involved, so it says nothing about worst-case data."
+        ),
+        threat_model="Black-box access to the target's losses; the auditor holds part of the training data and trains a generator on it.",
+        details=tuple(details),
+        plots=plots_in(directory, figures),
+        **provenance(data),
+    )
+
+
+_SUMMARY_LABELS = {
+    "generator": "generator",
+    "c_lb": "c_lb (lower bound)",
+    "c_plus_epsilon_lb": "{c+eps}_lb (lower bound)",
+    "epsilon_tilde": "epsilon_tilde (estimate)",
+    "rm_rn_epsilon": "RM;RN epsilon (lower bound)",
+    "one_run_epsilon": "O(1) epsilon (lower bound)",
+    "claimed_dp_epsilon": "claimed DP epsilon",
+}

@@ -5,15 +5,22 @@ and the scores themselves): no statistic is computed here. The trade-off
 figure compares the attack with the claimed ε when one was given, and with
 the curve of the bound's own ε otherwise (the result's ``tradeoff`` field
 says which).
+
+:func:`section` builds the family's report section from its ``results.json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
+from .provenance import provenance
+from .sections import generic_section, headline_fields, typed_result
 
-__all__ = ["figures", "plot_roc_loglog", "plot_score_histograms", "plot_tradeoff_curves"]
+__all__ = ["figures", "plot_roc_loglog", "plot_score_histograms", "plot_tradeoff_curves", "section"]
 
 _STYLES = (("tab:blue", "-"), ("tab:green", "--"), ("tab:purple", "-."))
 
@@ -75,3 +82,39 @@ def figures(run) -> dict:
         title = "trade-off against the claimed ε" if against == "claimed epsilon" else "trade-off against the bound's own ε"
         drawings["tradeoff.png"] = lambda path: plot_tradeoff_curves(curves.roc_fpr, curves.roc_tpr, curves.alpha, curves.references, path, title=title)
     return drawings
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.scores import ScoresResult
+
+    result = typed_result(ScoresResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    headline = result.headline()
+    details = [("AUC (in-sample statistic)", result.auc)]
+    details += [(f"TPR at FPR {level}", rate) for level, rate in result.tpr_at_fpr.items()]
+    if result.bound_eps_delta is not None:
+        details.append((f"(ε, δ) lower bound ({result.bound_eps_delta.kind})", result.bound_eps_delta.epsilon))
+    if result.one_run is not None:
+        details.append((f"one-run lower bound ({result.one_run.kind}, method {result.one_run.method})", result.one_run.epsilon))
+    if result.claimed_epsilon is not None:
+        details.append(("claimed ε", result.claimed_epsilon))
+    details.append(("scores in / out", f"{result.num_in} / {result.num_out}"))
+    tradeoff = result.tradeoff or {}
+    if tradeoff.get("note"):
+        details.append(("trade-off figure compares the attack with", tradeoff["note"]))
+    against = "the claimed ε" if tradeoff.get("against", "claimed epsilon") == "claimed epsilon" else "the curve of the bound's own ε"
+    claim = result.claimed_epsilon
+    return ReportSection(
+        title="Membership-inference scores: ε lower bounds",
+        audit="scores",
+        **headline_fields(headline),
+        meaning="With the stated confidence, the mechanism that produced these scores is no better than ε-DP: its members and non-members were told apart this well.",
+        not_meaning="The bound is only as strong as the attack behind the scores; a small bound does not show the model is private.",
+        threat_model=result.threat_model,
+        flag=f"Claim rejected: the lower bound exceeds the claimed ε = {claim:g}." if headline.flag else None,
+        details=tuple(details),
+        plots=plots_in(directory, {"roc.png": "ROC on log-log axes", "scores.png": "Score histograms", "tradeoff.png": f"Trade-off curve against {against}"}),
+        **provenance(data),
+    )

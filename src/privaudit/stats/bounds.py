@@ -55,7 +55,9 @@ class EpsilonLowerBound(Result):
     ``fpr_upper``/``fnr_upper`` are the error-rate bounds the frequentist
     intervals used (None for Bayes). ``num_in``/``num_out`` count the
     observations the bound was computed on; ``num_selection`` those spent on
-    choosing the threshold.
+    choosing the threshold. ``seed`` is the integer seed the randomised
+    steps (held-out split, tie-breaking coin) used; None only when the caller
+    passed a ``numpy.random.Generator``, whose state the result cannot record.
     """
 
     epsilon: float
@@ -215,6 +217,13 @@ def _rank_tests(strategy: Bonferroni, in_scores: Any, out_scores: Any, rng: Any)
     return values, false_positives, false_negatives, num_tests
 
 
+def _check_seed_or_generator(seed: Any) -> int:
+    """An integer seed; None, which once meant fresh randomness, is refused rather than read as the default."""
+    if seed is None:
+        raise ValueError("`seed` must be an integer in [0, 2**63 - 1] or a numpy.random.Generator, got None (fresh randomness: numpy.random.default_rng())")
+    return check_seed(seed)
+
+
 def _describe(strategy: Any) -> str:
     return repr(float(strategy)) if isinstance(strategy, float) else repr(strategy)
 
@@ -228,7 +237,7 @@ def epsilon_lower_bound(
     interval: str = "clopper-pearson",
     confidence: float = 0.95,
     threshold: Any = "auto",
-    seed: Any = None,
+    seed: Any = 0,
 ) -> EpsilonLowerBound:
     """Lower-bound ε(δ) from the scores of an attack on "in" and "out" observations.
 
@@ -250,8 +259,11 @@ def epsilon_lower_bound(
         ``Bonferroni(over="ranks")`` for (ε, δ) and pure DP with a
         Clopper–Pearson or Jeffreys interval (their best thresholds sit in
         the far tails, where a held-out split loses most).
-    seed : int, numpy Generator or None
-        Randomness of the held-out split.
+    seed : int in [0, 2**63 - 1] or numpy Generator, default 0
+        Randomness of the held-out split and of the coin that orders tied
+        scores. The fixed default makes equal input give an equal bound, as
+        the command line does; the result records it. For fresh randomness
+        pass ``numpy.random.default_rng()`` (then ``result.seed`` is None).
 
     Examples
     --------
@@ -275,7 +287,7 @@ def epsilon_lower_bound(
         ranks = family.name == "eps-delta" and interval in ("clopper-pearson", "jeffreys")
         threshold = Bonferroni(over="ranks") if ranks else "split"
     strategy = resolve_threshold(threshold)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(None if seed is None else check_seed(seed))
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(_check_seed_or_generator(seed))
     proxy = getattr(family, "proxy", family)
 
     if isinstance(strategy, MultiSplit):

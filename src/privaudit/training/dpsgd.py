@@ -28,6 +28,7 @@ import dataclasses
 
 import numpy as np
 
+from .._core.seeding import check_seed
 from .._core.validation import check_choice, check_count, check_positive
 from ..models.device import require_torch
 
@@ -89,7 +90,8 @@ class ReferenceDPSGD:
         if self.audit_size % self.audit_groups:
             raise ValueError(f"`audit_size` must be a multiple of `audit_groups` ({audit_groups}), got {audit_size}")
         self.denominator = config.sampling_rate * len(self.x)  # expected batch size, as Opacus
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self.seed = check_seed(seed)  # recorded: every batch and noise draw of the run comes from it
+        self.generator = torch.Generator().manual_seed(self.seed)
         self._per_example = self._per_example_gradients()
 
     def _per_example_gradients(self):

@@ -37,6 +37,7 @@ import time
 
 import numpy as np
 
+from .._core.seeding import check_seed
 from .._core.validation import check_choice, check_count, check_fraction, check_positive
 from ..canaries.update import DEFAULT_MEMORY_BUDGET, UpdateCanaries
 
@@ -106,7 +107,8 @@ class FedAvgRun:
 
     Canaries ``[0, num_observed)`` were inserted, the rest never were.
     ``final_cosines`` are with θ_T − θ₀; ``max_cosines`` the max over rounds
-    with ρ̄_t (NaN when all iterates were not tracked).
+    with ρ̄_t (NaN when all iterates were not tracked). ``seed`` is the seed
+    the run drew its clients, schedule, initialisation and noise from.
     """
 
     final_cosines: np.ndarray
@@ -119,16 +121,18 @@ class FedAvgRun:
     clip_norms: np.ndarray
     seconds: float
     canary_seconds: float
+    seed: int = 0
 
 
-def participation_schedule(population: int, config: FedAvgConfig, rng: np.random.Generator) -> list[np.ndarray]:
-    """Client indices of every round, for the config's sampling pattern.
+def participation_schedule(population: int, config: FedAvgConfig, rng: np.random.Generator | int = 0) -> list[np.ndarray]:
+    """Client indices of every round, for the config's sampling pattern, drawn from ``rng`` (a numpy Generator, or an integer seed).
 
     >>> config = FedAvgConfig(num_rounds=8, sampling="fixed", participations=2, clients_per_round=5)
     >>> rounds = participation_schedule(10, config, np.random.default_rng(0))
     >>> np.bincount(np.concatenate(rounds), minlength=10).tolist()
     [2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
     """
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(check_seed(rng, "rng"))
     rounds = config.num_rounds
     if config.sampling == "uniform":
         rate = min(1.0, config.clients_per_round / population)
@@ -332,6 +336,7 @@ def simulate_fedavg(
         clip_norms=clip_norms,
         seconds=time.perf_counter() - started,
         canary_seconds=canary_seconds,
+        seed=seed,
     )
 
 

@@ -1,0 +1,34 @@
+"""The report section of the black-box audit (it draws no figures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .html import ReportSection
+from .provenance import provenance
+from .sections import generic_section, headline_fields, typed_result
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
+    from ..audits.blackbox import BlackBoxResult
+
+    result = typed_result(BlackBoxResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    headline = result.headline()
+    return ReportSection(
+        title="Black-box DP-SGD audit (many models)",
+        audit="blackbox",
+        **headline_fields(headline),
+        meaning="With the stated confidence, training is no better than ε-DP: models trained with and without the canary were told apart this well from their final losses.",
+        not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
+        threat_model=result.threat_model,
+        details=(
+            ("claimed ε (accountant)", result.claimed_epsilon),
+            ("(ε, δ) Clopper–Pearson bound", result.epsilon_lower_bound_eps_delta),
+            ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
+            ("δ", result.delta),
+        ),
+        **provenance(data),
+    )
