@@ -95,3 +95,19 @@ def test_log_records_of_libraries_with_their_own_handlers_are_captured_and_resto
         assert capsys.readouterr().err == ""
     finally:
         library.removeHandler(handler)
+
+
+def test_the_report_lists_what_was_captured_with_privaudits_note(dp_panoramia, tmp_path):
+    from privaudit.report.html import write_report
+    from privaudit.report.sections import section_for
+
+    _, data = dp_panoramia
+    page = tmp_path / "report.html"
+    write_report([section_for(data)], page)
+    html = page.read_text(encoding="utf-8")
+    warnings_part = html[html.index("<h3>Warnings</h3>") :]
+    assert "Secure RNG turned off" in warnings_part and "without a secure random generator" in warnings_part
+    assert "opacus/privacy_engine.py" in warnings_part
+    quiet = {key: value for key, value in data.items() if key != "captured_warnings"}
+    write_report([section_for(quiet)], page)
+    assert "None: the libraries the audit called raised no warning." in page.read_text(encoding="utf-8")

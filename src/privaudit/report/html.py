@@ -71,7 +71,9 @@ class ReportSection:
     numbers; ``flag`` a line shown in red (e.g. "the claim is rejected").
     ``seeds`` maps each seed's place in the results to its value;
     ``conventions`` holds the :class:`~privaudit._core.conventions.Convention`
-    values the result decided about the user's model or data.
+    values the result decided about the user's model or data;
+    ``captured_warnings`` the :class:`~privaudit._core.capture.CapturedWarning`
+    values of what libraries warned about while the audit ran.
 
     >>> ReportSection(title="t", audit="a", value=1.0, label="l", kind="guess", meaning="", not_meaning="", threat_model="")
     Traceback (most recent call last):
@@ -95,6 +97,7 @@ class ReportSection:
     configuration: dict = dataclasses.field(default_factory=dict)
     seeds: dict = dataclasses.field(default_factory=dict)
     conventions: tuple = ()
+    captured_warnings: tuple = ()
     versions: dict = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
 
@@ -231,6 +234,18 @@ def _conventions(conventions) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _warnings(captured) -> str:
+    """The libraries' warnings during the audit: privaudit's note first where one bears on validity, then the library's words."""
+    if not captured:
+        return "<p>None: the libraries the audit called raised no warning.</p>"
+    rows = "".join(
+        f"<tr><td>{_text(item.note) or '—'}</td><td>{_text(item.category)}</td><td>{_text(item.source)}</td><td>{item.count}</td><td>{_text(item.message)}</td></tr>"
+        for item in captured
+    )
+    head = "<tr><th>what it means for the numbers</th><th>category</th><th>from</th><th>times</th><th>the library's words</th></tr>"
+    return f"<table>{head}{rows}</table>"
+
+
 def _seeds(seeds) -> str:
     """The seeds table, a seed recorded as null shown as not seeded."""
     rows = [(name, "null (not seeded: not reproducible)" if value is None else value) for name, value in _rows(seeds)]
@@ -262,6 +277,7 @@ def _section(index: int, section: ReportSection) -> str:
     parts.extend(_image(caption, path) for caption, path in section.plots)
     parts.append("<h3>Conventions</h3>" + _conventions(section.conventions))
     parts.append("<h3>Seeds</h3>" + _seeds(section.seeds))
+    parts.append("<h3>Warnings</h3>" + _warnings(section.captured_warnings))
     parts.append("<details><summary>Configuration</summary>")
     parts.append(f"<pre>{_text(json.dumps(section.configuration, indent=2, ensure_ascii=False, default=str))}</pre></details>")
     parts.append("<details><summary>Versions and machine</summary>")

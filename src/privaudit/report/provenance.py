@@ -21,9 +21,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.capture import CapturedWarning
 from .._core.conventions import Convention, conventions_from_dicts
 
-__all__ = ["MAX_LISTED_SEEDS", "conventions_in", "is_seed_name", "provenance", "seeds_in"]
+__all__ = ["MAX_LISTED_SEEDS", "conventions_in", "is_seed_name", "provenance", "seeds_in", "warnings_in"]
 
 # a list of more per-run seeds than this is one row: how many, and the first few
 MAX_LISTED_SEEDS = 8
@@ -114,12 +115,30 @@ def conventions_in(data: Any) -> tuple[Convention, ...]:
         raise ValueError(f"`run`: results field `conventions`: {error}") from None
 
 
+def warnings_in(data: Any) -> tuple[CapturedWarning, ...]:
+    """What libraries warned about while the audit ran (``captured_warnings``); ValueError naming the field when it is damaged.
+
+    >>> warnings_in({"captured_warnings": [{"source": "opacus/privacy_engine.py:98", "category": "UserWarning", "message": "Secure RNG turned off"}]})[0].count
+    1
+    """
+    items = data.get("captured_warnings") if isinstance(data, Mapping) else None
+    if items is None:
+        return ()
+    try:
+        if not isinstance(items, (list, tuple)):
+            raise TypeError(f"got {items!r:.80}")
+        return tuple(CapturedWarning(**dict(item)) for item in items)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"`run`: results field `captured_warnings` must be a list of {{source, category, message, count, note}} objects: {error}") from None
+
+
 def provenance(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The ReportSection fields every family shares: configuration, seeds, conventions, versions and machine."""
+    """The ReportSection fields every family shares: configuration, seeds, conventions, captured warnings, versions and machine."""
     return {
         "configuration": data.get("config") or {},
         "seeds": seeds_in(data),
         "conventions": conventions_in(data),
+        "captured_warnings": warnings_in(data),
         "versions": data.get("versions") or {},
         "machine": data.get("machine") or {},
     }
