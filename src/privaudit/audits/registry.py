@@ -6,11 +6,11 @@ here. Entries are import paths, imported on first use: listing the families
 imports no optional dependency.
 
 >>> names()
-['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run']
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mia']
 >>> get_audit("nope")
 Traceback (most recent call last):
 ...
-ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', got 'nope'
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mia', got 'nope'
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ AUDITS: dict[str, str] = {
     "fl": "privaudit.audits.fl:AUDIT",
     "panoramia": "privaudit.audits.panoramia:AUDIT",
     "one-run": "privaudit.audits.one_run:AUDIT",
+    "mia": "privaudit.audits.mia:AUDIT",
 }
 
 

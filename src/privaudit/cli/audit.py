@@ -181,6 +181,29 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=_import_path("--train"),
         ),
     ),
+    "mia": (
+        Flag(
+            "--train",
+            Optional[str],
+            "Your training function instead of the built-in overfitted MLP: package.module:fn with fn(x_train, y_train, *, seed) -> model, "
+            "the contract of `privaudit audit blackbox --train`; it trains the target and every reference model on their halves of the pool.",
+            config="train",
+            parse=_import_path("--train"),
+        ),
+        Flag(
+            "--data",
+            Optional[Path],
+            "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
+            "(default: the last column). A record's id is its row.",
+            config="data",
+            parse=_dataset_file,
+        ),
+        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
+        Flag("--backend", str, "local (process pool) or ray.", run="backend"),
+        Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
+        Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
@@ -213,7 +236,7 @@ def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
 
 
 # the options that name a callable by its import path, per family
-_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",)}
+_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",), "mia": ("train",)}
 
 
 def _current_directory_importable() -> None:

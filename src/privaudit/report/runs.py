@@ -33,6 +33,7 @@ FIGURES: dict[str, str] = {
     "scores": "privaudit.report.scores:figures",
     "exposure": "privaudit.report.exposure:figures",
     "one-run": "privaudit.report.one_run:figures",
+    "mia": "privaudit.report.mia:figures",
 }
 
 

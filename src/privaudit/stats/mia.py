@@ -174,6 +174,10 @@ def _gaussian_fit(signals: Floats, mask: NDArray[np.bool_], global_variance: boo
     counts = mask.sum(axis=0)
     minimum, option = (1, "") if global_variance else (2, "or set global_variance=True")
     _need(counts, minimum, side, option)
+    if global_variance and not (counts >= 2).any():
+        raise ValueError(
+            f"`membership` must put some record {side} of at least 2 reference models: the global variance is pooled around each record's own mean"
+        )
     mean = np.where(mask, signals, 0.0).sum(axis=0) / counts
     squares = np.where(mask, (signals - mean) ** 2, 0.0).sum(axis=0)
     if global_variance:

@@ -1,0 +1,155 @@
+"""The pool, the membership draws and the training jobs of the ``mia`` audit (one model per job).
+
+Every draw comes from the audit's seed, so each job recomputes its own
+training set and a killed run resumes with identical models:
+
+* the pool is the embedded dataset (train and test splits together) or the
+  user's dataset file, rows in file order (a record's id is its row index);
+* ``population`` records (never in the target) are the RMIA samples z;
+* the target's members are the other records, each kept by a fair coin;
+* reference model j trains on the records whose membership row says IN:
+  every record is IN exactly half of the references (both papers' design).
+
+A job returns the logit-scaled confidence φ of every pool record
+(:func:`privaudit.stats.mia.logit_confidence`) on the model it trained.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._core.conventions import Convention, checked
+from ..stats.mia import logit_confidence
+from .blackbox import check_train_function
+
+__all__ = ["Pool", "draws", "load_pool", "model_signals", "train_and_score", "train_mlp"]
+
+#: How far rows may be from summing to 1 and still be read as probabilities.
+_SUM_TOLERANCE = 1e-4
+
+
+class Pool:
+    """The audited records: features ``x`` (n, d) float32 and labels ``y`` (n,) int64."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, source: str) -> None:
+        self.x, self.y, self.source = x, y, source
+
+
+@functools.lru_cache(maxsize=4)
+def load_pool(dataset: str, data: str | None, label_col: str | None) -> Pool:
+    """The embedded ``dataset`` (both splits), or the user's ``data`` file read by the toolkit's tabular reader."""
+    if data is not None:
+        from .._core.readers import read_labelled
+
+        x, y = read_labelled(data, "--data", label_col=label_col)
+        return Pool(np.ascontiguousarray(x, dtype=np.float32), y, data)
+    from ..data.tabular import load_dataset
+
+    split = load_dataset(dataset, seed=0)
+    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset)
+
+
+@functools.lru_cache(maxsize=4)
+def draws(seed: int, num_records: int, num_references: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(population mask (n,), target membership (n,), reference membership (k, n)), all from ``seed``.
+
+    >>> population, target, references = draws(0, 10, 4, 2)
+    >>> int(population.sum()), bool((target & population).any()), references.sum(axis=0).tolist()
+    (2, False, [2, 2, 2, 2, 2, 2, 2, 2, 2, 2])
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 0x4D4941)))
+    population = np.zeros(num_records, dtype=bool)
+    population[rng.choice(num_records, size=num_population, replace=False)] = True
+    target = (rng.random(num_records) < 0.5) & ~population
+    references = np.argsort(rng.random((num_records, num_references)), axis=1).T < num_references // 2
+    return population, target, references
+
+
+def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
+    """The built-in training: scikit-learn's MLP (one hidden layer of 64, no weight decay), ``epochs`` epochs of Adam to overfit.
+
+    >>> model = train_mlp(np.eye(4, dtype=np.float32), np.arange(4) % 2, seed=0, epochs=5)
+    >>> model.predict_proba(np.eye(4)).shape
+    (4, 2)
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    model = MLPClassifier(hidden_layer_sizes=(64,), alpha=0.0, max_iter=epochs, tol=1e-6, random_state=seed)
+    # one BLAS thread: the runner already runs one model per core
+    with warnings.catch_warnings(), threadpool_limits(1):  # running to max_iter is the point: an overfitted model
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(x_train, y_train)
+
+
+def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[np.ndarray, Convention]:
+    """φ of every record on ``model``, and how its output kind was decided (checked on these outputs).
+
+    A ``torch.nn.Module`` must give logits: rows that are all probability
+    vectors are refused as ambiguous. ``predict_proba`` must give rows >= 0
+    summing to 1.
+    """
+    torch = sys.modules.get("torch")  # a torch model means torch is imported; never import it for a scikit-learn one
+    if torch is not None and isinstance(model, torch.nn.Module):
+        model.eval()
+        with torch.no_grad():
+            out = model(torch.from_numpy(x))
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{who} must return a tensor of logits, got {type(out).__name__}")
+        values = out.detach().double().cpu().numpy()
+        kind = "logits"
+    else:
+        predict = getattr(model, "predict_proba", None)
+        if predict is None and callable(model):
+            predict = model
+        if predict is None:
+            raise ValueError(f"{who} must be a torch.nn.Module, an object with predict_proba or a predict_proba function, got {type(model).__name__}")
+        values = np.asarray(predict(x), dtype=np.float64)
+        kind = "probabilities"
+    if values.ndim != 2 or values.shape[0] != len(y) or values.shape[1] <= int(y.max()):
+        raise ValueError(f"{who} must give {kind} of shape ({len(y)}, classes) with classes > {int(y.max())}, got {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{who} gave non-finite {kind} (training diverged?)")
+    deviation = float(np.abs(values.sum(axis=1) - 1.0).max())
+    is_simplex = bool((values >= 0).all()) and deviation <= _SUM_TOLERANCE
+    if kind == "logits":
+        if is_simplex:
+            raise ValueError(f"{who} is a torch module whose outputs are all probability vectors; it must return logits (drop the softmax)")
+        evidence = f"torch module; rows are not probability vectors (max |row sum - 1| = {deviation:.3g})"
+    else:
+        if not is_simplex:
+            raise ValueError(f"{who}: predict_proba must give rows >= 0 summing to 1, got max |row sum - 1| = {deviation:.3g}")
+        evidence = f"predict_proba; rows >= 0 summing to 1 (max |row sum - 1| = {deviation:.2g})"
+    return logit_confidence(values, y, kind=kind), checked("output kind", kind, evidence)
+
+
+@functools.lru_cache(maxsize=4)
+def _function(path: str) -> Any:
+    return check_train_function(path)
+
+
+def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
+    """One job: train model ``index`` (a reference, or the target when ``index`` = ``num_references``) and score the pool.
+
+    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``.
+    """
+    pool = load_pool(config["dataset"], config["data"], config["label_col"])
+    k, index = int(config["num_references"]), int(config["index"])
+    population, target, references = draws(int(config["seed"]), len(pool.y), k, int(config["num_population"]))
+    rows = target if index == k else references[index]
+    seed = int(np.random.SeedSequence((int(config["seed"]), index)).generate_state(1)[0] % 2**31)
+    who = f"model {index}: the model that `--train` {config['train']!r} returned" if config["train"] else f"model {index}"
+    if config["train"] is None:
+        model = train_mlp(pool.x[rows], pool.y[rows], seed=seed, epochs=int(config["epochs"]))
+    else:
+        model = _function(config["train"])(pool.x[rows], pool.y[rows], seed=seed)
+    if model is None:
+        raise ValueError(f"{who} is None: the training function must return the trained model")
+    signals, convention = model_signals(model, pool.x, pool.y, who)
+    return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}
