@@ -42,7 +42,7 @@ from ..runner import BACKENDS, RunStore, run_all
 from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .mia_training import draws, load_pool, train_and_score
+from .mia_training import draws, load_pool, preflight, train_and_score
 
 __all__ = ["AUDIT", "ATTACKS", "AttackSummary", "MIAAudit", "MIAConfig", "MIAResult", "VulnerableRecord", "attack_scores"]
 
@@ -50,6 +50,7 @@ THREAT_MODEL = "black-box: the target's confidence on each record; reference mod
 ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
 HEADLINE_ATTACK = "rmia-online"
 DATASETS = ("digits", "breast-cancer")
+MIN_RECORDS = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,11 +270,11 @@ class MIAAudit(Audit):
         if backend == "ray":
             require("ray", purpose="`--backend` ray")
         require("sklearn", purpose="the mia audit")
-        if config.train is not None:  # a bad path or signature is refused before any folder or model exists
-            from .blackbox import check_train_function
-
-            check_train_function(config.train)
-        load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data too
+        pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
+        if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
+            raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
+            preflight(config.train, pool)
         trainer = f"--train {config.train}" if config.train else "the built-in MLP"
         (progress or no_progress)("training models", detail=f"{config.num_references} references and the target ({trainer}), backend {backend}")
         created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]

@@ -27,7 +27,7 @@ from .._core.conventions import Convention, checked
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
 
-__all__ = ["Pool", "draws", "load_pool", "model_signals", "train_and_score", "train_mlp"]
+__all__ = ["Pool", "draws", "load_pool", "model_signals", "preflight", "train_and_score", "train_mlp"]
 
 #: How far rows may be from summing to 1 and still be read as probabilities.
 _SUM_TOLERANCE = 1e-4
@@ -127,6 +127,22 @@ def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[n
             raise ValueError(f"{who}: predict_proba must give rows >= 0 summing to 1, got max |row sum - 1| = {deviation:.3g}")
         evidence = f"predict_proba; rows >= 0 summing to 1 (max |row sum - 1| = {deviation:.2g})"
     return logit_confidence(values, y, kind=kind), checked("output kind", kind, evidence)
+
+
+def preflight(path: str, pool: Pool) -> Convention:
+    """Import ``path``, train it once on a small probe of the pool (up to 4 records per class) and check its model's outputs.
+
+    Run before any model of the audit trains, so a function that does not
+    import, does not take ``(x_train, y_train, *, seed)``, or returns no
+    usable model is refused at once (ValueError naming ``--train``).
+    """
+    function = check_train_function(path)
+    probe = np.concatenate([np.flatnonzero(pool.y == label)[:4] for label in np.unique(pool.y)])
+    who = f"`--train` {path!r} (checked on {probe.size} records before the audit)"
+    model = function(pool.x[probe], pool.y[probe], seed=0)
+    if model is None:
+        raise ValueError(f"{who} returned None: it must return the trained model")
+    return model_signals(model, pool.x[probe], pool.y[probe], who)[1]
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,0 +1,114 @@
+"""The mia audit: resumable reference training, the user's --train through the CLI, and bad input refused before any training."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from cli_helpers import assert_refused, run_cli
+
+from privaudit.audits.mia import AUDIT, MIAConfig, attack_scores, run_mia_audit
+from privaudit.audits.mia_training import draws, load_pool
+from privaudit.runner import RunStore
+from privaudit.stats.mia import lira_online_scores, rmia_scores
+from privaudit.stats.mia_metrics import attack_metrics
+
+pytest.importorskip("sklearn")
+
+TINY = MIAConfig(num_references=4, epochs=15, seed=3)
+
+
+def test_draws_put_every_record_in_half_the_references_and_never_a_population_sample_in_the_target():
+    population, target, references = draws(5, 500, 6, 50)
+    assert population.sum() == 50 and not (target & population).any()
+    assert (references.sum(axis=0) == 3).all()  # balanced: IN exactly half
+    # the target's coin: about half of the others (Binomial(450, 1/2) within 5 sd)
+    assert abs(int(target.sum()) - 225) < 5 * np.sqrt(450 / 4)
+    assert all(np.array_equal(a, b) for a, b in zip(draws(5, 500, 6, 50), (population, target, references), strict=True))
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """(the run, its store directory) of the tiny audit, every model trained by this call."""
+    directory = tmp_path_factory.mktemp("full")
+    return run_mia_audit(TINY, directory, max_workers=2), directory
+
+
+def test_resume_retrains_no_finished_model_and_gives_identical_numbers(full_run, tmp_path):
+    full, directory = full_run
+    assert full.result.num_trained == TINY.num_references + 1
+    # a run killed after three models: the store holds their files only
+    shutil.copytree(directory, tmp_path / "killed")
+    for index in (1, 4):
+        RunStore(tmp_path / "killed").path(index).unlink()
+    before = {index: RunStore(tmp_path / "killed").path(index).stat().st_mtime_ns for index in (0, 2, 3)}
+    resumed = run_mia_audit(TINY, tmp_path / "killed", max_workers=2)
+    assert resumed.result.num_trained == 2
+    assert {index: RunStore(tmp_path / "killed").path(index).stat().st_mtime_ns for index in (0, 2, 3)} == before  # not rewritten
+    assert resumed.result.attacks == full.result.attacks and resumed.result.most_vulnerable == full.result.most_vulnerable
+    assert resumed.result.seeds == full.result.seeds
+
+
+def test_reported_statistics_are_those_of_the_stored_signals(full_run):
+    run, directory = full_run
+    store = RunStore(directory)
+    signals = np.array([store.load(index)["signals"] for index in range(TINY.num_references + 1)])
+    population, target_members, membership = draws(TINY.seed, signals.shape[1], TINY.num_references, run.result.num_population)
+    keep = ~population
+    # recomputed here from the stored signals and the seed's draws, attack by attack
+    online = lira_online_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], global_variance=True)
+    rmia = rmia_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population])
+    for name, scores in (("lira-online", online), ("rmia-online", rmia)):
+        metrics = attack_metrics(scores, target_members[keep])
+        summary = run.result.attack(name)
+        assert summary.auc == metrics.auc and summary.tpr == tuple(metrics.tpr) and summary.tpr_low == tuple(metrics.tpr_low)
+    headline = run.result.headline()
+    assert headline.kind == "statistic" and "not an ε bound" in headline.label and headline.value == run.result.attack("rmia-online").tpr[2]
+    assert set(attack_scores(signals[-1], signals[:-1], membership, population, TINY)) == {"loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline"}
+    # the most exposed records are the top of the headline attack, by their row in the pool
+    top = run.result.most_vulnerable[0]
+    assert top.score == rmia.max() and not population[top.record] and top.member == bool(target_members[top.record])
+
+
+@pytest.fixture(scope="module")
+def pool_csv(tmp_path_factory):
+    """300 digits as a CSV with a named label column in the middle."""
+    pool = load_pool("digits", None, None)
+    path = tmp_path_factory.mktemp("data") / "pool.csv"
+    x, y = pool.x[:300], pool.y[:300]
+    header = [f"f{i}" for i in range(32)] + ["digit"] + [f"f{i}" for i in range(32, 64)]
+    rows = [",".join(header)] + [",".join(f"{v:g}" for v in [*row[:32], label, *row[32:]]) for row, label in zip(x, y, strict=True)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_path):
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--train", "own_models.relu_net:train_torch", "--references", "4"]
+    code, _, stderr = run_cli([*argv, "--output", output, "--no-history", "--workers", "2"])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    conventions = {item["name"]: item for item in data["conventions"]}
+    assert conventions["output kind"]["value"] == "logits" and conventions["output kind"]["decided"] == "checked"
+    assert conventions["label column"] == {"name": "label column", "value": "digit", "decided": "explicit", "evidence": "--label-col"}
+    assert data["num_records"] + data["num_population"] == 300 and data["config"]["train"] == "own_models.relu_net:train_torch"
+    assert (output / "roc.png").is_file() and (output / "vulnerability.png").is_file()
+    assert AUDIT.result_from_dict(data).headline().kind == "statistic"
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--label-col", "digit", "--train", "own_models.no_such_module:fn"], "`--train`"),
+        (["--label-col", "digit", "--train", "own_models.relu_net:train_no_seed"], "must accept (x_train, y_train, *, seed)"),
+        (["--label-col", "digit", "--train", "own_models.relu_net:train_returns_number"], "must be a torch.nn.Module, an object with predict_proba"),
+        (["--label-col", "digit", "--references", "3"], "`num_references` must be an even integer >= 4, got 3"),
+        (["--label-col", "nope"], "`--label-col`"),
+        (["--train", "own_models.relu_net:train_torch"], "`--data` must hold integer class labels"),
+    ],
+)
+def test_bad_input_is_refused_before_any_training(pool_csv, tmp_path, flags, match):
+    output = tmp_path / "out"
+    assert_refused(["audit", "mia", "--data", pool_csv, *flags, "--output", output, "--no-history"], output, match)
