@@ -8,9 +8,10 @@ import shutil
 import numpy as np
 import pytest
 from cli_helpers import assert_refused, run_cli
+from sklearn.metrics import roc_auc_score
 
 from privaudit.audits.mia import AUDIT, MIAConfig, attack_scores, run_mia_audit
-from privaudit.audits.mia_training import draws, load_pool
+from privaudit.audits.mia_training import draws, load_pool, user_target_draws
 from privaudit.runner import RunStore
 from privaudit.stats.mia import lira_online_scores, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics
@@ -112,3 +113,54 @@ def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_pa
 def test_bad_input_is_refused_before_any_training(pool_csv, tmp_path, flags, match):
     output = tmp_path / "out"
     assert_refused(["audit", "mia", "--data", pool_csv, *flags, "--output", output, "--no-history"], output, match)
+
+
+@pytest.fixture(scope="module")
+def users_target(pool_csv, tmp_path_factory):
+    """A scikit-learn MLP trained on every third row of the pool, saved with skops, and its members file."""
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.neural_network import MLPClassifier
+
+    pool = load_pool("digits", None, None)
+    x, y = pool.x[:300].astype(np.float64), pool.y[:300]
+    rows = np.arange(0, 300, 3)
+    model = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=0).fit(x[rows], y[rows])
+    folder = tmp_path_factory.mktemp("target")
+    skops_io.dump(model, folder / "model.skops")
+    (folder / "members.txt").write_text("\n".join(map(str, rows)) + "\n", encoding="utf-8")
+    return model, x, y, rows, folder
+
+
+def test_users_own_target_model_and_members(pool_csv, users_target, tmp_path):
+    model, x, y, rows, folder = users_target
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--model", folder / "model.skops", "--members", folder / "members.txt"]
+    code, _, stderr = run_cli([*argv, "--references", "4", "--output", output, "--no-history", "--workers", "2"])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    conventions = {item["name"]: item for item in data["conventions"]}
+    assert conventions["target membership"]["decided"] == "explicit" and conventions["target output kind"]["value"] == "probabilities"
+    assert data["num_members"] == rows.size and data["num_records"] + data["num_population"] == 300
+    # the LOSS attack is the model's own log-probability of the label: recomputed here with scikit-learn
+    members = np.isin(np.arange(300), rows)
+    population, _ = user_target_draws(0, members, data["num_population"])
+    log_p = np.log(model.predict_proba(x)[np.arange(300), y])
+    loss = next(item for item in data["attacks"] if item["attack"] == "loss")
+    assert loss["auc"] == pytest.approx(roc_auc_score(members[~population], log_p[~population]), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--members", "BAD"], "`--members` must hold row indices of the pool's records, integers in [0, 299]"),
+        ([], "`model` (--model) and `members` (--members) go together"),
+        (["--members", "members.txt", "--target-kind", "torch"], "`model_output` (--model-output) must say"),
+    ],
+)
+def test_users_target_refused_before_any_training(pool_csv, users_target, tmp_path, flags, match):
+    *_, folder = users_target
+    (tmp_path / "BAD").write_text("0\n1\n300\n", encoding="utf-8")  # a row the pool does not have
+    flags = [str(tmp_path / "BAD") if flag == "BAD" else str(folder / flag) if flag == "members.txt" else flag for flag in flags]
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--model", folder / "model.skops", *flags, "--output", output, "--no-history"]
+    assert_refused(argv, output, match)

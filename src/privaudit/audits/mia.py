@@ -76,6 +76,12 @@ class MIAConfig:
     confidence: float = 0.95
     num_vulnerable: int = 10
     seed: int = 0
+    # the user's trained target instead of one trained by the audit (see privaudit.models.loading)
+    model: str | None = None
+    model_kind: str = "skops"  # --target-kind
+    factory: str | None = None  # with model_kind "torch"
+    model_output: str | None = None  # "logits" or "probabilities": required for torch, torch-export and onnx models
+    members: str | None = None  # row indices of the target's training records in the pool (with `model`)
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -93,6 +99,16 @@ class MIAConfig:
         check_probability(self.confidence, "confidence")
         check_count(self.num_vulnerable, "num_vulnerable")
         check_count(self.seed, "seed")
+        if (self.model is None) != (self.members is None):
+            raise ValueError("`model` (--model) and `members` (--members) go together: the user's target and the rows it was trained on")
+        if self.model is not None:
+            from ..models.loading import KINDS, OUTPUTS
+
+            check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
+            if self.model_kind != "skops":
+                if self.model_output is None:
+                    raise ValueError(f"`model_output` (--model-output) must say whether the {self.model_kind} model returns 'logits' or 'probabilities'")
+                check_choice(self.model_output, "model_output", OUTPUTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +188,37 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = load_pool(config.dataset, config.data, config.label_col)
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "train", "epochs", "num_references", "seed")}
-    return [dict(base, num_population=num_population, index=index) for index in range(config.num_references + 1)]
+    models = config.num_references + (1 if config.model is None else 0)  # the last job trains the target, unless it is the user's
+    return [dict(base, num_population=num_population, index=index) for index in range(models)]
+
+
+def _target_conventions(config: MIAConfig) -> tuple[Convention, ...]:
+    membership = explicit("target membership", "rows listed in --members", "--members")
+    if config.model_kind == "skops":
+        output = checked("target output kind", "probabilities", "skops model: predict_proba, rows >= 0 summing to 1 within 1e-4 (checked by LoadedModel.loss)")
+    else:
+        output = explicit("target output kind", str(config.model_output), "--model-output")
+    return (membership, output)
+
+
+def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(φ of every record on the user's target, population mask, target membership)."""
+    from ..models.loading import load_model
+    from ..stats.mia import logit_confidence_from_loss
+    from .mia_training import read_members, user_target_draws
+
+    pool = load_pool(config.dataset, config.data, config.label_col)
+    members = read_members(str(config.members), num_records)
+    if int((~members).sum()) < num_population + 5 or int(members.sum()) < 5:
+        raise ValueError(
+            f"`--members` must leave at least 5 members and {num_population + 5} non-members in the pool "
+            f"({num_population} population samples and non-members to attack), got {int(members.sum())} members of {num_records}"
+        )
+    output = "probabilities" if config.model_kind == "skops" else str(config.model_output)
+    target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=output)
+    signals = logit_confidence_from_loss(target.loss(pool.x, pool.y))
+    population, target_members = user_target_draws(config.seed, members, num_population)
+    return signals, population, target_members
 
 
 def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]]) -> tuple[Convention, ...]:
@@ -187,7 +233,7 @@ def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]]) -> tuple
         raise ValueError(f"`--train` must return models of one output kind, got {', '.join(sorted({kind for kind, _ in kinds}))}")
     output = checked("output kind", kinds[0][0], f"every model: {kinds[0][1]}" if len(kinds) == 1 else f"every model ({len(kinds)} checks), e.g. {kinds[0][1]}")
     score = default("score direction", "higher is member", "each attack's score is built so (likelihood ratio, fraction of z dominated, minus the loss)")
-    return (label, output, score)
+    return (label, output, score) + (() if config.model is None else _target_conventions(config))
 
 
 def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> AuditRun:
@@ -201,6 +247,9 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     k = config.num_references
     signals = np.array([result["signals"] for result in results], dtype=np.float64)
     population, target_members, membership = draws(config.seed, signals.shape[1], k, jobs[0]["num_population"])
+    if config.model is not None:  # the user's target: its own signals and membership
+        target_signals, population, target_members = _user_target(config, signals.shape[1], jobs[0]["num_population"])
+        signals = np.vstack([signals, target_signals])
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
     summaries = []
@@ -273,6 +322,8 @@ class MIAAudit(Audit):
         pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
+            _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
             preflight(config.train, pool)
         trainer = f"--train {config.train}" if config.train else "the built-in MLP"

@@ -27,7 +27,7 @@ from .._core.conventions import Convention, checked
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
 
-__all__ = ["Pool", "draws", "load_pool", "model_signals", "preflight", "train_and_score", "train_mlp"]
+__all__ = ["Pool", "draws", "load_pool", "model_signals", "preflight", "read_members", "train_and_score", "train_mlp", "user_target_draws"]
 
 #: How far rows may be from summing to 1 and still be read as probabilities.
 _SUM_TOLERANCE = 1e-4
@@ -68,6 +68,36 @@ def draws(seed: int, num_records: int, num_references: int, num_population: int)
     target = (rng.random(num_records) < 0.5) & ~population
     references = np.argsort(rng.random((num_records, num_references)), axis=1).T < num_references // 2
     return population, target, references
+
+
+def user_target_draws(seed: int, members: np.ndarray, num_population: int) -> tuple[np.ndarray, np.ndarray]:
+    """(population mask, target membership) when the target is the user's: z drawn among its non-members.
+
+    >>> population, target = user_target_draws(0, np.arange(10) < 4, 3)
+    >>> int(population.sum()), bool((population & target).any())
+    (3, False)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 0x5A)))
+    population = np.zeros(members.size, dtype=bool)
+    population[rng.choice(np.flatnonzero(~members), size=num_population, replace=False)] = True
+    return population, members.copy()
+
+
+def read_members(path: str, num_records: int) -> np.ndarray:
+    """The target's members as a mask over the pool, from a file of row indices; ValueError naming ``--members``."""
+    from .._core.readers import read_numbers
+
+    rows = read_numbers(path, "--members")
+    if not np.all(rows == np.round(rows)) or rows.min() < 0 or rows.max() >= num_records:
+        raise ValueError(
+            f"`--members` must hold row indices of the pool's records, integers in [0, {num_records - 1}], "
+            f"got values in [{rows.min():g}, {rows.max():g}]: is --data the pool the target was trained from?"
+        )
+    mask = np.zeros(num_records, dtype=bool)
+    mask[rows.astype(np.int64)] = True
+    if int(mask.sum()) != rows.size:
+        raise ValueError(f"`--members` must list each row once, got {rows.size - int(mask.sum())} repeated row(s)")
+    return mask
 
 
 def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:

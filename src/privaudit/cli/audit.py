@@ -200,6 +200,23 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
+        Flag(
+            "--model",
+            Optional[Path],
+            "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).",
+            config="model",
+            parse=str,
+        ),
+        Flag("--target-kind", Optional[str], "What --model is: skops (default), torch (with --factory), torch-export or onnx.", config="model_kind"),
+        Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
+        Flag("--model-output", Optional[str], "logits or probabilities: what your torch, torch-export or onnx model returns.", config="model_output"),
+        Flag(
+            "--members",
+            Optional[Path],
+            "Row indices (one per line, .txt/.csv/.npy) of --data's records your model was trained on.",
+            config="members",
+            parse=str,
+        ),
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
@@ -236,7 +253,7 @@ def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
 
 
 # the options that name a callable by its import path, per family
-_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",), "mia": ("train",)}
+_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",), "mia": ("train", "factory")}
 
 
 def _current_directory_importable() -> None:

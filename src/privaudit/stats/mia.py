@@ -68,6 +68,7 @@ __all__ = [
     "lira_offline_scores",
     "lira_online_scores",
     "logit_confidence",
+    "logit_confidence_from_loss",
     "loss_scores",
     "rmia_scores",
 ]
@@ -126,6 +127,23 @@ def logit_confidence(outputs: ArrayLike, labels: ArrayLike, *, kind: str) -> Flo
         raise ValueError(f"`outputs` must be probabilities (>= 0, rows summing to 1 within {_SUM_TOLERANCE:g}) for kind='probabilities'")
     rest_sum = np.where(others, values, 0.0).sum(axis=1)
     return np.asarray(np.log(np.maximum(values[rows, label], _TINY)) - np.log(np.maximum(rest_sum, _TINY)), dtype=np.float64)
+
+
+def logit_confidence_from_loss(losses: ArrayLike) -> Floats:
+    """φ = log(p / (1 − p)) from the cross-entropy loss ℓ = −log p of the true class: −ℓ − log(−expm1(−ℓ)).
+
+    Exact for small losses (p near 1), where forming 1 − p would round to 0;
+    a loss of 0 (p rounded to 1) is floored at the smallest normal float64,
+    as :func:`logit_confidence` floors probabilities (φ <= 708.4).
+
+    >>> logit_confidence_from_loss([np.log(2.0), 1e-20]).round(6).tolist()
+    [0.0, 46.051702]
+    """
+    loss = as_scores(losses, "losses")
+    if (loss < 0).any():
+        raise ValueError(f"`losses` must be >= 0 (cross-entropy), got minimum {loss.min():g}")
+    loss = np.maximum(loss, _TINY)
+    return np.asarray(-loss - np.log(-np.expm1(-loss)), dtype=np.float64)
 
 
 def check_membership(membership: Any, shape: tuple[int, ...], name: str = "membership") -> NDArray[np.bool_]:
