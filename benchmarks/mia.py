@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--references", type=int, default=16)
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--population-fraction", type=float, default=0.1, help="share of the pool kept as RMIA's population samples z")
+    parser.add_argument("--population-fraction", type=float, default=0.4, help="share of the pool kept as RMIA's population samples z")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "mia.json")
     args = parser.parse_args()
     seeds = [int(part) for part in args.seeds.split(",")]
