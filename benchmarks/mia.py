@@ -7,7 +7,9 @@ a user's function is. The attacks are then rerun on the stored signals with
 k of the references per record (k/2 IN and k/2 OUT for online attacks, k OUT
 for offline ones, the first in index order), for k = 2, 4, ... The TPR at 1%
 FPR and the AUC of each attack on the target's records go to
-``benchmarks/results/mia.json``, per seed and averaged.
+``benchmarks/results/mia.json``, per seed and averaged, with the seconds
+each attack takes to score ``--score-records`` synthetic records with 64
+references (and a tenth as many population samples).
 """
 
 from __future__ import annotations
@@ -77,6 +79,27 @@ def attacks_with(k, target, reference, membership, population, is_member, config
     return out
 
 
+def scoring_time(num_records, num_references, num_population, seed=0):
+    """Seconds each attack takes on synthetic signals of ``num_records`` records and ``num_references`` references."""
+    rng = np.random.default_rng(seed)
+    membership = np.argsort(rng.random((num_records, num_references)), axis=1).T < num_references // 2
+    reference = rng.normal(size=(num_references, num_records)) + membership
+    target = rng.normal(size=num_records)
+    z = slice(0, num_population)
+    calls = {
+        "lira-online": lambda: lira_online_scores(target, reference, membership),
+        "lira-offline": lambda: lira_offline_scores(target, reference, membership),
+        "rmia-online": lambda: rmia_scores(target, reference, membership, target[z], reference[:, z], membership[:, z]),
+        "rmia-offline": lambda: rmia_scores(target, reference, membership, target[z], reference[:, z], membership[:, z], offline_a=0.3),
+    }
+    seconds = {}
+    for name, call in calls.items():
+        start = time.perf_counter()
+        call()
+        seconds[name] = time.perf_counter() - start
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
@@ -84,7 +107,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--population-fraction", type=float, default=0.4, help="share of the pool kept as RMIA's population samples z")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "mia.json")
+    parser.add_argument("--score-records", type=int, default=100_000, help="records of the scoring-time measurement (64 references)")
     args = parser.parse_args()
+    scoring = {"records": args.score_records, "references": 64, "population": args.score_records // 10}
+    scoring["seconds"] = scoring_time(args.score_records, 64, args.score_records // 10)
+    print(json.dumps({"scoring": scoring}), flush=True)
     seeds = [int(part) for part in args.seeds.split(",")]
     ks = [k for k in (2, 4, 8, 16, 32, 64) if k <= args.references]
     per_seed = []
@@ -134,6 +161,7 @@ def main() -> None:
         "train": "benchmarks/mia.py:train_mlp as --train mia:train_mlp",
         "seeds": seeds,
         "mean": summary,
+        "scoring": scoring,
         "per_seed": per_seed,
         "machine": {"platform": platform.platform(), "cpu": _cpu_name(), "python": platform.python_version()},
         "versions": library_versions(),
