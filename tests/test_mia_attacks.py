@@ -10,7 +10,7 @@ from scipy import optimize, stats
 from sklearn.metrics import roc_auc_score
 
 from privaudit.stats.metrics import tpr_at_fpr
-from privaudit.stats.mia import lira_offline_scores, lira_online_scores, logit_confidence, loss_scores, rmia_scores
+from privaudit.stats.mia import lira_offline_scores, lira_online_scores, logit_confidence, logit_confidence_from_loss, loss_scores, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics
 
 
@@ -141,6 +141,9 @@ def test_loss_and_logit_confidence_against_softmax():
     np.testing.assert_allclose(logit_confidence(logits, labels, kind="logits"), expected, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(logit_confidence(softmax, labels, kind="probabilities"), expected, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(loss_scores(expected), np.log(p), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(logit_confidence_from_loss(-np.log(p)), expected, rtol=1e-8, atol=1e-8)
+    # a tiny loss: p = 1 - 1e-20 rounds to 1, yet φ = log(1 / 1e-20) to first order
+    assert logit_confidence_from_loss([1e-20])[0] == pytest.approx(20 * np.log(10), rel=1e-12)
     # far beyond float64's softmax: φ = z_y - logsumexp(others) exactly, and no overflow in the loss
     assert logit_confidence([[0.0, 2000.0, 1990.0]], [1], kind="logits")[0] == pytest.approx(2000.0 - np.logaddexp(0.0, 1990.0), abs=1e-12)
     assert loss_scores([2000.0])[0] == 0.0 and loss_scores([-2000.0])[0] == -2000.0

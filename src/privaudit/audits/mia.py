@@ -298,8 +298,9 @@ class MIAAudit(Audit):
     tiny_overrides = {"num_references": 4, "epochs": 20}
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
-        # every model's signals on the pool (the digits pool: 1797 records), as JSON-parsed floats
-        return 64 * 1797 * (config.num_references + 1), f"`num_references` = {config.num_references}"
+        # every model's signals on the pool, held as parsed JSON floats (about 64 bytes each) before the attacks
+        records = len(load_pool(config.dataset, config.data, config.label_col).y)
+        return 64 * records * (config.num_references + 1), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
         self,
