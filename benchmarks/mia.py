@@ -73,8 +73,9 @@ def attacks_with(k, target, reference, membership, population, is_member, config
         )
     if k <= membership.shape[0]:  # online: k models, half of them trained with the record
         on, on_member = _select(reference, membership, k, online=True)
-        if k >= 4:  # a pooled variance needs 2 per side somewhere
+        if k >= 4:  # a pooled variance needs 2 per side somewhere, a per-record one 2 per side everywhere
             record("lira-online", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=True))
+            record("lira-online-per-record", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=False))
         record("rmia-online", rmia_scores(target[x], on[:, x], on_member[:, x], target[z], on[:, z], on_member[:, z], gamma=config.gamma))
     return out
 
@@ -148,7 +149,7 @@ def main() -> None:
                 values.append(node)
         return float(np.mean(values)) if values else None
 
-    names = ("lira-online", "lira-offline", "rmia-online", "rmia-offline")
+    names = ("lira-online", "lira-online-per-record", "lira-offline", "rmia-online", "rmia-offline")
     summary = {
         "loss": {metric: mean(("loss", metric)) for metric in ("tpr_at_1pct_fpr", "auc")},
         "by_references": {
