@@ -164,3 +164,37 @@ def test_users_target_refused_before_any_training(pool_csv, users_target, tmp_pa
     output = tmp_path / "out"
     argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--model", folder / "model.skops", *flags, "--output", output, "--no-history"]
     assert_refused(argv, output, match)
+
+
+@pytest.fixture(scope="module")
+def users_references(users_target, tmp_path_factory):
+    """Four scikit-learn reference models trained on halves of the pool (each row IN two of them), and their membership .npy."""
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.neural_network import MLPClassifier
+
+    _, x, y, _, _ = users_target
+    rng = np.random.default_rng(1)
+    membership = np.argsort(rng.random((300, 4)), axis=1).T < 2
+    folder = tmp_path_factory.mktemp("references")
+    for index, rows in enumerate(membership):
+        skops_io.dump(MLPClassifier(hidden_layer_sizes=(32,), max_iter=100, random_state=index).fit(x[rows], y[rows]), folder / f"ref-{index}.skops")
+    np.save(folder / "membership.npy", membership)
+    np.save(folder / "wrong.npy", membership[:, :299])
+    return folder
+
+
+def test_users_reference_models_are_read_not_trained(pool_csv, users_target, users_references, tmp_path):
+    *_, target_folder = users_target
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--model", target_folder / "model.skops", "--members", target_folder / "members.txt"]
+    argv += ["--reference-models", users_references, "--reference-membership", users_references / "membership.npy"]
+    code, _, stderr = run_cli([*argv, "--output", output, "--no-history"])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    assert data["num_trained"] == 0 and data["num_references"] == 4 and data["seeds"] == []
+    assert {item["name"] for item in data["conventions"]} >= {"reference membership", "target membership", "target output kind"}
+    # wrong shape: refused, naming the option and the shape it must have
+    wrong = [*argv[:-1], users_references / "wrong.npy"]
+    assert_refused(
+        [*wrong, "--output", tmp_path / "bad", "--no-history"], tmp_path / "bad", "`--reference-membership` must have shape (references, records) = (4, 300)"
+    )

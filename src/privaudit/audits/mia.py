@@ -84,6 +84,9 @@ class MIAConfig:
     factory: str | None = None  # with model_kind "torch"
     model_output: str | None = None  # "logits" or "probabilities": required for torch, torch-export and onnx models
     members: str | None = None  # row indices of the target's training records in the pool (with `model`)
+    # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
+    reference_models: str | None = None
+    reference_membership: str | None = None
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -103,6 +106,10 @@ class MIAConfig:
         check_count(self.seed, "seed")
         if (self.model is None) != (self.members is None):
             raise ValueError("`model` (--model) and `members` (--members) go together: the user's target and the rows it was trained on")
+        if (self.reference_models is None) != (self.reference_membership is None) or (self.reference_models is not None and self.model is None):
+            raise ValueError(
+                "`reference_models` (--reference-models) needs `reference_membership` (--reference-membership) and the user's target (--model, --members)"
+            )
         if self.model is not None:
             from ..models.loading import KINDS, OUTPUTS
 
@@ -190,6 +197,8 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = load_pool(config.dataset, config.data, config.label_col)
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "train", "epochs", "num_references", "seed")}
+    if config.reference_models is not None:  # the user's references: nothing to train
+        return []
     models = config.num_references + (1 if config.model is None else 0)  # the last job trains the target, unless it is the user's
     return [dict(base, num_population=num_population, index=index) for index in range(models)]
 
@@ -224,6 +233,15 @@ def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tu
     return signals, population, target_members
 
 
+def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    from .mia_training import read_reference_models
+
+    output = "probabilities" if config.model_kind == "skops" else str(config.model_output)
+    return read_reference_models(
+        str(config.reference_models), str(config.reference_membership), pool, kind=config.model_kind, factory=config.factory, output=output
+    )
+
+
 def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]]) -> tuple[Convention, ...]:
     if config.data is None:
         label = default("label column", "the embedded dataset's target", f"scikit-learn's {config.dataset} labels")
@@ -231,6 +249,9 @@ def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]]) -> tuple
         label = explicit("label column", config.label_col, "--label-col")
     else:
         label = default("label column", "the last column (.csv/.parquet) or array y (.npz)", "the tabular reader's rule for --data without --label-col")
+    if config.reference_models is not None:  # the references are read like the target
+        membership = explicit("reference membership", "rows of --reference-membership, models in file-name order", "--reference-membership")
+        return (label, membership) + _target_conventions(config) + (default("score direction", "higher is member", "each attack's score is built so"),)
     kinds = sorted(output_kinds)
     if len({kind for kind, _ in kinds}) != 1:
         raise ValueError(f"`--train` must return models of one output kind, got {', '.join(sorted({kind for kind, _ in kinds}))}")
@@ -247,11 +268,17 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     start = time.perf_counter()
     results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
     wall = time.perf_counter() - start
-    k = config.num_references
-    signals = np.array([result["signals"] for result in results], dtype=np.float64)
-    population, target_members, membership = draws(config.seed, signals.shape[1], k, jobs[0]["num_population"])
+    pool = load_pool(config.dataset, config.data, config.label_col)
+    num_population = int(round(config.population_fraction * len(pool.y)))
+    if config.reference_models is not None:
+        signals, membership = _user_references(config, pool)
+        k = len(membership)
+    else:
+        k = config.num_references
+        signals = np.array([result["signals"] for result in results], dtype=np.float64)
+        population, target_members, membership = draws(config.seed, len(pool.y), k, num_population)
     if config.model is not None:  # the user's target: its own signals and membership
-        target_signals, population, target_members = _user_target(config, signals.shape[1], jobs[0]["num_population"])
+        target_signals, population, target_members = _user_target(config, len(pool.y), num_population)
         signals = np.vstack([signals, target_signals])
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
@@ -328,6 +355,8 @@ class MIAAudit(Audit):
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
             _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
+        if config.reference_models is not None:  # and the user's references with their membership matrix
+            _user_references(config, pool)
         if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
             preflight(config.train, pool)
         trainer = f"--train {config.train}" if config.train else "the built-in MLP"

@@ -27,7 +27,19 @@ from .._core.conventions import Convention, checked
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
 
-__all__ = ["Pool", "draws", "load_pool", "model_signals", "preflight", "read_members", "train_and_score", "train_mlp", "user_target_draws"]
+__all__ = [
+    "SUFFIXES",
+    "Pool",
+    "draws",
+    "read_reference_models",
+    "load_pool",
+    "model_signals",
+    "preflight",
+    "read_members",
+    "train_and_score",
+    "train_mlp",
+    "user_target_draws",
+]
 
 #: How far rows may be from summing to 1 and still be read as probabilities.
 _SUM_TOLERANCE = 1e-4
@@ -98,6 +110,35 @@ def read_members(path: str, num_records: int) -> np.ndarray:
     if int(mask.sum()) != rows.size:
         raise ValueError(f"`--members` must list each row once, got {rows.size - int(mask.sum())} repeated row(s)")
     return mask
+
+
+#: The file suffix of each model kind, for a directory of reference models.
+SUFFIXES = {"skops": ".skops", "torch": ".safetensors", "torch-export": ".pt2", "onnx": ".onnx"}
+
+
+def read_reference_models(directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str) -> tuple[np.ndarray, np.ndarray]:
+    """(φ (k, n), membership (k, n)) of the user's reference models: the ``kind`` files of ``directory`` in name order.
+
+    The membership matrix (a ``.npy`` of booleans or 0/1, one row per model
+    in that order, one column per pool record) is checked before any model
+    is loaded; ValueErrors name ``--reference-models`` or ``--reference-membership``.
+    """
+    from pathlib import Path
+
+    from ..models.loading import load_model
+    from ..stats.mia import check_membership, logit_confidence_from_loss
+
+    folder = Path(directory)
+    files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
+    if not files:
+        raise ValueError(f"`--reference-models` must be a directory of {kind} models (*{SUFFIXES[kind]}), got {directory!r} with none")
+    try:
+        raw = np.load(membership_path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
+    membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
+    signals = np.array([logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output).loss(pool.x, pool.y)) for file in files])
+    return signals, membership
 
 
 def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
