@@ -34,7 +34,7 @@ def test_draws_put_every_record_in_half_the_references_and_never_a_population_sa
 def full_run(tmp_path_factory):
     """(the run, its store directory) of the tiny audit, every model trained by this call."""
     directory = tmp_path_factory.mktemp("full")
-    return run_mia_audit(TINY, directory, max_workers=2), directory
+    return run_mia_audit(TINY, directory, max_workers=1), directory
 
 
 def test_resume_retrains_no_finished_model_and_gives_identical_numbers(full_run, tmp_path):
@@ -45,7 +45,7 @@ def test_resume_retrains_no_finished_model_and_gives_identical_numbers(full_run,
     for index in (1, 4):
         RunStore(tmp_path / "killed").path(index).unlink()
     before = {index: RunStore(tmp_path / "killed").path(index).stat().st_mtime_ns for index in (0, 2, 3)}
-    resumed = run_mia_audit(TINY, tmp_path / "killed", max_workers=2)
+    resumed = run_mia_audit(TINY, tmp_path / "killed", max_workers=1)
     assert resumed.result.num_trained == 2
     assert {index: RunStore(tmp_path / "killed").path(index).stat().st_mtime_ns for index in (0, 2, 3)} == before  # not rewritten
     assert resumed.result.attacks == full.result.attacks and resumed.result.most_vulnerable == full.result.most_vulnerable
@@ -88,7 +88,7 @@ def pool_csv(tmp_path_factory):
 def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_path):
     output = tmp_path / "out"
     argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--train", "own_models.relu_net:train_torch", "--references", "4"]
-    code, _, stderr = run_cli([*argv, "--output", output, "--no-history", "--workers", "2"])
+    code, _, stderr = run_cli([*argv, "--output", output, "--no-history", "--workers", "1"])
     assert code == 0, stderr
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     conventions = {item["name"]: item for item in data["conventions"]}
@@ -135,7 +135,7 @@ def test_users_own_target_model_and_members(pool_csv, users_target, tmp_path):
     model, x, y, rows, folder = users_target
     output = tmp_path / "out"
     argv = ["audit", "mia", "--data", pool_csv, "--label-col", "digit", "--model", folder / "model.skops", "--members", folder / "members.txt"]
-    code, _, stderr = run_cli([*argv, "--references", "4", "--output", output, "--no-history", "--workers", "2"])
+    code, _, stderr = run_cli([*argv, "--references", "4", "--output", output, "--no-history", "--workers", "1"])
     assert code == 0, stderr
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     conventions = {item["name"]: item for item in data["conventions"]}
