@@ -161,6 +161,7 @@ def test_loss_and_logit_confidence_against_softmax():
         (lambda: lira_offline_scores([0.0], [[1.0], [1.0]], [[0], [0]]), "must vary across the OUT reference models"),
         (lambda: rmia_scores([0.0], [[0.0]], [[0]], [0.0], [[0.0]], offline_a=1.5), r"`offline_a` must be in \[0, 1\]"),
         (lambda: rmia_scores([0.0], [[0.0]], [[0]], [0.0], [[0.0]], offline_a=0.5, gamma=0), "`gamma` must be > 0"),
+        (lambda: rmia_scores([0.0], [[0.0], [1.0]], [[1], [0]], [0.0], [[0.0], [1.0]], [[0], [0]]), "`population_membership` must put every record IN"),
         (lambda: logit_confidence([[0.5, 0.6]], [0], kind="probabilities"), "rows summing to 1"),
         (lambda: logit_confidence([[0.5, 0.5]], [2], kind="logits"), r"`labels` must be 1 integers in \[0, 1\]"),
         (lambda: logit_confidence([[0.5, 0.5]], [0], kind="log-probabilities"), "`kind` must be one of"),

@@ -177,12 +177,12 @@ def _check(target: ArrayLike, reference: ArrayLike, membership: ArrayLike, prefi
     return target_array, reference_array, check_membership(membership, reference_array.shape, f"{prefix}membership")
 
 
-def _need(counts: NDArray[np.int64], minimum: int, side: str, option: str) -> None:
+def _need(counts: NDArray[np.int64], minimum: int, side: str, option: str, name: str = "membership") -> None:
     short = np.flatnonzero(counts < minimum)
     if short.size:
         hint = "" if option == "" else f" ({option})"
         raise ValueError(
-            f"`membership` must put every record {side} of at least {minimum} reference model(s){hint}, "
+            f"`{name}` must put every record {side} of at least {minimum} reference model(s){hint}, "
             f"got {short.size} record(s) with fewer (first: record {int(short[0])}, {int(counts[short[0]])})"
         )
 
@@ -240,19 +240,19 @@ def lira_offline_scores(target_signals: ArrayLike, reference_signals: ArrayLike,
     return np.asarray(stats.norm.logcdf((target - mean_out) / std_out), dtype=np.float64)
 
 
-def _log_mean(log_values: Floats, mask: NDArray[np.bool_], side: str) -> Floats:
+def _log_mean(log_values: Floats, mask: NDArray[np.bool_], side: str, name: str) -> Floats:
     """log of the mean of exp(log_values) over the masked rows of each column."""
     counts = mask.sum(axis=0)
-    _need(counts, 1, side, "")
+    _need(counts, 1, side, "", name)
     return np.asarray(special.logsumexp(np.where(mask, log_values, -np.inf), axis=0) - np.log(counts), dtype=np.float64)
 
 
-def _log_prior(reference: Floats, member: NDArray[np.bool_], offline_a: float | None) -> Floats:
+def _log_prior(reference: Floats, member: NDArray[np.bool_], offline_a: float | None, name: str) -> Floats:
     """log Pr(x) from the reference models: online ½(mean IN + mean OUT), offline ½((1 + a) mean OUT + (1 − a))."""
     log_p = special.log_expit(reference)
-    log_out = _log_mean(log_p, ~member, "OUT")
+    log_out = _log_mean(log_p, ~member, "OUT", name)
     if offline_a is None:
-        return np.asarray(np.logaddexp(_log_mean(log_p, member, "IN"), log_out) - np.log(2.0), dtype=np.float64)
+        return np.asarray(np.logaddexp(_log_mean(log_p, member, "IN", name), log_out) - np.log(2.0), dtype=np.float64)
     with np.errstate(divide="ignore"):  # a = 1: the constant term is log 0
         constant = np.log1p(-offline_a)
     return np.asarray(np.logaddexp(np.log1p(offline_a) + log_out, constant) - np.log(2.0), dtype=np.float64)
@@ -291,8 +291,8 @@ def rmia_scores(
     elif population_membership is None:
         raise ValueError("`population_membership` is needed for online RMIA (offline_a=None): Pr(z) averages IN and OUT references")
     # ratio of x: log Pr(x|θ) − log Pr(x); the same for every z
-    ratio_x = special.log_expit(target) - _log_prior(reference, member, offline_a)
-    ratio_z = np.sort(special.log_expit(z_target) - _log_prior(z_reference, z_member, offline_a))
+    ratio_x = special.log_expit(target) - _log_prior(reference, member, offline_a, "membership")
+    ratio_z = np.sort(special.log_expit(z_target) - _log_prior(z_reference, z_member, offline_a, "population_membership"))
     # LR(x, z) >= γ  <=>  ratio_z <= ratio_x − log γ
     dominated = np.searchsorted(ratio_z, ratio_x - log_gamma, side="right")
     return np.asarray(dominated / ratio_z.size, dtype=np.float64)
