@@ -214,8 +214,8 @@ def neyman_pearson(fpr):
     return rates(t)[1], math.exp(t)
 
 
-def test_online_lira_reaches_the_neyman_pearson_tpr(global_random_seed=None):
-    rng = np.random.default_rng(global_random_seed)
+def test_online_lira_reaches_the_neyman_pearson_tpr(seed=None):  # any seed: None draws a fresh one
+    rng = np.random.default_rng(seed)
     records, refs, fpr = 20_000, 64, 0.01
     difficulty = rng.normal(0.0, 3.0 * S_OUT, size=records)
     membership = np.stack([rng.permutation(refs) < refs // 2 for _ in range(records)], axis=1)  # each IN 32 of 64
