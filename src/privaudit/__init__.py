@@ -57,6 +57,13 @@ _EXPORTS = {
     "one_run_lower_bound": "privaudit.stats.one_run_combined",
     # PANORAMIA
     "panoramia_bounds": "privaudit.stats.panoramia",
+    # membership inference with reference models (LiRA, RMIA)
+    "logit_confidence": "privaudit.stats.mia",
+    "loss_scores": "privaudit.stats.mia",
+    "lira_online_scores": "privaudit.stats.mia",
+    "lira_offline_scores": "privaudit.stats.mia",
+    "rmia_scores": "privaudit.stats.mia",
+    "attack_metrics": "privaudit.stats.mia_metrics",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

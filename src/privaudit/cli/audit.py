@@ -265,6 +265,60 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="stages",
         ),
     ),
+    "mia": (
+        Flag(
+            "--train",
+            Optional[str],
+            "Your training function instead of the built-in overfitted MLP: package.module:fn with fn(x_train, y_train, *, seed) -> model, "
+            "the contract of `privaudit audit blackbox --train`; it trains the target and every reference model on their halves of the pool.",
+            config="train",
+            parse=_import_path("--train"),
+        ),
+        Flag(
+            "--data",
+            Optional[Path],
+            "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
+            "(default: the last column). A record's id is its row.",
+            config="data",
+            parse=_dataset_file,
+        ),
+        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
+        Flag(
+            "--model",
+            Optional[Path],
+            "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).",
+            config="model",
+            parse=str,
+        ),
+        Flag("--target-kind", Optional[str], "What --model is: skops (default), torch (with --factory), torch-export or onnx.", config="model_kind"),
+        Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
+        Flag("--model-output", Optional[str], "logits or probabilities: what your torch, torch-export or onnx model returns.", config="model_output"),
+        Flag(
+            "--members",
+            Optional[Path],
+            "Row indices (one per line, .txt/.csv/.npy) of --data's records your model was trained on.",
+            config="members",
+            parse=str,
+        ),
+        Flag(
+            "--reference-models",
+            Optional[Path],
+            "A directory of reference models you trained (files of --target-kind, in name order): read instead of trained, with --reference-membership.",
+            config="reference_models",
+            parse=str,
+        ),
+        Flag(
+            "--reference-membership",
+            Optional[Path],
+            "A .npy (references, records) of booleans: True where a reference model was trained on that row of --data.",
+            config="reference_membership",
+            parse=str,
+        ),
+        Flag("--backend", str, "local (process pool) or ray.", run="backend"),
+        Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
+        Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    ),
 }
 
 # defaults of the flags that are not optional (the rest default to None: "not given")
@@ -310,7 +364,14 @@ def _set_key(values: dict[str, Any], key: str, value: Any) -> None:
 
 
 # the options that name a callable by its import path, per family
-_IMPORT_PATH_OPTIONS = {"dpsgd": ("model",), "blackbox": ("train",), "panoramia": ("factory",), "one-run": ("train",), "mechanism": ("mechanism",)}
+_IMPORT_PATH_OPTIONS = {
+    "dpsgd": ("model",),
+    "blackbox": ("train",),
+    "panoramia": ("factory",),
+    "one-run": ("train",),
+    "mechanism": ("mechanism",),
+    "mia": ("train", "factory"),
+}
 
 
 def _current_directory_importable() -> None:

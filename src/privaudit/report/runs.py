@@ -34,6 +34,7 @@ FIGURES: dict[str, str] = {
     "exposure": "privaudit.report.exposure:figures",
     "one-run": "privaudit.report.one_run:figures",
     "mechanism": "privaudit.report.mechanism:figures",
+    "mia": "privaudit.report.mia:figures",
 }
 
 

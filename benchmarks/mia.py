@@ -1,0 +1,176 @@
+"""LOSS, LiRA and RMIA on digits with a user-style --train MLP: ``python benchmarks/mia.py [--seeds 0,1,2] [--references 16] [--workers K] [--population-fraction 0.1]``.
+
+For each seed, :func:`privaudit.audits.mia.run_mia_audit` trains the target
+and ``--references`` reference models (each record IN exactly half of them)
+with :func:`train_mlp` below, passed as ``--train mia:train_mlp`` exactly as
+a user's function is. The attacks are then rerun on the stored signals with
+k of the references per record (k/2 IN and k/2 OUT for online attacks, k OUT
+for offline ones, the first in index order), for k = 2, 4, ... The TPR at 1%
+FPR and the AUC of each attack on the target's records go to
+``benchmarks/results/mia.json``, per seed and averaged, with the seconds
+each attack takes to score ``--score-records`` synthetic records with 64
+references (and a tenth as many population samples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
+
+from privaudit._core.results import library_versions
+from privaudit.audits.mia import MIAConfig, run_mia_audit
+from privaudit.audits.mia_training import draws
+from privaudit.runner import RunStore
+from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
+from privaudit.stats.mia_metrics import attack_metrics
+
+
+def train_mlp(x_train, y_train, *, seed):
+    """What a user's training function looks like: scikit-learn's MLP, no weight decay, 200 epochs (overfits digits)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return MLPClassifier(hidden_layer_sizes=(64,), alpha=0.0, max_iter=200, tol=1e-6, random_state=seed).fit(x_train, y_train)
+
+
+def _select(signals, membership, k, online):
+    """Per record, k reference signals: k/2 IN then k/2 OUT (online), or k OUT (offline); and their membership."""
+    picks = []
+    for column in membership.T:
+        ins, outs = np.flatnonzero(column), np.flatnonzero(~column)
+        picks.append(np.r_[ins[: k // 2], outs[: k // 2]] if online else outs[:k])
+    rows = np.array(picks).T  # (k, n)
+    chosen = np.take_along_axis(signals, rows, axis=0)
+    return chosen, np.take_along_axis(membership, rows, axis=0)
+
+
+def attacks_with(k, target, reference, membership, population, is_member, config):
+    """TPR at 1% FPR and AUC of each attack using k references per record."""
+    x, z = ~population, population
+    out = {}
+
+    def record(name, scores):
+        metrics = attack_metrics(scores, is_member, fpr=0.01)
+        out[name] = {"tpr_at_1pct_fpr": float(metrics.tpr[0]), "auc": metrics.auc}
+
+    if k <= membership.shape[0] // 2:  # offline: k models that were all trained without the record
+        off, off_member = _select(reference, membership, k, online=False)
+        record("lira-offline", lira_offline_scores(target[x], off[:, x], off_member[:, x], global_variance=True))
+        record(
+            "rmia-offline",
+            rmia_scores(target[x], off[:, x], off_member[:, x], target[z], off[:, z], off_member[:, z], offline_a=config.offline_a, gamma=config.gamma),
+        )
+    if k <= membership.shape[0]:  # online: k models, half of them trained with the record
+        on, on_member = _select(reference, membership, k, online=True)
+        if k >= 4:  # a pooled variance needs 2 per side somewhere, a per-record one 2 per side everywhere
+            record("lira-online", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=True))
+            record("lira-online-per-record", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=False))
+        record("rmia-online", rmia_scores(target[x], on[:, x], on_member[:, x], target[z], on[:, z], on_member[:, z], gamma=config.gamma))
+    return out
+
+
+def scoring_time(num_records, num_references, num_population, seed=0):
+    """Seconds each attack takes on synthetic signals of ``num_records`` records and ``num_references`` references."""
+    rng = np.random.default_rng(seed)
+    membership = np.argsort(rng.random((num_records, num_references)), axis=1).T < num_references // 2
+    reference = rng.normal(size=(num_references, num_records)) + membership
+    target = rng.normal(size=num_records)
+    z = slice(0, num_population)
+    calls = {
+        "lira-online": lambda: lira_online_scores(target, reference, membership),
+        "lira-offline": lambda: lira_offline_scores(target, reference, membership),
+        "rmia-online": lambda: rmia_scores(target, reference, membership, target[z], reference[:, z], membership[:, z]),
+        "rmia-offline": lambda: rmia_scores(target, reference, membership, target[z], reference[:, z], membership[:, z], offline_a=0.3),
+    }
+    seconds = {}
+    for name, call in calls.items():
+        start = time.perf_counter()
+        call()
+        seconds[name] = time.perf_counter() - start
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--references", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--population-fraction", type=float, default=0.4, help="share of the pool kept as RMIA's population samples z")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "mia.json")
+    parser.add_argument("--score-records", type=int, default=100_000, help="records of the scoring-time measurement (64 references)")
+    args = parser.parse_args()
+    scoring = {"records": args.score_records, "references": 64, "population": args.score_records // 10}
+    scoring["seconds"] = scoring_time(args.score_records, 64, args.score_records // 10)
+    print(json.dumps({"scoring": scoring}), flush=True)
+    seeds = [int(part) for part in args.seeds.split(",")]
+    ks = [k for k in (2, 4, 8, 16, 32, 64) if k <= args.references]
+    per_seed = []
+    for seed in seeds:
+        config = MIAConfig(train="mia:train_mlp", num_references=args.references, population_fraction=args.population_fraction, seed=seed)
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="mia-") as directory:
+            run = run_mia_audit(config, directory, max_workers=args.workers)
+            store = RunStore(directory)
+            signals = np.array([store.load(i)["signals"] for i in range(args.references + 1)])
+        wall = time.perf_counter() - start
+        population, members, membership = draws(seed, signals.shape[1], args.references, run.result.num_population)
+        target, reference, is_member = signals[-1], signals[:-1], members[~population]
+        loss = attack_metrics(loss_scores(target[~population]), is_member, fpr=0.01)
+        entry = {
+            "seed": seed,
+            "wall_time_s": wall,
+            "models": args.references + 1,
+            "loss": {"tpr_at_1pct_fpr": float(loss.tpr[0]), "auc": loss.auc},
+            "by_references": {str(k): attacks_with(k, target, reference, membership, population, is_member, config) for k in ks},
+        }
+        print(json.dumps({"seed": seed, "loss": entry["loss"], "wall_time_s": round(wall, 1)}), flush=True)
+        for k, attacks in entry["by_references"].items():
+            print(f"  k={k}: " + ", ".join(f"{name} {v['tpr_at_1pct_fpr']:.4f}/{v['auc']:.3f}" for name, v in attacks.items()), flush=True)
+        per_seed.append(entry)
+
+    def mean(path):
+        values = []
+        for entry in per_seed:
+            node = entry
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            if node is not None:
+                values.append(node)
+        return float(np.mean(values)) if values else None
+
+    names = ("lira-online", "lira-online-per-record", "lira-offline", "rmia-online", "rmia-offline")
+    summary = {
+        "loss": {metric: mean(("loss", metric)) for metric in ("tpr_at_1pct_fpr", "auc")},
+        "by_references": {
+            str(k): {name: {metric: mean(("by_references", str(k), name, metric)) for metric in ("tpr_at_1pct_fpr", "auc")} for name in names} for k in ks
+        },
+    }
+    report = {
+        "benchmark": "mia",
+        "dataset": f"digits (1797 records; {args.population_fraction:.0%} population samples z, the rest attacked)",
+        "train": "benchmarks/mia.py:train_mlp as --train mia:train_mlp",
+        "seeds": seeds,
+        "mean": summary,
+        "scoring": scoring,
+        "per_seed": per_seed,
+        "machine": {"platform": platform.platform(), "cpu": _cpu_name(), "python": platform.python_version()},
+        "versions": library_versions(),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,373 @@
+"""Membership inference with reference models: LOSS, LiRA and RMIA against a trained classifier.
+
+The audit trains ``num_references`` reference models on random halves of a
+pool of records (every record IN exactly half of them), and a target model
+on a fair-coin half of the records outside the population samples z. Each
+model's logit-scaled confidence φ on every record is the signal; the attacks
+of :mod:`privaudit.stats.mia` turn the target's signals, calibrated by the
+references', into per-record scores, and :mod:`privaudit.stats.mia_metrics`
+reports AUC and TPR at 0%, 0.1% and 1% FPR with Clopper–Pearson intervals.
+
+The training is the user's (``--train package.module:fn``, the contract of
+``privaudit audit blackbox --train``: ``fn(x_train, y_train, *, seed) ->
+model``) or the built-in overfitted scikit-learn MLP; the pool is the
+embedded dataset or the user's ``--data`` file. Models train as jobs of
+:func:`privaudit.runner.run_all`, each saved as it finishes, so a killed run
+resumes with no finished model retrained and gives identical numbers.
+
+What the numbers are: attack statistics of this target, not bounds on ε.
+The headline is the TPR at 1% FPR of online RMIA, an attack fixed in advance
+(no attack is selected on the data).
+
+>>> MIAConfig(num_references=3)
+Traceback (most recent call last):
+...
+ValueError: `num_references` must be an even integer >= 4, got 3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._core.conventions import Convention, checked, default, explicit
+from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
+from ..runner import BACKENDS, RunStore, run_all
+from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
+from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .mia_training import draws, load_pool, preflight, train_and_score
+
+__all__ = ["AUDIT", "ATTACKS", "AttackSummary", "MIAAudit", "MIAConfig", "MIAResult", "VulnerableRecord", "attack_scores"]
+
+THREAT_MODEL = "black-box: the target's confidence on each record; reference models trained by the auditor on random halves of the pool; population samples known to be non-members"
+ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
+HEADLINE_ATTACK = "rmia-online"
+DATASETS = ("digits", "breast-cancer")
+MIN_RECORDS = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class MIAConfig:
+    """What to train and attack; every field is checked on construction.
+
+    ``population_fraction`` of the pool are the RMIA population samples z
+    (never in the target, left out of the evaluation; RMIA's scores have
+    resolution 1/|z|, and on digits 40% beat 10% at TPR at 1% FPR,
+    benchmarks/mia.py); ``offline_a`` is
+    RMIA's offline parameter a, ``gamma`` its γ; ``global_variance`` makes
+    LiRA fit one variance per side (the paper's choice for few references).
+    """
+
+    dataset: str = "digits"
+    data: str | None = None  # the user's .npz/.csv/.parquet pool instead of `dataset`
+    label_col: str | None = None
+    train: str | None = None  # "package.module:fn"; None: the built-in overfitted MLP
+    epochs: int = 200  # of the built-in MLP (ignored with `train`)
+    num_references: int = 8
+    population_fraction: float = 0.4
+    offline_a: float = 0.3
+    gamma: float = 1.0
+    global_variance: bool = True
+    confidence: float = 0.95
+    num_vulnerable: int = 10
+    seed: int = 0
+    # the user's trained target instead of one trained by the audit (see privaudit.models.loading)
+    model: str | None = None
+    model_kind: str = "skops"  # --target-kind
+    factory: str | None = None  # with model_kind "torch"
+    model_output: str = "auto"  # "auto": checked on the model's outputs; or "logits", "probabilities", "log-probabilities"
+    members: str | None = None  # row indices of the target's training records in the pool (with `model`)
+    # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
+    reference_models: str | None = None
+    reference_membership: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.train is not None:
+            from ..models.loading import check_import_path
+
+            check_import_path(self.train, "train")
+        check_choice(self.dataset, "dataset", DATASETS)
+        if isinstance(self.num_references, bool) or not isinstance(self.num_references, int) or self.num_references < 4 or self.num_references % 2:
+            raise ValueError(f"`num_references` must be an even integer >= 4, got {self.num_references!r}")
+        check_count(self.epochs, "epochs", minimum=1)
+        if not 0.0 < check_fraction(self.population_fraction, "population_fraction") < 0.5:
+            raise ValueError(f"`population_fraction` must be in (0, 0.5), got {self.population_fraction:g}")
+        check_fraction(self.offline_a, "offline_a")
+        check_positive(self.gamma, "gamma")
+        check_probability(self.confidence, "confidence")
+        check_count(self.num_vulnerable, "num_vulnerable")
+        check_count(self.seed, "seed")
+        if (self.model is None) != (self.members is None):
+            raise ValueError("`model` (--model) and `members` (--members) go together: the user's target and the rows it was trained on")
+        if (self.reference_models is None) != (self.reference_membership is None) or (self.reference_models is not None and self.model is None):
+            raise ValueError(
+                "`reference_models` (--reference-models) needs `reference_membership` (--reference-membership) and the user's target (--model, --members)"
+            )
+        if self.model is not None:
+            from ..models.loading import KINDS
+            from ..models.outputs import OUTPUT_KINDS
+
+            check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
+            check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackSummary:
+    """One attack's AUC and its TPR at each FPR target, with ``confidence`` intervals (in-sample statistics)."""
+
+    attack: str
+    auc: float
+    fpr: tuple[float, ...]
+    tpr: tuple[float, ...]
+    tpr_low: tuple[float, ...]
+    tpr_high: tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class VulnerableRecord:
+    """A record the headline attack scores highest: its row in the pool, score, and whether it was a member."""
+
+    record: int
+    score: float
+    member: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class MIAResult(AuditResult):
+    """The attacks' statistics on the target, the most exposed records, and how the run went."""
+
+    attacks: tuple[AttackSummary, ...]
+    most_vulnerable: tuple[VulnerableRecord, ...]
+    num_references: int
+    num_records: int
+    num_members: int
+    num_population: int
+    confidence: float
+    threat_model: str
+    seeds: tuple[int, ...]
+    num_trained: int
+    wall_time_s: float
+    backend: str
+    config: MIAConfig
+
+    def attack(self, name: str) -> AttackSummary:
+        """The summary of attack ``name`` (one of :data:`ATTACKS`)."""
+        check_choice(name, "attack", [summary.attack for summary in self.attacks])
+        return next(summary for summary in self.attacks if summary.attack == name)
+
+    def headline(self) -> Headline:
+        summary = self.attack(HEADLINE_ATTACK)
+        return Headline(
+            value=summary.tpr[summary.fpr.index(0.01)],
+            label=f"TPR at 1% FPR of online RMIA with {self.num_references} reference models (attack statistic, not an ε bound)",
+            kind="statistic",
+            confidence=None,
+            valid=True,
+        )
+
+
+def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndarray, population: np.ndarray, config: MIAConfig) -> dict[str, np.ndarray]:
+    """Every attack's scores of the records outside ``population``, from the signals of all records.
+
+    ``target`` (n,) and ``reference`` (k, n) are φ on the target and the
+    references; ``membership`` (k, n) the references' training sets.
+    """
+    evaluated = ~population
+    x = (target[evaluated], reference[:, evaluated], membership[:, evaluated])
+    z = (target[population], reference[:, population], membership[:, population])
+    return {
+        "loss": loss_scores(x[0]),
+        "lira-online": lira_online_scores(*x, global_variance=config.global_variance),
+        "lira-offline": lira_offline_scores(*x, global_variance=config.global_variance),
+        "rmia-online": rmia_scores(*x, *z, gamma=config.gamma),
+        "rmia-offline": rmia_scores(*x, *z, gamma=config.gamma, offline_a=config.offline_a),
+    }
+
+
+def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
+    pool = load_pool(config.dataset, config.data, config.label_col)
+    num_population = int(round(config.population_fraction * len(pool.y)))
+    base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "train", "epochs", "num_references", "seed")}
+    if config.reference_models is not None:  # the user's references: nothing to train
+        return []
+    models = config.num_references + (1 if config.model is None else 0)  # the last job trains the target, unless it is the user's
+    return [dict(base, num_population=num_population, index=index) for index in range(models)]
+
+
+def _target_conventions(output: Convention) -> tuple[Convention, ...]:
+    """The target's membership (given) and output kind (checked on its outputs, or given with --model-output)."""
+    membership = explicit("target membership", "rows listed in --members", "--members")
+    return (membership, dataclasses.replace(output, name="target output kind"))
+
+
+def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Convention]:
+    """(φ of every record on the user's target, population mask, target membership, how its output kind was decided)."""
+    from ..models.loading import load_model
+    from ..stats.mia import logit_confidence_from_loss
+    from .mia_training import read_members, user_target_draws
+
+    pool = load_pool(config.dataset, config.data, config.label_col)
+    members = read_members(str(config.members), num_records)
+    if int((~members).sum()) < num_population + 5 or int(members.sum()) < 5:
+        raise ValueError(
+            f"`--members` must leave at least 5 members and {num_population + 5} non-members in the pool "
+            f"({num_population} population samples, `population_fraction` = {config.population_fraction:g}, and non-members to attack), "
+            f"got {int(members.sum())} members of {num_records}"
+        )
+    target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output).decide_output(pool.x)
+    signals = logit_confidence_from_loss(target.loss(pool.x, pool.y))
+    population, target_members = user_target_draws(config.seed, members, num_population)
+    assert target.output_convention is not None  # decide_output records it
+    return signals, population, target_members, target.output_convention
+
+
+def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    from .mia_training import read_reference_models
+
+    return read_reference_models(
+        str(config.reference_models), str(config.reference_membership), pool, kind=config.model_kind, factory=config.factory, output=config.model_output
+    )
+
+
+def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target_output: Convention | None) -> tuple[Convention, ...]:
+    if config.data is None:
+        label = default("label column", "the embedded dataset's target", f"scikit-learn's {config.dataset} labels")
+    else:
+        read = load_pool(config.dataset, config.data, config.label_col).label
+        assert read is not None  # the tabular reader records how it decided the label column
+        label = read
+    target = () if target_output is None else _target_conventions(target_output)
+    if config.reference_models is not None:  # the references are read like the target
+        membership = explicit("reference membership", "rows of --reference-membership, models in file-name order", "--reference-membership")
+        return (label, membership) + target + (default("score direction", "higher is member", "each attack's score is built so"),)
+    kinds = sorted(output_kinds)
+    if len({kind for kind, _ in kinds}) != 1:
+        raise ValueError(f"`--train` must return models of one output kind, got {', '.join(sorted({kind for kind, _ in kinds}))}")
+    output = checked("output kind", kinds[0][0], f"every model: {kinds[0][1]}" if len(kinds) == 1 else f"every model ({len(kinds)} checks), e.g. {kinds[0][1]}")
+    score = default("score direction", "higher is member", "each attack's score is built so (likelihood ratio, fraction of z dominated, minus the loss)")
+    return (label, output, score) + target
+
+
+def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> AuditRun:
+    """Train (or resume) every model into ``directory``, attack the target, and return the run."""
+    store = RunStore(directory)
+    jobs = _jobs(config)
+    already = len(store.done() & set(range(len(jobs))))
+    start = time.perf_counter()
+    results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
+    wall = time.perf_counter() - start
+    pool = load_pool(config.dataset, config.data, config.label_col)
+    num_population = int(round(config.population_fraction * len(pool.y)))
+    if config.reference_models is not None:
+        signals, membership = _user_references(config, pool)
+        k = len(membership)
+    else:
+        k = config.num_references
+        signals = np.array([result["signals"] for result in results], dtype=np.float64)
+        population, target_members, membership = draws(config.seed, len(pool.y), k, num_population)
+    target_output = None
+    if config.model is not None:  # the user's target: its own signals and membership
+        target_signals, population, target_members, target_output = _user_target(config, len(pool.y), num_population)
+        signals = np.vstack([signals, target_signals])
+    scores = attack_scores(signals[k], signals[:k], membership, population, config)
+    is_member = target_members[~population]
+    summaries = []
+    for name in ATTACKS:
+        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=config.confidence)
+        summaries.append(
+            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
+        )
+    ids = np.flatnonzero(~population)
+    headline_scores = scores[HEADLINE_ATTACK]
+    order = np.argsort(-headline_scores, kind="stable")[: config.num_vulnerable]
+    result = MIAResult(
+        attacks=tuple(summaries),
+        most_vulnerable=tuple(VulnerableRecord(int(ids[i]), float(headline_scores[i]), bool(is_member[i])) for i in order),
+        num_references=k,
+        num_records=int(ids.size),
+        num_members=int(is_member.sum()),
+        num_population=int(population.sum()),
+        confidence=config.confidence,
+        threat_model=THREAT_MODEL,
+        seeds=tuple(int(result["seed"]) for result in results),
+        num_trained=len(jobs) - already,
+        wall_time_s=wall,
+        backend=backend,
+        config=config,
+        conventions=_conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, target_output),
+    )
+    observations = {"scores": scores, "is_member": is_member, "record_ids": ids}
+    return AuditRun(AUDIT.name, config, result, observations=observations)
+
+
+class MIAAudit(Audit):
+    """LOSS, LiRA and RMIA with reference models trained on random halves of the pool, resumably."""
+
+    name = "mia"
+    title = "Membership inference (LiRA, RMIA, reference models)"
+    description = "Membership inference with reference models: LOSS, LiRA online/offline and RMIA online/offline against a trained classifier."
+    config_type = MIAConfig
+    result_type = MIAResult
+    default_resource = "mia.json"
+    requires = ("sklearn",)
+    checkpointed = True
+    tiny_overrides = {"num_references": 4, "epochs": 20}
+
+    def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
+        # every model's signals on the pool, held as parsed JSON floats (about 64 bytes each) before the attacks
+        records = len(load_pool(config.dataset, config.data, config.label_col).y)
+        return 64 * records * (config.num_references + 1), f"`num_references` = {config.num_references} on {records} records"
+
+    def run(
+        self,
+        config: MIAConfig,
+        *,
+        progress: Progress | None = None,
+        checkpoints: Any = None,
+        backend: str = "local",
+        max_workers: int | None = None,
+        address: str | None = None,
+    ) -> AuditRun:
+        """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
+        check_choice(backend, "--backend", BACKENDS)
+        if max_workers is not None:
+            check_count(max_workers, "--workers", minimum=1)
+        if address is not None and backend != "ray":
+            raise ValueError(f"`--address` needs `--backend ray`, got --backend {backend}")
+        from .._core.extras import require
+
+        if backend == "ray":
+            require("ray", purpose="`--backend` ray")
+        require("sklearn", purpose="the mia audit")
+        pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
+        if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
+            raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
+            _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
+        if config.reference_models is not None:  # and the user's references with their membership matrix
+            _user_references(config, pool)
+        if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
+            preflight(config.train, pool)
+        trainer = f"--train {config.train}" if config.train else "the built-in MLP"
+        (progress or no_progress)("training models", detail=f"{config.num_references} references and the target ({trainer}), backend {backend}")
+        created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]
+        try:
+            with tempfile.TemporaryDirectory() as scratch:
+                return run_mia_audit(config, scratch if checkpoints is None else checkpoints, backend=backend, max_workers=max_workers, address=address)
+        except (ValueError, RuntimeError) as error:
+            cause = error if isinstance(error, ValueError) else error.__cause__
+            if not isinstance(cause, ValueError):  # a crash, not bad settings: keep the finished models for a rerun
+                raise
+            for path in created:  # bad settings: leave no folder this call created
+                shutil.rmtree(path, ignore_errors=True)
+            raise ValueError(str(cause)) from None
+
+
+AUDIT = MIAAudit()

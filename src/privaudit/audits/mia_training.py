@@ -1,0 +1,244 @@
+"""The pool, the membership draws and the training jobs of the ``mia`` audit (one model per job).
+
+Every draw comes from the audit's seed, so each job recomputes its own
+training set and a killed run resumes with identical models:
+
+* the pool is the embedded dataset (train and test splits together) or the
+  user's dataset file, rows in file order (a record's id is its row index);
+* ``population`` records (never in the target) are the RMIA samples z;
+* the target's members are the other records, each kept by a fair coin;
+* reference model j trains on the records whose membership row says IN:
+  every record is IN exactly half of the references (both papers' design).
+
+A job returns the logit-scaled confidence φ of every pool record
+(:func:`privaudit.stats.mia.logit_confidence`) on the model it trained.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._core.conventions import Convention, checked
+from ..stats.mia import logit_confidence
+from .blackbox import check_train_function
+
+__all__ = [
+    "SUFFIXES",
+    "Pool",
+    "draws",
+    "read_reference_models",
+    "load_pool",
+    "model_signals",
+    "preflight",
+    "read_members",
+    "train_and_score",
+    "train_mlp",
+    "user_target_draws",
+]
+
+#: How far rows may be from summing to 1 and still be read as probabilities.
+_SUM_TOLERANCE = 1e-4
+
+
+class Pool:
+    """The audited records: features ``x`` (n, d) float32 and labels ``y`` (n,) int64."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, source: str, label: Convention | None = None) -> None:
+        self.x, self.y, self.source, self.label = x, y, source, label
+
+
+@functools.lru_cache(maxsize=4)
+def load_pool(dataset: str, data: str | None, label_col: str | None) -> Pool:
+    """The embedded ``dataset`` (both splits), or the user's ``data`` file read by the toolkit's tabular reader."""
+    if data is not None:
+        from .._core.labelled import read_labelled
+
+        read = read_labelled(data, "--data", label_col=label_col)
+        return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label)
+    from ..data.tabular import load_dataset
+
+    split = load_dataset(dataset, seed=0)
+    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset)
+
+
+@functools.lru_cache(maxsize=4)
+def draws(seed: int, num_records: int, num_references: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(population mask (n,), target membership (n,), reference membership (k, n)), all from ``seed``.
+
+    >>> population, target, references = draws(0, 10, 4, 2)
+    >>> int(population.sum()), bool((target & population).any()), references.sum(axis=0).tolist()
+    (2, False, [2, 2, 2, 2, 2, 2, 2, 2, 2, 2])
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 0x4D4941)))
+    population = np.zeros(num_records, dtype=bool)
+    population[rng.choice(num_records, size=num_population, replace=False)] = True
+    target = (rng.random(num_records) < 0.5) & ~population
+    references = np.argsort(rng.random((num_records, num_references)), axis=1).T < num_references // 2
+    return population, target, references
+
+
+def user_target_draws(seed: int, members: np.ndarray, num_population: int) -> tuple[np.ndarray, np.ndarray]:
+    """(population mask, target membership) when the target is the user's: z drawn among its non-members.
+
+    >>> population, target = user_target_draws(0, np.arange(10) < 4, 3)
+    >>> int(population.sum()), bool((population & target).any())
+    (3, False)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 0x5A)))
+    population = np.zeros(members.size, dtype=bool)
+    population[rng.choice(np.flatnonzero(~members), size=num_population, replace=False)] = True
+    return population, members.copy()
+
+
+def read_members(path: str, num_records: int) -> np.ndarray:
+    """The target's members as a mask over the pool, from a file of row indices; ValueError naming ``--members``."""
+    from .._core.readers import read_numbers
+
+    rows = read_numbers(path, "--members")
+    if not np.all(rows == np.round(rows)) or rows.min() < 0 or rows.max() >= num_records:
+        raise ValueError(
+            f"`--members` must hold row indices of the pool's records, integers in [0, {num_records - 1}], "
+            f"got values in [{rows.min():g}, {rows.max():g}]: is --data the pool the target was trained from?"
+        )
+    mask = np.zeros(num_records, dtype=bool)
+    mask[rows.astype(np.int64)] = True
+    if int(mask.sum()) != rows.size:
+        raise ValueError(f"`--members` must list each row once, got {rows.size - int(mask.sum())} repeated row(s)")
+    return mask
+
+
+#: The file suffix of each model kind, for a directory of reference models.
+SUFFIXES = {"skops": ".skops", "torch": ".safetensors", "torch-export": ".pt2", "onnx": ".onnx"}
+
+
+def read_reference_models(directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str) -> tuple[np.ndarray, np.ndarray]:
+    """(φ (k, n), membership (k, n)) of the user's reference models: the ``kind`` files of ``directory`` in name order.
+
+    The membership matrix (a ``.npy`` of booleans or 0/1, one row per model
+    in that order, one column per pool record) is checked before any model
+    is loaded; ValueErrors name ``--reference-models`` or ``--reference-membership``.
+    """
+    from pathlib import Path
+
+    from ..models.loading import load_model
+    from ..stats.mia import check_membership, logit_confidence_from_loss
+
+    folder = Path(directory)
+    files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
+    if not files:
+        raise ValueError(f"`--reference-models` must be a directory of {kind} models (*{SUFFIXES[kind]}), got {directory!r} with none")
+    try:
+        raw = np.load(membership_path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
+    membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
+    signals = np.array(
+        [logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output).decide_output(pool.x).loss(pool.x, pool.y)) for file in files]
+    )
+    return signals, membership
+
+
+def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
+    """The built-in training: scikit-learn's MLP (one hidden layer of 64, no weight decay), ``epochs`` epochs of Adam to overfit.
+
+    >>> model = train_mlp(np.eye(4, dtype=np.float32), np.arange(4) % 2, seed=0, epochs=5)
+    >>> model.predict_proba(np.eye(4)).shape
+    (4, 2)
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    model = MLPClassifier(hidden_layer_sizes=(64,), alpha=0.0, max_iter=epochs, tol=1e-6, random_state=seed)
+    # one BLAS thread: the runner already runs one model per core
+    with warnings.catch_warnings(), threadpool_limits(1):  # running to max_iter is the point: an overfitted model
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(x_train, y_train)
+
+
+def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[np.ndarray, Convention]:
+    """φ of every record on ``model``, and how its output kind was decided (checked on these outputs).
+
+    A ``torch.nn.Module`` must give logits: rows that are all probability
+    vectors are refused as ambiguous. ``predict_proba`` must give rows >= 0
+    summing to 1.
+    """
+    torch = sys.modules.get("torch")  # a torch model means torch is imported; never import it for a scikit-learn one
+    if torch is not None and isinstance(model, torch.nn.Module):
+        model.eval()
+        with torch.no_grad():
+            out = model(torch.from_numpy(x))
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{who} must return a tensor of logits, got {type(out).__name__}")
+        values = out.detach().double().cpu().numpy()
+        kind = "logits"
+    else:
+        predict = getattr(model, "predict_proba", None)
+        if predict is None and callable(model):
+            predict = model
+        if predict is None:
+            raise ValueError(f"{who} must be a torch.nn.Module, an object with predict_proba or a predict_proba function, got {type(model).__name__}")
+        values = np.asarray(predict(x), dtype=np.float64)
+        kind = "probabilities"
+    if values.ndim != 2 or values.shape[0] != len(y) or values.shape[1] <= int(y.max()):
+        raise ValueError(f"{who} must give {kind} of shape ({len(y)}, classes) with classes > {int(y.max())}, got {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{who} gave non-finite {kind} (training diverged?)")
+    deviation = float(np.abs(values.sum(axis=1) - 1.0).max())
+    is_simplex = bool((values >= 0).all()) and deviation <= _SUM_TOLERANCE
+    if kind == "logits":
+        if is_simplex:
+            raise ValueError(f"{who} is a torch module whose outputs are all probability vectors; it must return logits (drop the softmax)")
+        evidence = f"torch module; rows are not probability vectors (max |row sum - 1| = {deviation:.3g})"
+    else:
+        if not is_simplex:
+            raise ValueError(f"{who}: predict_proba must give rows >= 0 summing to 1, got max |row sum - 1| = {deviation:.3g}")
+        evidence = f"predict_proba; rows >= 0 summing to 1 (max |row sum - 1| = {deviation:.2g})"
+    return logit_confidence(values, y, kind=kind), checked("output kind", kind, evidence)
+
+
+def preflight(path: str, pool: Pool) -> Convention:
+    """Import ``path``, train it once on a small probe of the pool (up to 4 records per class) and check its model's outputs.
+
+    Run before any model of the audit trains, so a function that does not
+    import, does not take ``(x_train, y_train, *, seed)``, or returns no
+    usable model is refused at once (ValueError naming ``--train``).
+    """
+    function = check_train_function(path)
+    probe = np.concatenate([np.flatnonzero(pool.y == label)[:4] for label in np.unique(pool.y)])
+    who = f"`--train` {path!r} (checked on {probe.size} records before the audit)"
+    model = function(pool.x[probe], pool.y[probe], seed=0)
+    if model is None:
+        raise ValueError(f"{who} returned None: it must return the trained model")
+    return model_signals(model, pool.x[probe], pool.y[probe], who)[1]
+
+
+@functools.lru_cache(maxsize=4)
+def _function(path: str) -> Any:
+    return check_train_function(path)
+
+
+def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
+    """One job: train model ``index`` (a reference, or the target when ``index`` = ``num_references``) and score the pool.
+
+    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``.
+    """
+    pool = load_pool(config["dataset"], config["data"], config["label_col"])
+    k, index = int(config["num_references"]), int(config["index"])
+    population, target, references = draws(int(config["seed"]), len(pool.y), k, int(config["num_population"]))
+    rows = target if index == k else references[index]
+    seed = int(np.random.SeedSequence((int(config["seed"]), index)).generate_state(1)[0] % 2**31)
+    who = f"model {index}: the model that `--train` {config['train']!r} returned" if config["train"] else f"model {index}"
+    if config["train"] is None:
+        model = train_mlp(pool.x[rows], pool.y[rows], seed=seed, epochs=int(config["epochs"]))
+    else:
+        model = _function(config["train"])(pool.x[rows], pool.y[rows], seed=seed)
+    if model is None:
+        raise ValueError(f"{who} is None: the training function must return the trained model")
+    signals, convention = model_signals(model, pool.x, pool.y, who)
+    return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}
