@@ -125,6 +125,19 @@ def test_a_given_pair_that_is_not_neighbouring_is_refused():
         audit_mechanism(laplace(False), np.zeros(3), epsilon=1.0)
 
 
+def test_a_pair_of_another_relation_than_the_mechanisms_claim_is_refused():
+    # a replace-DP mean (known n, sensitivity 1/n) claims nothing about adding a record: auditing it on such a pair would reject a correct mechanism
+    def replace_mean(dataset, size, rng):
+        data = np.clip(np.asarray(dataset, dtype=float), 0.0, 1.0)
+        return data.mean() + rng.laplace(0.0, 1.0 / (len(data) * 1.0), size)
+
+    replace_mean.neighbouring = "replace"
+    with pytest.raises(ValueError, match="claims its privacy under `neighbouring` = 'replace', but the given pair differs by one record added or removed"):
+        audit_mechanism(replace_mean, np.zeros(3), np.zeros(4), epsilon=1.0)
+    replaced = audit_mechanism(replace_mean, np.zeros(3), np.array([0.0, 0.0, 1.0]), epsilon=1.0, samples=2000, pilot_samples=1000)
+    assert replaced.pair.relation == "replace"
+
+
 def test_assert_mechanism_dp_passes_a_correct_mechanism_and_fails_a_buggy_one():
     reference = REFERENCES["noisy-max"]
     result = assert_mechanism_dp(reference.make(False), reference.dataset, reference.neighbour, epsilon=EPSILON, **BUDGET)

@@ -88,9 +88,9 @@ def test_a_dataset_file_that_is_not_npy_or_csv_is_refused(tmp_path):
 
 
 def test_report_renders_in_headless_chromium(files, tmp_path):
-    from test_report_html import _CONSOLE, _chromium, _render
+    from browser import CONSOLE, chromium, render
 
-    if _chromium() is None and not os.environ.get("CI"):
+    if chromium() is None and not os.environ.get("CI"):
         pytest.skip("no chromium binary on PATH")
     dataset, neighbour = files
     argv = [
@@ -115,4 +115,4 @@ def test_report_renders_in_headless_chromium(files, tmp_path):
         "claim rejected at confidence 0.95" in page and "D plus the record (1.0,)" in page and "trade-off against the claim" not in page
     )  # captions, not titles
     assert "Empirical trade-off curve of the best statistic" in page and "held-out samples of D and D" in page
-    assert not _CONSOLE.search(_render(_chromium(), tmp_path / "report.html", tmp_path / "report.png"))
+    assert not CONSOLE.search(render(chromium(), tmp_path / "report.html", tmp_path / "report.png"))

@@ -93,7 +93,8 @@ def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_pa
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     conventions = {item["name"]: item for item in data["conventions"]}
     assert conventions["output kind"]["value"] == "logits" and conventions["output kind"]["decided"] == "checked"
-    assert conventions["label column"] == {"name": "label column", "value": "digit", "decided": "explicit", "evidence": "--label-col"}
+    label = conventions["label column of --data"]
+    assert label["decided"] == "explicit" and label["value"].startswith("'digit'") and "--label-col" in label["evidence"]
     assert data["num_records"] + data["num_population"] == 300 and data["config"]["train"] == "own_models.relu_net:train_torch"
     assert (output / "roc.png").is_file() and (output / "vulnerability.png").is_file()
     assert AUDIT.result_from_dict(data).headline().kind == "statistic"
@@ -107,7 +108,7 @@ def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_pa
         (["--label-col", "digit", "--train", "own_models.relu_net:train_returns_number"], "must be a torch.nn.Module, an object with predict_proba"),
         (["--label-col", "digit", "--references", "3"], "`num_references` must be an even integer >= 4, got 3"),
         (["--label-col", "nope"], "`--label-col`"),
-        (["--train", "own_models.relu_net:train_torch"], "`--data` must hold integer class labels"),
+        (["--train", "own_models.relu_net:train_torch"], "`--label-col` (`label_col`) must name the label column of `--data`"),
     ],
 )
 def test_bad_input_is_refused_before_any_training(pool_csv, tmp_path, flags, match):

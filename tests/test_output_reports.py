@@ -76,13 +76,16 @@ def _folder(outputs, command) -> Path:
 
 
 def _recorded_seeds(value, path="") -> dict[str, object]:
-    """Oracle: every integer stored under a key named seed / *_seed in a results dict, by its path (lists indexed)."""
+    """Oracle: every integer stored under a key named seed / *_seed, and every list of them under seeds / *_seeds, by its path (lists indexed)."""
     found: dict[str, object] = {}
     if isinstance(value, dict):
         for key, item in value.items():
             name = f"{path}.{key}" if path else key
             if (key == "seed" or key.endswith("_seed")) and (isinstance(item, int) or item is None):
                 found[name] = item
+            elif (key == "seeds" or key.endswith("_seeds")) and isinstance(item, list) and all(isinstance(seed, int) for seed in item):
+                # one row per list: the seeds themselves, or for a long list how many and the first three
+                found[name] = item if len(item) <= 8 else f"{len(item)} seeds: {', '.join(map(str, item[:3]))}, … (all in results.json)"
             else:
                 found.update(_recorded_seeds(item, name))
     elif isinstance(value, list):
@@ -110,8 +113,11 @@ def test_output_has_results_and_a_report_with_conventions_and_seeds(outputs, com
     folder = _folder(outputs, command)
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     page = (folder / "report.html").read_text(encoding="utf-8")
-    assert data.get("conventions", []) == []  # no family records a convention yet: the page must say so
-    assert "None recorded for this result." in _section(page, "Conventions")
+    recorded = [(item["name"], item["value"], item["decided"], item["evidence"]) for item in data.get("conventions", [])]
+    if recorded:  # the page shows exactly what results.json records
+        assert _rows(_section(page, "Conventions")) == recorded
+    else:  # a family that decides no convention of the user's model or data: the page must say so
+        assert "None recorded for this result." in _section(page, "Conventions")
     seeds = dict(_rows(_section(page, "Seeds")))
     expected = {path: "null (not seeded: not reproducible)" if value is None else str(value) for path, value in _recorded_seeds(data).items()}
     assert seeds == expected, (seeds, expected)
@@ -133,7 +139,7 @@ def test_every_output_report_renders_in_chromium_with_its_sections(outputs, tmp_
         data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         assert "Conventions" in text and "Seeds" in text, command
         for path, value in _recorded_seeds(data).items():
-            assert re.search(rf"{re.escape(path)}\s+{value}\b", text), (command, path, value)
+            assert re.search(rf"{re.escape(path)}\s+{re.escape(str(value))}(?!\d)", text), (command, path, value)
 
 
 def _scores_run(conventions=()):

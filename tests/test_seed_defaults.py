@@ -258,6 +258,19 @@ def test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it():
     assert first == run() == run(seed=0) and first.seed == 0
 
 
+def test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it():
+    from privaudit.testing import assert_mechanism_dp
+
+    def laplace_sum(dataset, size, rng):  # epsilon = 1 for one record of value at most 1 added
+        return np.asarray(dataset, dtype=float).sum() + rng.laplace(0.0, 1.0, size)
+
+    def run(**seed):
+        return assert_mechanism_dp(laplace_sum, np.zeros(4), np.array([0.0, 0.0, 0.0, 0.0, 1.0]), epsilon=1.0, samples=1000, pilot_samples=500, **seed)
+
+    first = run()
+    assert first.epsilon == run().epsilon == run(seed=0).epsilon and first.config.seed == 0
+
+
 def test_fedavg_simulation_defaults_to_seed_0_and_records_it():
     from privaudit.canaries.update import UpdateCanaries
     from privaudit.training.fedavg import FedAvgConfig, model_dimension, participation_schedule, simulate_fedavg
@@ -355,6 +368,7 @@ CASES = {
     "privaudit.observation.one_run:collect_one_run_observations": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.observation.one_run:draw_inclusion": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.testing:assert_dp": test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it,
+    "privaudit.testing:assert_mechanism_dp": test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it,
     "privaudit.training.fedavg:simulate_fedavg": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     "privaudit.training.fedavg:participation_schedule": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     # records of the seed their maker used, checked in the maker's case

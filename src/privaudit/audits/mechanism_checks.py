@@ -65,6 +65,12 @@ def _relation(config: MechanismAuditConfig, mechanism: Any, given: str | None) -
             raise ValueError(
                 f"`relation` {config.relation!r} does not match the given pair, which differs by one record {'added or removed' if given == 'add-remove' else 'replaced'}"
             )
+        declared = getattr(mechanism, "neighbouring", None)
+        if declared is not None and declared != given:  # its claim says nothing about pairs of the other relation
+            raise ValueError(
+                f"`neighbour`: {config.mechanism} claims its privacy under `neighbouring` = {declared!r}, but the given pair differs by one record "
+                f"{'added or removed' if given == 'add-remove' else 'replaced'}; give a pair of its relation"
+            )
         return given, checked(name, given, "the given neighbour differs from the dataset in one record")
     if config.relation is not None:
         return config.relation, explicit(name, config.relation, "`relation` (--relation)")

@@ -293,7 +293,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--target-kind", Optional[str], "What --model is: skops (default), torch (with --factory), torch-export or onnx.", config="model_kind"),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
-        Flag("--model-output", Optional[str], "logits or probabilities: what your torch, torch-export or onnx model returns.", config="model_output"),
+        Flag(
+            "--model-output",
+            Optional[str],
+            "What your model returns: auto (checked on its outputs, the default), logits, probabilities or log-probabilities.",
+            config="model_output",
+        ),
         Flag(
             "--members",
             Optional[Path],

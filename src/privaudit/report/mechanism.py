@@ -27,7 +27,8 @@ def figures(run: Any) -> dict:
     result = run.result
     best = result.tests[result.best_test]
     curves = observations["curves"]
-    title = f"{best.statistic} statistic on held-out samples: D (in) and D' (out)"
+    sides = "D (in) and D' (out)" if best.direction.startswith("D in") else "D' (in) and D (out)"
+    title = f"{best.statistic} statistic on held-out samples: {sides}"
     return {
         "distributions.png": lambda path: plot_score_histograms(observations["scores_in"], observations["scores_out"], path, title=title),
         "tradeoff.png": lambda path: plot_tradeoff_curves(
