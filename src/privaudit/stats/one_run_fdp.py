@@ -25,13 +25,23 @@ Families of f, each with a parameter searched by bisection:
 * a :class:`~privaudit.stats.pld.SubsampledGaussian`: the supporting lines
   of the pessimistic PLD (a curve below the true one); the bound is the
   least noise multiplier σ rejected, reported as ε(δ) of that σ from the
-  optimistic PLD.
+  optimistic PLD. Each σ costs a composed PLD, so the search runs twice:
+  every guess count on the lines of a coarse PLD (grid step 10⁻², σ to 1%,
+  ε on a 10⁻³ grid), then the counts within 3% of the least σ again on a
+  fine one (10⁻³, σ to 0.1%, ε on the finest grid that fits from 10⁻⁴), as
+  before. Only the headline needs the fine search; the other candidates keep
+  their coarse, smaller ε.
 
 Conservative choices, each making the reported ε smaller:
 
 * a rejection needs ρ + η to exceed r/m by a relative 10⁻⁹ (float slack);
 * bisection returns the end of its bracket that is rejected: the smaller μ,
   the larger σ;
+* every PLD approximation errs the safe way: the lines come from a
+  pessimistic PLD (δ(ε) too large, so the curve too low and rejection
+  harder; a coarser grid only lowers the curve further), ε from an
+  optimistic one (losses rounded down; a coarser grid only lowers ε more),
+  rounded down by a relative 10⁻⁹;
 * guesses are made by thresholds that never split tied scores, and the
   guess counts, fixed in advance, are Bonferroni-corrected.
 """
