@@ -39,7 +39,7 @@ Conservative choices, each making the reported ε smaller:
   the larger σ;
 * every PLD approximation errs the safe way: the lines come from a
   pessimistic PLD (δ(ε) too large, so the curve too low and rejection
-  harder; a coarser grid only lowers the curve further), ε from an
+  harder, on the coarse grid as on the fine one), ε from an
   optimistic one (losses rounded down; a coarser grid only lowers ε more),
   rounded down by a relative 10⁻⁹;
 * guesses are made by thresholds that never split tied scores, and the
