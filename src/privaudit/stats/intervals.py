@@ -1,7 +1,7 @@
 """Binomial confidence bounds, vectorised over counts.
 
 One-sided bounds are what audits need: an upper bound on an attack's error rate
-turns into a lower bound on ε. Both methods go through ``scipy.stats.beta``:
+turns into a lower bound on ε. Both methods take quantiles of the beta distribution
 
 * ``"clopper-pearson"``: exact, coverage >= the stated confidence for every n.
 * ``"jeffreys"``: the equal-tailed Jeffreys-prior interval; coverage is close
