@@ -19,7 +19,12 @@ Conservative choices, each making the reported ε smaller:
   curve and the mechanism is harder to reject;
 * the search for the noise multiplier returns the larger-noise end of its
   bracket;
-* the final ε(δ) of that noise comes from the *optimistic* PLD.
+* the final ε(δ) of that noise comes from the *optimistic* PLD, rounded down
+  by a relative 10⁻⁹ (our loss grid and dp_accounting's differ in the last
+  digits).
+
+The PLDs are dp_accounting's constructions, built with numpy by
+:mod:`privaudit.stats.gaussian_pld` (the same distributions, bit for bit).
 """
 
 from __future__ import annotations
