@@ -37,12 +37,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
 from .._core.results import Result
 from .._core.validation import as_scores, check_probability
 from .conversions import gdp_epsilon
 from .one_run import check_members
+from .roots import brentq  # scipy.optimize's brentq, without its import time
 
 __all__ = ["OneRunGaussianBound", "epsilon_one_run_gaussian"]
 
@@ -81,7 +81,7 @@ def _noncentrality_lower_bound(t_statistic: float, dof: int, level: float) -> fl
             return _MAX_NONCENTRALITY
         high *= 2.0
     # the smaller end of the bracket: the tail there is still below the level, so it is rejected
-    low, _ = optimize.brentq(gap, 0.0, high, xtol=1e-10, full_output=True)
+    low = brentq(gap, 0.0, high, xtol=1e-10)
     return max(0.0, float(low) - 2e-10)
 
 
