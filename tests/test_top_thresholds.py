@@ -74,3 +74,20 @@ def test_error_counts_fall_and_rise_along_the_candidates():
     in_sorted, out_sorted = np.sort(np.round(rng.normal(1, 1, 9000), 2)), np.sort(np.round(rng.normal(0, 1, 9000), 2))
     fp, fn = error_counts(in_sorted, out_sorted, candidate_thresholds(in_sorted, out_sorted))
     assert np.all(np.diff(fp) <= 0) and np.all(np.diff(fn) >= 0)
+
+
+def test_null_scores_tied_at_zero_keep_the_first_thresholds_and_bound_few():
+    fp, fn = np.arange(4000)[::-1], np.arange(4000)
+    bounded = []
+
+    def bounds_of(false_positives, false_negatives):
+        bounded.append(false_positives.size)
+        return false_positives, false_negatives
+
+    def clipped(false_positives, false_negatives):
+        return np.maximum(-np.abs(false_positives - false_negatives) / 4000.0 - 0.5, 0.0)  # every threshold scores 0, as μ on null data
+
+    for count in (1, 16):
+        bounded.clear()
+        np.testing.assert_array_equal(top_thresholds(bounds_of, clipped, fp, fn, count), np.arange(count))
+        assert sum(bounded) < 600

@@ -223,9 +223,10 @@ def top_thresholds(bounds_of: Any, score_of: Any, false_positives: np.ndarray, f
     along them. A run of consecutive thresholds then scores at most
     ``score_of`` of the ᾱ at its end and the β̄ at its start. The ends of every
     run are bounded first; runs whose cap falls below the ``count``-th best
-    of those cannot hold a winner and are dropped. Runs of 32, then of 8,
-    then the thresholds left are scored in full. Ties keep the lower index, as
-    the stable sort does.
+    of those cannot hold a winner and are dropped, and so are runs whose cap
+    is reached by ``count`` ends before them (ties keep the lower index, as
+    the stable sort does). Runs of 32, then of 8, then the thresholds left
+    are scored in full.
 
     >>> fp, fn = np.arange(1000)[::-1], np.arange(1000)
     >>> identity, score = (lambda f, n: (f, n)), (lambda f, n: -np.abs(f - 2 * n).astype(float))  # best at index 333
@@ -248,10 +249,13 @@ def top_thresholds(bounds_of: Any, score_of: Any, false_positives: np.ndarray, f
         starts = np.arange(0, indices.size, run)
         first, last = indices[starts], indices[np.minimum(starts + run, indices.size) - 1]
         probes = bounded(np.unique(np.concatenate([first, last])))
-        bar = np.sort(score_of(fpr[probes], fnr[probes]))[::-1][min(count, probes.size) - 1]
+        probe_scores = score_of(fpr[probes], fnr[probes])
+        bar = np.sort(probe_scores)[::-1][min(count, probes.size) - 1]
         caps = score_of(fpr[last], fnr[first])
-        # a relative 1e-9 below the bar keeps runs that float rounding could tie with it; a NaN bar keeps them all
-        reaching = ~(caps < bar - 1e-9 * (1.0 + abs(bar)))
+        # a run below the bar by a relative 1e-9 (float slack) cannot win; nor one whose cap ties or trails
+        # ``count`` probes before it, which win the ties by their lower index (null data: every score is 0)
+        beaten_earlier = np.sum((probes[None, :] < first[:, None]) & (probe_scores[None, :] >= caps[:, None]), axis=1) >= count
+        reaching = ~((caps < bar - 1e-9 * (1.0 + abs(bar))) | beaten_earlier)
         kept = [indices[start : start + run] for start, keep in zip(starts, reaching, strict=True) if keep]
         indices = np.unique(np.concatenate([probes, *kept]))
     bounded(indices)
