@@ -87,3 +87,18 @@ def test_normal_and_beta_quantiles_are_scipy_stats_bit_for_bit():
     # the Bayesian posterior's beta quantiles and the Clopper-Pearson bounds: betaincinv is what beta.ppf computes
     a, b, level = rng.uniform(0.5, 5000, 5000), rng.uniform(0.5, 5000, 5000), rng.uniform(0.5, 1.0, 5000)
     np.testing.assert_array_equal(special.betaincinv(a, b, level), stats.beta.ppf(level, a, b))
+
+
+def test_after_main_ran_one_command_the_app_still_offers_every_command(tmp_path):
+    # in a fresh interpreter: main() loads the score commands only, then the app is read in full
+    probe = (
+        "import sys, typer\n"
+        "from privaudit.cli import app, main\n"
+        "try:\n    main(['bound', '--help'])\nexcept SystemExit:\n    pass\n"
+        "loaded = 'privaudit.cli.audit' in sys.modules\n"
+        "group = typer.main.get_command(app)\n"
+        "sys.stderr.write('PROBE %s %s\\n' % (loaded, sorted(group.commands)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, check=False)
+    line = done.stderr.split("PROBE ", 1)[1].strip()
+    assert line.startswith("False ") and all(repr(name) in line for name in MODULE_OF_COMMAND)

@@ -26,5 +26,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``privaudit`` console script; exits with the command's status."""
     words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
     command = words[0] if words else None
-    app.modules = (MODULE_OF_COMMAND[command],) if command in MODULE_OF_COMMAND else COMMAND_MODULES
-    app(args=argv, prog_name="privaudit")
+    previous, app.modules = app.modules, ((MODULE_OF_COMMAND[command],) if command in MODULE_OF_COMMAND else COMMAND_MODULES)
+    try:
+        app(args=argv, prog_name="privaudit")
+    finally:  # in process (tests, notebooks), the app goes on to offer every command
+        app.modules = previous

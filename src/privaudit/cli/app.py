@@ -100,14 +100,17 @@ class CommandsOnDemand(typer.Typer):
     """
 
     modules: tuple[str, ...] = COMMAND_MODULES
-    _loading = False
+    _importing = False
 
     @property
     def registered_commands(self) -> list[Any]:
-        if not self._loading:
-            self._loading = True  # the modules' @app.command() decorators read this list too
-            for module in self.modules:
-                importlib.import_module(f"{__package__}.{module}")
+        if not self._importing:  # the modules' @app.command() decorators read this list too
+            self._importing = True
+            try:
+                for module in self.modules:  # a dictionary lookup once imported
+                    importlib.import_module(f"{__package__}.{module}")
+            finally:
+                self._importing = False
         return self._registered_commands
 
     @registered_commands.setter
