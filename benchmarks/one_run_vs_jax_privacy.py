@@ -1,4 +1,4 @@
-"""privaudit against jax_privacy on the same scores and seeds: ``python benchmarks/one_run_vs_jax_privacy.py [--seeds N] [--big-seeds N] [--small-seeds N] [--output FILE]``.
+"""privaudit against jax_privacy on the same scores and seeds: ``python benchmarks/one_run_vs_jax_privacy.py [--seeds N] [--big-seeds N] [--small-seeds N] [--parts LIST] [--output FILE]``.
 
 Needs jax_privacy, which is not a privaudit dependency: run it from a separate
 benchmark environment, e.g.::
@@ -21,6 +21,10 @@ benchmark environment, e.g.::
 * the same on 1e4 scores per side, μ ∈ {0, 1}, over more seeds; at μ = 0 any
   positive ε is invalid, so the fraction of seeds with ε > 0 is recorded
   (a valid 95% bound has it at most 5%, up to binomial noise).
+
+``--parts`` picks the cases: ``one-run``, ``big`` (1e6 per side), ``small``
+(1e4 per side), comma-separated; all by default. To compare two versions of
+privaudit, run the script twice with ``PYTHONPATH`` set to each one's ``src``.
 
 Each seed's inputs come from ``np.random.default_rng(seed)``. Wall times are
 ``time.perf_counter`` around each call only, after one untimed warm-up call per
@@ -244,8 +248,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="seeds of each one-run case")
     parser.add_argument("--big-seeds", type=int, default=3, help="seeds of the 1e6-per-side threshold case")
     parser.add_argument("--small-seeds", type=int, default=100, help="seeds of the 1e4-per-side threshold cases (mu = 0 and 1)")
+    parser.add_argument("--parts", default="one-run,big,small", help="comma-separated: one-run, big, small")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "one_run_vs_jax_privacy.json")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts or not parts <= {"one-run", "big", "small"}:
+        parser.error(f"--parts must be a comma-separated list of one-run, big, small, got {args.parts!r}")
     for option in ("seeds", "big_seeds", "small_seeds"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
@@ -253,7 +261,7 @@ def main() -> None:
     auditor_class = _load_jax_privacy()
     started = time.perf_counter()
     cases = []
-    for m in ONE_RUN_SIZES:
+    for m in ONE_RUN_SIZES if "one-run" in parts else ():
         for mu in ONE_RUN_MUS:
             entry = _one_run_case(auditor_class, m, mu, args.seeds)
             cases.append(entry)
@@ -264,8 +272,8 @@ def main() -> None:
                 f"({theirs['median_s_with_construction'] * 1e3:.1f} ms with construction)",
                 flush=True,
             )
-    for n, mus, seeds in ((BIG_SIZE, (1.0,), args.big_seeds), (SMALL_SIZE, SMALL_MUS, args.small_seeds)):
-        for mu in mus:
+    for part, n, mus, seeds in (("big", BIG_SIZE, (1.0,), args.big_seeds), ("small", SMALL_SIZE, SMALL_MUS, args.small_seeds)):
+        for mu in mus if part in parts else ():
             entry = _threshold_case(auditor_class, n, mu, seeds)
             cases.append(entry)
             for library in ("privaudit", "jax_privacy"):
@@ -285,6 +293,7 @@ def main() -> None:
             versions[package] = "not installed"
     report = {
         "command": " ".join([sys.executable, *sys.argv]),
+        "privaudit": str(Path(privaudit.__file__).parent),
         "delta": DELTA,
         "confidence": CONFIDENCE,
         "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "platform": platform.platform()},

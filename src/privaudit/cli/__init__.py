@@ -8,17 +8,26 @@
 * :mod:`.runs`: ``demo``, ``report``, ``history`` and ``extract``.
 
 Imports flow one way: the command modules import :mod:`.app` and
-:mod:`.options`, and this module imports the command modules.
+:mod:`.options`; :data:`app` imports the command modules when typer first
+reads its commands (all of them, or under :func:`main` only the one the
+command line names), so that ``privaudit bound`` starts fast.
 """
 
 from __future__ import annotations
 
-from . import audit, canaries, runs, stats  # noqa: F401  (each registers its commands)
-from .app import app
+import sys
+
+from .app import COMMAND_MODULES, MODULE_OF_COMMAND, app
 
 __all__ = ["app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``privaudit`` console script; exits with the command's status."""
-    app(args=argv, prog_name="privaudit")
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    command = words[0] if words else None
+    previous, app.modules = app.modules, ((MODULE_OF_COMMAND[command],) if command in MODULE_OF_COMMAND else COMMAND_MODULES)
+    try:
+        app(args=argv, prog_name="privaudit")
+    finally:  # in process (tests, notebooks), the app goes on to offer every command
+        app.modules = previous

@@ -2,11 +2,13 @@
 
 Output is built completely before anything is printed, so a failure leaves
 no partial output. Every command module registers on :data:`app` or
-:data:`audit_app`; nothing here imports a command module.
+:data:`audit_app`; :data:`app` imports them when typer first reads its
+commands, only the one a command line names when it names one.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Annotated, Any
 
@@ -74,7 +76,49 @@ class OneLineErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-app = typer.Typer(
+#: The command modules, each registering its commands on :data:`app` or :data:`audit_app` when imported,
+#: and the module of each top-level command.
+COMMAND_MODULES = ("audit", "canaries", "runs", "stats")
+MODULE_OF_COMMAND = {
+    "audit": "audit",
+    "canaries": "canaries",
+    "demo": "runs",
+    "report": "runs",
+    "history": "runs",
+    "extract": "runs",
+    "exposure": "stats",
+    "bound": "stats",
+}
+
+
+class CommandsOnDemand(typer.Typer):
+    """A Typer that imports its command modules the first time its commands are read.
+
+    typer reads ``registered_commands`` when it builds the click group, just
+    before running a command; importing the modules there, and only those in
+    :attr:`modules`, lets ``privaudit bound`` skip the audits' machinery.
+    """
+
+    modules: tuple[str, ...] = COMMAND_MODULES
+    _importing = False
+
+    @property
+    def registered_commands(self) -> list[Any]:
+        if not self._importing:  # the modules' @app.command() decorators read this list too
+            self._importing = True
+            try:
+                for module in self.modules:  # a dictionary lookup once imported
+                    importlib.import_module(f"{__package__}.{module}")
+            finally:
+                self._importing = False
+        return self._registered_commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        self._registered_commands = value
+
+
+app = CommandsOnDemand(
     cls=OneLineErrors,
     name="privaudit",
     help="Empirical privacy auditing: canary exposure and lower bounds on epsilon. Higher scores mean 'member'.",

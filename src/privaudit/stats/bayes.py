@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import special
 
 if TYPE_CHECKING:
     from .families import EpsilonDelta, GaussianDP
@@ -72,7 +72,7 @@ def _posterior_cdf_factory(
     family: Family, false_positives: float, num_out: float, false_negatives: float, num_in: float, num_nodes: int
 ) -> Callable[[float], float]:
     probabilities = (np.arange(num_nodes) + 0.5) / num_nodes
-    alphas = stats.beta.ppf(probabilities, 0.5 + false_positives, 0.5 + num_out - false_positives)
+    alphas = special.betaincinv(0.5 + false_positives, 0.5 + num_out - false_positives, probabilities)  # beta.ppf, without scipy.stats
     a, b = 0.5 + false_negatives, 0.5 + num_in - false_negatives
 
     def posterior_cdf(theta: float) -> float:
@@ -107,6 +107,8 @@ def posterior_quantiles(
     >>> posterior_quantiles(GaussianDP(1e-5), 1000, 1000, 0, 1000, [0.05, 0.5]).tolist()  # FPR + FNR ≈ 1
     [0.0, 0.0]
     """
+    from scipy import optimize  # imported where used: the score commands start faster without it
+
     posterior_cdf = _posterior_cdf_factory(family, false_positives, num_out, false_negatives, num_in, num_nodes)
     out: list[float] = []
     for probability in np.atleast_1d(probabilities):

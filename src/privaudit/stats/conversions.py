@@ -17,9 +17,10 @@ from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from .._core.validation import as_real_array, check_count, check_positive, check_probability, check_real
+from .roots import brentq  # scipy.optimize's brentq, without its import time
 
 __all__ = ["gaussian_epsilon", "gaussian_noise_multiplier", "gdp_delta", "gdp_epsilon", "gdp_mu", "pld_grid_points"]
 
@@ -81,7 +82,7 @@ def _gdp_epsilon_scalar(mu: float, delta: float, round_up: bool = False) -> floa
     high = max(1.0, mu * mu)
     while _log_gdp_delta(high, mu) > log_delta:
         high *= 2.0
-    root = optimize.brentq(lambda e: _log_gdp_delta(e, mu) - log_delta, 0.0, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
+    root = brentq(lambda e: _log_gdp_delta(e, mu) - log_delta, 0.0, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
     if round_up:  # an accountant's ε: δ(returned ε) <= δ
         return float(root + 2 * _XTOL * (1 + root))
     return float(max(0.0, root - 2 * _XTOL * (1 + root)))  # round down: safe for lower bounds
@@ -135,7 +136,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     low, high = 0.0, 1.0
     while _log_gdp_delta(epsilon, high) < log_delta:
         low, high = high, 2.0 * high
-    root = optimize.brentq(lambda m: _log_gdp_delta(epsilon, m) - log_delta, low, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
+    root = brentq(lambda m: _log_gdp_delta(epsilon, m) - log_delta, low, high, xtol=_XTOL, rtol=4 * np.finfo(float).eps)
     return float(max(0.0, root - 2 * _XTOL * (1 + root)))
 
 

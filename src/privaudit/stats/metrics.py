@@ -21,7 +21,6 @@ from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from .._core.results import Result
 from .._core.validation import as_scores
@@ -101,7 +100,7 @@ def roc_auc(in_scores: ArrayLike, out_scores: ArrayLike) -> float:
     Returns
     -------
     float
-        The empirical AUC in [0, 1], computed from average ranks in O(n log n).
+        The empirical AUC in [0, 1], the rank-sum statistic counted by binary search in O(n log n).
 
     Examples
     --------
@@ -109,10 +108,13 @@ def roc_auc(in_scores: ArrayLike, out_scores: ArrayLike) -> float:
     0.875
     """
     in_scores, out_scores = _validate(in_scores, out_scores)
-    ranks = stats.rankdata(np.concatenate([in_scores, out_scores]))  # ties get average ranks
-    n_in, n_out = in_scores.size, out_scores.size
-    u = ranks[:n_in].sum() - n_in * (n_in + 1) / 2.0
-    return float(u / (n_in * n_out))
+    # U = Σ over in-scores of the out-scores below it, ties counting ½: the rank-sum statistic, exact in
+    # integers and halves, counted with numpy rather than scipy.stats.rankdata (whose import is slow)
+    out_sorted = np.sort(out_scores)
+    below = np.searchsorted(out_sorted, in_scores, side="left")
+    ties = np.searchsorted(out_sorted, in_scores, side="right") - below
+    u = float(below.sum()) + 0.5 * float(ties.sum())
+    return float(u / (in_scores.size * out_scores.size))
 
 
 def tpr_at_fpr(in_scores: ArrayLike, out_scores: ArrayLike, fpr: ArrayLike = (0.001, 0.01, 0.1)) -> NDArray[np.float64]:

@@ -37,12 +37,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
 
 from .._core.results import Result
 from .._core.validation import as_scores, check_probability
 from .conversions import gdp_epsilon
 from .one_run import check_members
+from .roots import brentq  # scipy.optimize's brentq, without its import time
 
 __all__ = ["OneRunGaussianBound", "epsilon_one_run_gaussian"]
 
@@ -68,6 +68,7 @@ class OneRunGaussianBound(Result):
 
 def _noncentrality_lower_bound(t_statistic: float, dof: int, level: float) -> float:
     """Smallest noncentrality whose upper tail at ``t_statistic`` reaches ``level`` (0 if the central one does)."""
+    from scipy import stats  # imported where used: scipy.stats alone takes a third of a second
 
     def gap(noncentrality: float) -> float:
         return float(stats.nct.sf(t_statistic, dof, noncentrality)) - level
@@ -80,7 +81,7 @@ def _noncentrality_lower_bound(t_statistic: float, dof: int, level: float) -> fl
             return _MAX_NONCENTRALITY
         high *= 2.0
     # the smaller end of the bracket: the tail there is still below the level, so it is rejected
-    low, _ = optimize.brentq(gap, 0.0, high, xtol=1e-10, full_output=True)
+    low = brentq(gap, 0.0, high, xtol=1e-10)
     return max(0.0, float(low) - 2e-10)
 
 

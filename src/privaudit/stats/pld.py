@@ -19,7 +19,12 @@ Conservative choices, each making the reported ε smaller:
   curve and the mechanism is harder to reject;
 * the search for the noise multiplier returns the larger-noise end of its
   bracket;
-* the final ε(δ) of that noise comes from the *optimistic* PLD.
+* the final ε(δ) of that noise comes from the *optimistic* PLD, rounded down
+  by a relative 10⁻⁹ (our loss grid and dp_accounting's differ in the last
+  digits).
+
+The PLDs are dp_accounting's constructions, built with numpy by
+:mod:`privaudit.stats.gaussian_pld` (the same distributions, bit for bit).
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.results import Result
 from .._core.validation import check_count, check_positive, check_probability, check_real
-from .conversions import MAX_PLD_POINTS, _gaussian_pld, gaussian_epsilon, gdp_epsilon, gdp_mu, pld_grid_points
+from .conversions import MAX_PLD_POINTS, gaussian_epsilon, gdp_epsilon, gdp_mu, pld_grid_points
 from .families import GaussianDP
+from .gaussian_pld import deltas_for_epsilons, epsilon_for_delta, subsampled_gaussian_pld
 from .tradeoff import tradeoff_gdp
 
 __all__ = ["StepToEndEstimate", "SubsampledGaussian", "step_to_end_epsilon"]
@@ -89,12 +95,7 @@ class SubsampledGaussian:
         rates = np.asarray(alpha, dtype=np.float64)
         if self.sampling_prob == 1.0:
             return tradeoff_gdp(rates, np.sqrt(float(self.num_steps)) / noise_multiplier)
-        epsilons, deltas = _supporting_lines(self, noise_multiplier)
-        lines = np.maximum(
-            1.0 - deltas[:, None] - np.exp(epsilons)[:, None] * rates.ravel()[None, :],
-            np.exp(-epsilons)[:, None] * (1.0 - deltas[:, None] - rates.ravel()[None, :]),
-        )
-        out = np.maximum(lines.max(axis=0), 0.0).reshape(rates.shape)
+        out = lower_envelope(_supporting_lines(self, noise_multiplier), rates)
         return out if out.ndim else float(out)
 
     def smallest_noise(self, discretization: float = 1e-3) -> float:
@@ -123,12 +124,22 @@ class SubsampledGaussian:
 
 
 @functools.lru_cache(maxsize=256)
-def _supporting_lines(mechanism: SubsampledGaussian, noise_multiplier: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    pld = _gaussian_pld(noise_multiplier, mechanism.sampling_prob, mechanism.num_steps, True, _DISCRETIZATION)
+def _supporting_lines(
+    mechanism: SubsampledGaussian, noise_multiplier: float, discretization: float = _DISCRETIZATION
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    pld = subsampled_gaussian_pld(noise_multiplier, mechanism.sampling_prob, mechanism.num_steps, pessimistic=True, discretization=discretization)
     # lines with ε > 50 only matter for α < e^-50: beyond any audit's resolution
-    top = min(max(float(pld.get_epsilon_for_delta(1e-12)), 1e-3), 50.0)
+    top = min(max(epsilon_for_delta(pld, 1e-12), 1e-3), 50.0)
     epsilons = np.linspace(0.0, top, mechanism.num_lines)
-    return epsilons, np.asarray(pld.get_delta_for_epsilon(epsilons), dtype=np.float64)
+    return epsilons, deltas_for_epsilons(pld, epsilons)
+
+
+def lower_envelope(lines: tuple[NDArray[np.float64], NDArray[np.float64]], rates: NDArray[np.float64]) -> NDArray[np.float64]:
+    """max(0, max over lines of max(1 - δ - e^ε α, e^-ε (1 - δ - α))) at each α in ``rates``: the curve the lines support."""
+    epsilons, deltas = lines
+    flat = rates.ravel()[None, :]
+    envelope = np.maximum(1.0 - deltas[:, None] - np.exp(epsilons)[:, None] * flat, np.exp(-epsilons)[:, None] * (1.0 - deltas[:, None] - flat))
+    return np.asarray(np.maximum(envelope.max(axis=0), 0.0).reshape(rates.shape), dtype=np.float64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,16 +176,20 @@ class _PLDFamily:
                 low = middle
         return high
 
-    def epsilon(self, sigma: float) -> float:
+    def epsilon(self, sigma: float, finest: float = 1e-4) -> float:
+        """ε(δ) of noise ``sigma`` from the optimistic PLD (a lower estimate) on the finest grid from ``finest`` that fits."""
         if not np.isfinite(sigma):
             return 0.0
         m = self.mechanism
         if m.sampling_prob == 1.0:
             return float(gdp_epsilon(np.sqrt(float(m.num_steps)) / sigma, self.delta))  # already a float for a scalar
-        # the finest grid that fits; a coarser optimistic PLD only lowers ε
-        grid = next((d for d in (1e-4, _DISCRETIZATION) if pld_grid_points(sigma, m.sampling_prob, m.num_steps, d, False) <= MAX_PLD_POINTS), _DISCRETIZATION)
-        epsilon = gaussian_epsilon(sigma, self.delta, sampling_prob=m.sampling_prob, num_steps=m.num_steps, pessimistic=False, discretization=grid)
-        return max(0.0, epsilon)
+        # a coarser optimistic PLD only lowers ε
+        grid = next((d for d in (finest, _DISCRETIZATION) if pld_grid_points(sigma, m.sampling_prob, m.num_steps, d, False) <= MAX_PLD_POINTS), _DISCRETIZATION)
+        if gdp_epsilon(np.sqrt(float(m.num_steps)) / sigma, self.delta) == 0.0:
+            return 0.0  # subsampling only lowers ε: already 0 without it
+        pld = subsampled_gaussian_pld(sigma, m.sampling_prob, m.num_steps, pessimistic=False, discretization=grid)
+        # rounded down by a relative 1e-9: the losses' float grid may differ from dp_accounting's in the last digits
+        return max(0.0, epsilon_for_delta(pld, self.delta) * (1.0 - 1e-9))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,10 +30,11 @@ import numpy as np
 
 from .._core.validation import check_count, check_real
 
-__all__ = ["Best", "Bonferroni", "MultiSplit", "Split", "candidate_thresholds", "error_counts", "rank_grid", "resolve_threshold"]
+__all__ = ["Best", "Bonferroni", "MultiSplit", "Split", "candidate_thresholds", "error_counts", "rank_grid", "resolve_threshold", "top_thresholds"]
 
 #: Upper limit on thresholds scored by a search; keeps 10⁶ observations well under a second.
 MAX_CANDIDATES = 4096
+_RUNS = (32, 8)  # run lengths of the pruned search in top_thresholds, coarse to fine
 
 
 def _check_fraction_open(value: float, name: str) -> float:
@@ -210,3 +211,52 @@ def held_out_split(scores: np.ndarray, fraction: float, rng: np.random.Generator
         raise ValueError(f"`{name}` must hold enough observations to split by fraction {fraction:g} (at least 1 on each side), got {size}")
     order = rng.permutation(size)
     return scores[order[:num_selection]], scores[order[num_selection:]]
+
+
+def top_thresholds(bounds_of: Any, score_of: Any, false_positives: np.ndarray, false_negatives: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` best thresholds, as ``np.argsort(-score, kind="stable")[:count]``, bounding few of them.
+
+    ``bounds_of(fp, fn)`` turns error counts into error-rate bounds (ᾱ, β̄),
+    each never falling as its count rises, and ``score_of(ᾱ, β̄)`` scores
+    them, never rising as either rises; both work elementwise. The thresholds
+    are in ascending order, so false positives fall and false negatives rise
+    along them. A run of consecutive thresholds then scores at most
+    ``score_of`` of the ᾱ at its end and the β̄ at its start. The ends of every
+    run are bounded first; runs whose cap falls below the ``count``-th best
+    of those cannot hold a winner and are dropped, and so are runs whose cap
+    is reached by ``count`` ends before them (ties keep the lower index, as
+    the stable sort does). Runs of 32, then of 8, then the thresholds left
+    are scored in full.
+
+    >>> fp, fn = np.arange(1000)[::-1], np.arange(1000)
+    >>> identity, score = (lambda f, n: (f, n)), (lambda f, n: -np.abs(f - 2 * n).astype(float))  # best at index 333
+    >>> top_thresholds(identity, score, fp, fn, 3).tolist(), np.argsort(-score(fp, fn), kind="stable")[:3].tolist()
+    ([333, 332, 334], [333, 332, 334])
+    """
+    size = false_positives.size
+    fpr, fnr, known = np.zeros(size), np.zeros(size), np.zeros(size, dtype=bool)
+
+    def bounded(indices: np.ndarray) -> np.ndarray:
+        missing = indices[~known[indices]]
+        fpr[missing], fnr[missing] = bounds_of(false_positives[missing], false_negatives[missing])
+        known[missing] = True
+        return indices
+
+    indices = np.arange(size)
+    for run in _RUNS:
+        if indices.size <= 4 * run:
+            break
+        starts = np.arange(0, indices.size, run)
+        first, last = indices[starts], indices[np.minimum(starts + run, indices.size) - 1]
+        probes = bounded(np.unique(np.concatenate([first, last])))
+        probe_scores = score_of(fpr[probes], fnr[probes])
+        bar = np.sort(probe_scores)[::-1][min(count, probes.size) - 1]
+        caps = score_of(fpr[last], fnr[first])
+        # a run below the bar by a relative 1e-9 (float slack) cannot win; nor one whose cap ties or trails
+        # ``count`` probes before it, which win the ties by their lower index (null data: every score is 0)
+        beaten_earlier = np.sum((probes[None, :] < first[:, None]) & (probe_scores[None, :] >= caps[:, None]), axis=1) >= count
+        reaching = ~((caps < bar - 1e-9 * (1.0 + abs(bar))) | beaten_earlier)
+        kept = [indices[start : start + run] for start, keep in zip(starts, reaching, strict=True) if keep]
+        indices = np.unique(np.concatenate([probes, *kept]))
+    bounded(indices)
+    return indices[np.argsort(-score_of(fpr[indices], fnr[indices]), kind="stable")[:count]]

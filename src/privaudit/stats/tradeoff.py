@@ -16,7 +16,7 @@ from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from scipy import special  # Φ and Φ⁻¹ without importing scipy.stats
 
 from .._core.validation import as_real_array, check_positive
 
@@ -46,7 +46,7 @@ def tradeoff_gdp(alpha: ArrayLike, mu: float) -> NDArray[np.float64] | float:
     """
     mu = check_positive(mu, "mu", allow_zero=True)
     rates = _as_rates(alpha)
-    return _unwrap(stats.norm.cdf(stats.norm.isf(rates) - mu))
+    return _unwrap(special.ndtr(-special.ndtri(rates) - mu))
 
 
 def tradeoff_eps_delta(alpha: ArrayLike, epsilon: float, delta: float) -> NDArray[np.float64] | float:
