@@ -116,3 +116,13 @@ def test_bad_training_configs_are_refused(kwargs, match):
 def test_empty_corpus_is_refused():
     with pytest.raises(ValueError, match="`lines` must not be empty"):
         train_char_lstm([], TrainingConfig(epochs=1))
+
+
+def test_training_leaves_the_callers_global_rng_and_repeats_from_its_seed():
+    torch.manual_seed(12345)
+    before = torch.get_rng_state()
+    config = TrainingConfig(epochs=1, hidden=8, sequence_length=20, batch_size=16, seed=3)
+    first, _ = train_char_lstm(_filler(60, 1), config)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's next draws are the ones it would have made
+    second, _ = train_char_lstm(_filler(60, 1), config)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True))

@@ -199,3 +199,9 @@ def test_users_reference_models_are_read_not_trained(pool_csv, users_target, use
     assert_refused(
         [*wrong, "--output", tmp_path / "bad", "--no-history"], tmp_path / "bad", "`--reference-membership` must have shape (references, records) = (4, 300)"
     )
+
+
+def test_trusted_skops_types_reach_the_config_from_the_command_line():
+    code, out, err = run_cli(["audit", "mia", "--trusted", "numpy.tanh", "--trusted", "scipy.special.expit", "--print-config"])
+    assert code == 0, err
+    assert json.loads(out)["trusted"] == ["numpy.tanh", "scipy.special.expit"]

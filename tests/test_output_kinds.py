@@ -191,3 +191,26 @@ def test_the_tolerance_follows_the_precision_the_model_computed_in():
     assert np.abs(rounded.sum(axis=1) - 1).max() > output_tolerance(5, machine_epsilon(np.float32))  # too far for a float32 softmax
     loaded = LoadedModel("torch", HalfPrecisionSoftmax()).decide_output(x)
     assert loaded.output == "probabilities" and "tolerance 0.62" in loaded.output_convention.evidence  # 16 x 5 x 2^-7
+
+
+def test_an_onnx_model_with_two_candidate_outputs_is_refused_until_one_is_named(tmp_path):
+    # a classifier that also returns its features: (features, probabilities), both 2-D float; reading the first as scores would be silent and wrong
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["features"]), helper.make_node("Softmax", ["x"], ["probabilities"], axis=1)],
+        "two-heads",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, CLASSES])],
+        [
+            helper.make_tensor_value_info("features", TensorProto.FLOAT, [None, CLASSES]),
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, CLASSES]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "two.onnx"))
+    with pytest.raises(ValueError, match=r"has 2 2-D float outputs \['features', 'probabilities'\].*name it with `output_name`"):
+        load_model(tmp_path / "two.onnx", kind="onnx")
+    x, y = np.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]], dtype=np.float32), np.array([0, 2])
+    loaded = load_model(tmp_path / "two.onnx", kind="onnx", output_name="probabilities").decide_output(x)
+    z = x.astype(np.float64)
+    np.testing.assert_allclose(loaded.loss(x, y), np.log(np.exp(z).sum(axis=1)) - z[np.arange(2), y], rtol=1e-6)
+    assert loaded.output_convention.value == "probabilities"

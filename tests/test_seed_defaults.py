@@ -27,9 +27,7 @@ from privaudit.stats.thresholds import Bonferroni, MultiSplit
 
 SEED_PARAMETERS = ("seed", "rng", "generator", "random_state")
 # where another team owns the code: named here, with the reason, until it is changed there
-OWNED_ELSEWHERE = {
-    "privaudit.models.loading:build_torch_module": "models/ (another team's area): seed=None leaves the factory's initial weights to torch's global state",
-}
+OWNED_ELSEWHERE: dict[str, str] = {}
 # packages whose random functions this file holds to a fixed default seed
 RANDOM_PACKAGES = ("privaudit.stats", "privaudit.canaries", "privaudit.generators", "privaudit.observation", "privaudit.training", "privaudit.testing")
 

@@ -83,6 +83,7 @@ class MIAConfig:
     model_kind: str = "skops"  # --target-kind
     factory: str | None = None  # with model_kind "torch"
     model_output: str = "auto"  # "auto": checked on the model's outputs; or "logits", "probabilities", "log-probabilities"
+    trusted: tuple[str, ...] = ()  # types a skops file may hold beyond scikit-learn's and numpy's (only for files the user trusts)
     members: str | None = None  # row indices of the target's training records in the pool (with `model`)
     # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
     reference_models: str | None = None
@@ -221,7 +222,7 @@ def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tu
             f"({num_population} population samples, `population_fraction` = {config.population_fraction:g}, and non-members to attack), "
             f"got {int(members.sum())} members of {num_records}"
         )
-    target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output).decide_output(pool.x)
+    target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output, trusted=config.trusted).decide_output(pool.x)
     signals = logit_confidence_from_loss(target.loss(pool.x, pool.y))
     population, target_members = user_target_draws(config.seed, members, num_population)
     assert target.output_convention is not None  # decide_output records it
@@ -232,7 +233,13 @@ def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarr
     from .mia_training import read_reference_models
 
     return read_reference_models(
-        str(config.reference_models), str(config.reference_membership), pool, kind=config.model_kind, factory=config.factory, output=config.model_output
+        str(config.reference_models),
+        str(config.reference_membership),
+        pool,
+        kind=config.model_kind,
+        factory=config.factory,
+        output=config.model_output,
+        trusted=config.trusted,
     )
 
 

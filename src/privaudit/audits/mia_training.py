@@ -116,7 +116,9 @@ def read_members(path: str, num_records: int) -> np.ndarray:
 SUFFIXES = {"skops": ".skops", "torch": ".safetensors", "torch-export": ".pt2", "onnx": ".onnx"}
 
 
-def read_reference_models(directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str) -> tuple[np.ndarray, np.ndarray]:
+def read_reference_models(
+    directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str, trusted: tuple[str, ...] = ()
+) -> tuple[np.ndarray, np.ndarray]:
     """(φ (k, n), membership (k, n)) of the user's reference models: the ``kind`` files of ``directory`` in name order.
 
     The membership matrix (a ``.npy`` of booleans or 0/1, one row per model
@@ -138,7 +140,10 @@ def read_reference_models(directory: str, membership_path: str, pool: Pool, *, k
         raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
     membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
     signals = np.array(
-        [logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output).decide_output(pool.x).loss(pool.x, pool.y)) for file in files]
+        [
+            logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output, trusted=trusted).decide_output(pool.x).loss(pool.x, pool.y))
+            for file in files
+        ]
     )
     return signals, membership
 

@@ -300,6 +300,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="model_output",
         ),
         Flag(
+            "--trusted",
+            Optional[list[str]],
+            "A type your skops files hold beyond scikit-learn's and numpy's, to load them (repeat for several): only for files you trust.",
+            config="trusted",
+            parse=tuple,
+        ),
+        Flag(
             "--members",
             Optional[Path],
             "Row indices (one per line, .txt/.csv/.npy) of --data's records your model was trained on.",

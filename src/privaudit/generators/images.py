@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.validation import check_count, check_positive
-from ..models.device import require_torch
+from ..models.device import require_torch, seeded_torch
 
 __all__ = ["VAEGenerator"]
 
@@ -44,8 +44,7 @@ class VAEGenerator:
         if x.ndim != 2 or x.shape[0] < 2 or x.min() < 0 or x.max() > 1:
             raise ValueError(f"`x` must be (n, d) with n >= 2 and values in [0, 1], got shape {x.shape}")
         d = x.shape[1]
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded_torch(seed):
             self._encoder = nn.Sequential(nn.Linear(d, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 2 * self.latent))
             self._decoder = nn.Sequential(nn.Linear(self.latent, self.hidden), nn.ReLU(), nn.Linear(self.hidden, d))
         parameters = list(self._encoder.parameters()) + list(self._decoder.parameters())

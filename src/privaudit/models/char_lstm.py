@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .device import default_device, require_torch
+from .device import default_device, require_torch, seeded_torch
 
 __all__ = ["CharVocabulary", "TrainingConfig", "TrainingReport", "build_char_lstm", "train_char_lstm"]
 
@@ -119,12 +119,20 @@ def train_char_lstm(
     The stream is cut into non-overlapping windows of ``sequence_length``
     characters; a seeded shuffle sends ``validation_fraction`` of them to
     validation. Training stops after ``patience`` epochs without improvement.
+    Every draw comes from torch's CPU generator seeded with ``config.seed``
+    inside :func:`~privaudit.models.device.seeded_torch`: the caller's
+    global random states are as they were.
     """
+    with seeded_torch(config.seed):
+        return _train_char_lstm(lines, config, vocabulary=vocabulary, device=device, progress=progress)
+
+
+def _train_char_lstm(lines, config, *, vocabulary, device, progress):
+    """:func:`train_char_lstm` inside its seeded block."""
     torch = require_torch()
     if not lines:
         raise ValueError("`lines` must not be empty")
     device = default_device(device)
-    torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     encoded = np.asarray(vocabulary.encode("\n".join(lines) + "\n"), dtype=np.int64)
     stream, count = _windows(encoded, config.sequence_length)

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .._core.validation import check_choice, check_count
-from .device import require_torch
+from .device import require_torch, seeded_torch
 
 __all__ = ["ARCHITECTURES", "build_classifier", "count_parameters"]
 
@@ -94,8 +94,7 @@ def build_classifier(
 
     torch = require_torch()
     nn = torch.nn
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_torch(seed):
         if architecture == "linear":
             model = nn.Sequential(nn.Flatten(), nn.Linear(input_dim, num_classes))
         elif architecture == "mlp":

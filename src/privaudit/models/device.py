@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from .._core.extras import require
 
 
 def require_torch():
     """PyTorch, or an ImportError that names the extra to install."""
     return require("torch", purpose="this feature")
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int | None) -> Iterator[None]:
+    """Draw from torch's CPU generator seeded with ``seed`` (None: as it is) inside the block; every global RNG state is restored after.
+
+    ``torch.manual_seed`` would also reseed every CUDA generator, which
+    ``fork_rng(devices=[])`` does not restore: the CPU generator alone is
+    seeded here, so the caller's CPU and CUDA random states are untouched.
+
+    >>> import torch
+    >>> before = torch.get_rng_state()
+    >>> with seeded_torch(3):
+    ...     first = torch.rand(2)
+    >>> with seeded_torch(3):
+    ...     second = torch.rand(2)
+    >>> bool(torch.equal(first, second)), bool(torch.equal(before, torch.get_rng_state()))
+    (True, True)
+    """
+    torch = require_torch()
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.default_generator.manual_seed(int(seed))
+        yield
 
 
 def default_device(device=None):

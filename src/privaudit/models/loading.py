@@ -34,6 +34,7 @@ import numpy as np
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
+from .device import seeded_torch
 from .model_files import SAVE_ADVICE, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
 from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
@@ -272,11 +273,12 @@ def _load_torch(path, factory, device) -> LoadedModel:
     return LoadedModel("torch", module.to(_device(device)).eval(), source=f"{factory} + {path}")
 
 
-def build_torch_module(factory: str, weights=None, *, seed: int | None = None, factory_name: str = "factory", weights_name: str = "weights"):
+def build_torch_module(factory: str, weights=None, *, seed: int = 0, factory_name: str = "factory", weights_name: str = "weights"):
     """The ``torch.nn.Module`` that ``factory`` ('package.module:callable', called with no arguments) builds, with ``weights`` loaded strictly.
 
-    ``seed`` seeds the initial weights (inside ``torch.random.fork_rng``, so
-    the caller's random state is untouched). ``weights`` is safetensors or a
+    ``seed`` (default 0) seeds the initial weights, inside
+    :func:`~privaudit.models.device.seeded_torch`, so the caller's CPU and
+    CUDA random states are untouched. ``weights`` is safetensors or a
     state dict saved with ``torch.save`` (read with ``weights_only=True``);
     a pickle, a file of another kind and weights that do not fit the module
     are ValueErrors naming ``weights_name``; a factory that cannot be
@@ -285,9 +287,7 @@ def build_torch_module(factory: str, weights=None, *, seed: int | None = None, f
     torch = require("torch", purpose="building a PyTorch model")
     build = import_callable(factory, factory_name)
     try:
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(int(seed))
+        with seeded_torch(seed):
             module = build()
     except Exception as error:  # the user's code: any failure is reported in one line
         raise ValueError(
@@ -352,9 +352,13 @@ def _load_onnx(path, output_name) -> LoadedModel:
     names = [item.name for item in session.get_outputs()]
     if output_name is None:
         tensors = [item.name for item in session.get_outputs() if item.type.startswith("tensor(float") and len(item.shape or ()) == 2]
-        if not tensors:
-            raise ValueError(f"{str(path)!r} has no 2-D float output; name one with `output_name` (outputs: {names})")
-        output_name = tensors[-1]
+        if len(tensors) != 1:  # which one holds the class scores cannot be told from the graph: never guess
+            which = "no 2-D float output" if not tensors else f"{len(tensors)} 2-D float outputs {tensors}"
+            raise ValueError(
+                f"{str(path)!r} has {which}; export the model with one 2-D float output (its class scores), "
+                f"or name it with `output_name` in load_model (outputs: {names})"
+            )
+        output_name = tensors[0]
     elif output_name not in names:
         raise ValueError(f"`output_name` must be one of {names}, got {output_name!r}")
     return LoadedModel("onnx", (session, output_name), source=str(path))
