@@ -44,3 +44,20 @@ def test_brentq_refuses_a_bracket_without_a_sign_change():
     with pytest.raises(ValueError, match="different signs"):
         brentq(lambda x: x * x + 1.0, -1.0, 1.0)
     assert brentq(lambda x: x - 1.0, 1.0, 3.0) == 1.0  # a root at an end is returned as is
+
+
+def test_a_flat_stretch_that_zeroes_the_interpolation_bisects_without_a_warning():
+    import warnings
+
+    import numpy as np
+    from scipy.optimize import brentq as scipy_brentq
+
+    from privaudit.stats.roots import brentq
+
+    # numpy floats (a numpy rtol too, as gdp_mu passes), and a function flat on both sides: the inverse quadratic step divides by zero
+    def f(x):
+        return np.float64(np.clip(x - 0.3, -0.25, 0.25))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert brentq(f, 0.0, 1.0, rtol=4 * np.finfo(float).eps) == scipy_brentq(f, 0.0, 1.0, rtol=4 * np.finfo(float).eps)

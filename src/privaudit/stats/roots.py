@@ -22,8 +22,8 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = 2e-
     >>> abs(root - 2.0 ** 0.5) < 1e-12
     True
     """
-    previous, current = float(a), float(b)
-    f_previous, f_current = f(previous), f(current)
+    previous, current, xtol, rtol = float(a), float(b), float(xtol), float(rtol)
+    f_previous, f_current = float(f(previous)), float(f(current))  # Python floats: a zero denominator below is handled, not warned about
     if f_previous == 0.0:
         return previous
     if f_current == 0.0:
@@ -48,7 +48,9 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = 2e-
             else:  # inverse quadratic interpolation
                 slope_previous = (f_previous - f_current) / (previous - current)
                 slope_block = (f_block - f_current) / (block - current)
-                trial = -f_current * (f_block * slope_block - f_previous * slope_previous) / (slope_block * slope_previous * (f_block - f_previous))
+                denominator = slope_block * slope_previous * (f_block - f_previous)
+                # C's division gives inf or nan here, which fails the test below and bisects: the same step
+                trial = -f_current * (f_block * slope_block - f_previous * slope_previous) / denominator if denominator != 0.0 else math.nan
             if 2.0 * abs(trial) < min(abs(step_previous), 3.0 * abs(bisection) - delta):
                 step_previous, step_current = step_current, trial
             else:
@@ -57,5 +59,5 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = 2e-
             step_previous = step_current = bisection
         previous, f_previous = current, f_current
         current += step_current if abs(step_current) > delta else (delta if bisection > 0 else -delta)
-        f_current = f(current)
+        f_current = float(f(current))
     raise RuntimeError(f"brentq did not converge in {maxiter} iterations")
