@@ -47,6 +47,7 @@ __all__ = [
     "ordinary_token_ids",
     "random_token_secrets",
     "secret_from_ids",
+    "usable_token_ids",
 ]
 
 DESIGNS = ("random-tokens", "new-tokens", "least-likely", "bigram", "high-temperature", "prefix-suffix")
@@ -76,6 +77,13 @@ def ordinary_token_ids(tokenizer) -> list[int]:
     return sorted(i for i in tokenizer.get_vocab().values() if i not in excluded)
 
 
+def usable_token_ids(tokenizer) -> list[int]:
+    """The ordinary tokens whose text tokenises back to the token alone (a lone byte of a multi-byte character does not): what secrets draw from."""
+    ids = ordinary_token_ids(tokenizer)
+    encoded = tokenizer([secret_from_ids(tokenizer, [i]) for i in ids], add_special_tokens=False)["input_ids"]
+    return [i for i, row in zip(ids, encoded, strict=True) if list(row) == [i]]
+
+
 def secret_from_ids(tokenizer, ids: Sequence[int]) -> str:
     """The text of token ids (the scorer tokenises the canary's full text again, so merges across tokens are scored as the model sees them)."""
     return str(tokenizer.decode([int(i) for i in ids], skip_special_tokens=False, clean_up_tokenization_spaces=False))
@@ -83,7 +91,7 @@ def secret_from_ids(tokenizer, ids: Sequence[int]) -> str:
 
 def random_token_secrets(tokenizer, count: int, length: int, rng: np.random.Generator, pool: Sequence[int] | None = None) -> list[str]:
     """``count`` secrets of ``length`` tokens drawn uniformly from ``pool`` (default: the ordinary vocabulary)."""
-    choices = np.asarray(ordinary_token_ids(tokenizer) if pool is None else pool)
+    choices = np.asarray(usable_token_ids(tokenizer) if pool is None else pool)
     return [secret_from_ids(tokenizer, rng.choice(choices, size=length).tolist()) for _ in range(count)]
 
 
@@ -129,9 +137,9 @@ def _next_token_log_probs(model, tokenizer, prefix: str):
 
 
 def least_likely_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator, pool_size: int = 64) -> list[str]:
-    """Secrets of tokens drawn uniformly from the ``pool_size`` ordinary tokens the base model finds least likely after ``prefix``."""
+    """Secrets of tokens drawn uniformly from the ``pool_size`` usable tokens the base model finds least likely after ``prefix``."""
     log_probs = _next_token_log_probs(model, tokenizer, prefix)
-    ordinary = np.asarray([i for i in ordinary_token_ids(tokenizer) if i < len(log_probs)])
+    ordinary = np.asarray([i for i in usable_token_ids(tokenizer) if i < len(log_probs)])
     pool = ordinary[np.argsort(log_probs[ordinary], kind="stable")[:pool_size]]
     return random_token_secrets(tokenizer, count, length, rng, pool=pool.tolist())
 
@@ -170,7 +178,7 @@ def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: 
     ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
     tokens = torch.as_tensor([ids] * count, device=device)
     allowed = torch.full((model.get_output_embeddings().weight.shape[0],), float("-inf"), device=device)
-    allowed[[i for i in ordinary_token_ids(tokenizer) if i < len(allowed)]] = 0.0
+    allowed[[i for i in usable_token_ids(tokenizer) if i < len(allowed)]] = 0.0
     training = model.training
     model.eval()
     try:
