@@ -48,14 +48,14 @@ class LMOneRunConfig:
     """
 
     design: str = "new-tokens"
-    num_canaries: int = 200
+    num_canaries: int = 100
     secret_length: int = 2
     span: str = "secret"
     canary_repeats: int = 4
-    corpus_chars: int = 40_000
-    vocab_size: int = 512
-    base_steps: int = 60
-    steps: int = 60
+    corpus_chars: int = 20_000
+    vocab_size: int = 384
+    base_steps: int = 30
+    steps: int = 40
     learning_rate: float = 3e-3
     claimed_epsilon: float | None = None  # the DP guarantee the user claims for the fine-tuning (None: no claim)
     delta: float = 1e-5
@@ -90,7 +90,10 @@ class LMOneRunResult(AuditResult):
     log-likelihood was subtracted.
     """
 
-    config: dict[str, Any]
+    config: LMOneRunConfig
+    model: str | None  # the --model directory (None: the embedded tiny GPT-2)
+    provenance: str | None
+    base_model: str | None
     design: str
     span: str
     calibrated: bool
@@ -203,11 +206,12 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
     report("scoring the canaries", detail=f"{len(record.included)} canaries")
     scores = calibrated_scores(scorer, record, base_scorer)
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
-    settings = dataclasses.asdict(config) | {"model": None if model is None else str(model), "provenance": None if provenance is None else str(provenance)}
-    settings["base_model"] = None if base_model is None else str(base_model)
     claimed = config.claimed_epsilon
     return LMOneRunResult(
-        config=settings,
+        config=config,
+        model=None if model is None else str(model),
+        provenance=None if provenance is None else str(provenance),
+        base_model=None if base_model is None else str(base_model),
         design=record.design,
         span=record.span,
         calibrated=base_scorer is not None,
