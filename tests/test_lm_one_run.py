@@ -99,3 +99,20 @@ def test_a_provenance_that_is_not_one_is_refused(saved, tmp_path, no_scoring):
     (tmp_path / "p.json").write_text(json.dumps({"format": "something else"}))
     argv = ["audit", "lm-one-run", "--model", root / "tuned", "--provenance", tmp_path / "p.json", "--output", tmp_path / "out", "--no-history"]
     assert_refused(argv, tmp_path / "out", "must be a provenance of LM canaries")
+
+
+def test_the_embedded_default_is_reproducible_from_its_seed_and_leaves_the_global_rngs():
+    from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything
+
+    from privaudit.audits.config import with_overrides
+    from privaudit.audits.lm_one_run import AUDIT
+    from privaudit.observation.one_run import draw_inclusion
+
+    config = with_overrides(AUDIT.tiny_config(), {"num_canaries": 12, "base_steps": 2, "steps": 2, "design": "high-temperature"})
+    seed_everything(5)
+    before = global_rng_states()
+    first = AUDIT.run(config).result
+    assert_same_rng_states(before, global_rng_states())
+    second = AUDIT.run(config).result
+    assert first.scores == second.scores and first.included == second.included
+    assert list(first.included) == draw_inclusion(12, 0.5, first.inclusion_seed).tolist()
