@@ -81,3 +81,66 @@ def test_an_empty_or_binary_synthetic_corpus_is_refused(tmp_path, content, match
     assert str(error.value).startswith("`--synthetic`")
     path.write_text("one record\n\nanother\n")
     assert read_synthetic_corpus(path) == ["one record", "another"]
+
+
+@pytest.fixture()
+def echoed(tmp_path):
+    """A provenance of 60 word canaries (fair coins) and a synthetic corpus that echoes the included ones."""
+    from privaudit.canaries.lm_provenance import LMProvenance
+
+    rng = np.random.default_rng()
+    included = rng.random(60) < 0.5
+    included[:2], included[2:4] = True, False  # at least 2 on each side
+    prefixes = tuple(" ".join(rng.choice(WORDS, size=3)) + " " for _ in range(60))
+    secrets = tuple(" ".join(f"w{int(i)}" for i in rng.integers(0, 10**6, size=2)) for _ in range(60))
+    record = LMProvenance(
+        design="prefix-suffix",
+        span="secret",
+        prefixes=prefixes,
+        secrets=secrets,
+        included=tuple(bool(value) for value in included),
+        seed=0,
+        inclusion_seed=0,
+        tokenizer={"vocab_size": 1, "vocab_sha256": "0" * 64},
+    )
+    record.write(tmp_path / "provenance.json")
+    synthetic = _corpus(rng, 100) + [p + s for p, s, keep in zip(prefixes, secrets, included, strict=True) if keep]
+    (tmp_path / "synthetic.txt").write_text("\n".join(synthetic) + "\n")
+    return tmp_path, record, synthetic
+
+
+def test_the_command_scores_the_canaries_echoes_in_the_synthetic_text(echoed):
+    import json
+
+    from cli_helpers import run_cli
+
+    folder, record, synthetic = echoed
+    out = folder / "run"
+    code, _, err = run_cli(
+        ["audit", "lm-one-run", "--synthetic", folder / "synthetic.txt", "--provenance", folder / "provenance.json", "--output", out, "--no-history"]
+    )
+    assert code == 0, err
+    data = json.loads((out / "results.json").read_text())
+    canaries = record.texts
+    expected = [_brute_force(p, s, synthetic, 2, "secret", canaries) for p, s in zip(record.prefixes, record.secrets, strict=True)]
+    np.testing.assert_allclose(data["scores"], expected, rtol=1e-12)
+    assert data["auc"] == 1.0 and data["synthetic"] == str(folder / "synthetic.txt") and data["bound"]["epsilon"] > 0
+    assert [item["name"] for item in data["conventions"]] == ["membership signal", "scored span"]
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "match"),
+    [
+        (b"", [], "is empty"),
+        (b"\xff\xfe\x00binary", [], "is not UTF-8 text"),
+        (b"a record\n", ["--model", "."], "`--synthetic` audits the released text alone"),
+        (b"a record\n", ["--synthetic-signal", "cosine"], "`synthetic_signal` must be one of 'ngram', 'jaccard'"),
+    ],
+)
+def test_a_bad_synthetic_corpus_is_refused_in_one_line(echoed, content, extra, match):
+    from cli_helpers import assert_refused
+
+    folder, _, _ = echoed
+    (folder / "bad.txt").write_bytes(content)
+    argv = ["audit", "lm-one-run", "--synthetic", folder / "bad.txt", "--provenance", folder / "provenance.json", "--output", folder / "out", "--no-history"]
+    assert_refused(argv + extra, folder / "out", match)

@@ -34,6 +34,8 @@ from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 __all__ = ["AUDIT", "LMOneRunAudit", "LMOneRunConfig", "LMOneRunResult", "audit_lm_scores"]
 
 BOS = ("auto", "prepend", "none")
+SIGNALS = ("ngram", "jaccard")
+SYNTHETIC_THREAT_MODEL = "released synthetic text only: the auditor compares each canary with the synthetic corpus (Meeus et al. 2025)"
 THREAT_MODEL = "black-box, final model: the auditor scores canary texts by the fine-tuned model's log-likelihood (and the base model's, when given)"
 
 
@@ -61,6 +63,8 @@ class LMOneRunConfig:
     delta: float = 1e-5
     confidence: float = 0.95
     bos: str = "auto"
+    synthetic_signal: str = "ngram"  # with a synthetic corpus: the n-gram likelihood or the best Jaccard match
+    ngram_order: int = 2
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -79,6 +83,8 @@ class LMOneRunConfig:
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_choice(self.bos, "bos", BOS)
+        check_choice(self.synthetic_signal, "synthetic_signal", SIGNALS)
+        check_count(self.ngram_order, "ngram_order", minimum=1, maximum=8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +97,10 @@ class LMOneRunResult(AuditResult):
     """
 
     config: LMOneRunConfig
-    model: str | None  # the --model directory (None: the embedded tiny GPT-2)
+    model: str | None  # the --model directory (None: the embedded tiny GPT-2, or the synthetic corpus)
     provenance: str | None
     base_model: str | None
+    synthetic: str | None  # the --synthetic corpus whose echoes of the canaries are scored
     design: str
     span: str
     calibrated: bool
@@ -193,18 +200,53 @@ def _tiny(config: LMOneRunConfig, report: Progress):
     return provenance, _scorer(tuned, tokenizer, config), _scorer(base, tokenizer, config), "embedded tiny GPT-2 fine-tuned on privaudit's corpus"
 
 
-def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_model=None, progress: Progress | None = None) -> LMOneRunResult:
-    """Score the canaries under the fine-tuned model (the user's with ``model``) and bound ε from one run."""
+def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model, report: Progress):
+    """The canaries' membership signals against the synthetic corpus; every input checked before any scoring."""
+    from .._core.conventions import default, explicit
+    from ..canaries.lm_provenance import read_lm_provenance
+    from ..canaries.lm_synthetic import jaccard_similarities, ngram_log_likelihoods, read_synthetic_corpus
+
+    if model is not None:
+        raise ValueError("`--synthetic` audits the released text alone: give it with --provenance and without --model or --base-model")
+    if provenance_file is None:
+        raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
+    record = read_lm_provenance(provenance_file)
+    corpus = read_synthetic_corpus(synthetic)
+    report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
+    if config.synthetic_signal == "ngram":
+        scores = ngram_log_likelihoods(record.prefixes, record.secrets, corpus, n=config.ngram_order, span=record.span)
+        what = f"log-likelihood of the scored span under the add-one word {config.ngram_order}-gram model of the synthetic text"
+    else:
+        scores = jaccard_similarities(record.texts, corpus, n=config.ngram_order)
+        what = f"largest Jaccard similarity of the canary's word {config.ngram_order}-grams with a synthetic record's"
+    how = default if config == dataclasses.replace(config, synthetic_signal="ngram", ngram_order=2) else explicit
+    signal = how(
+        "membership signal",
+        what,
+        "synthetic_signal and ngram_order" if how is explicit else "the one-run bound holds for any signal fixed before the scores are seen",
+    )
+    return record, scores, signal
+
+
+def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_model=None, synthetic=None, progress: Progress | None = None) -> LMOneRunResult:
+    """Score the canaries under the fine-tuned model (the user's with ``model``), or against ``synthetic`` text, and bound ε from one run."""
     from .lm_one_run_scores import calibrated_scores, span_convention
 
     started = time.perf_counter()
     report = progress or no_progress
-    if model is None and provenance is None and base_model is None:
-        record, scorer, base_scorer, source = _tiny(config, report)
+    conventions: tuple = ()
+    base_scorer = None
+    if synthetic is not None:
+        record, scores, signal = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
+        source, conventions = f"synthetic corpus {synthetic}", (signal,)
     else:
-        record, scorer, base_scorer, source = _own_model(config, model, provenance, base_model, report)
-    report("scoring the canaries", detail=f"{len(record.included)} canaries")
-    scores = calibrated_scores(scorer, record, base_scorer)
+        if model is None and provenance is None and base_model is None:
+            record, scorer, base_scorer, source = _tiny(config, report)
+        else:
+            record, scorer, base_scorer, source = _own_model(config, model, provenance, base_model, report)
+        report("scoring the canaries", detail=f"{len(record.included)} canaries")
+        scores = calibrated_scores(scorer, record, base_scorer)
+        conventions = (scorer.special_tokens.convention,)
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
     claimed = config.claimed_epsilon
     return LMOneRunResult(
@@ -212,6 +254,7 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         model=None if model is None else str(model),
         provenance=None if provenance is None else str(provenance),
         base_model=None if base_model is None else str(base_model),
+        synthetic=None if synthetic is None else str(synthetic),
         design=record.design,
         span=record.span,
         calibrated=base_scorer is not None,
@@ -228,7 +271,8 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         scores=tuple(float(value) for value in scores),
         model_source=source,
         seconds=time.perf_counter() - started,
-        conventions=(scorer.special_tokens.convention, span_convention(record)),
+        conventions=(*conventions, span_convention(record)),
+        threat_model=THREAT_MODEL if synthetic is None else SYNTHETIC_THREAT_MODEL,
     )
 
 
@@ -244,8 +288,8 @@ class LMOneRunAudit(Audit):
     requires = ("torch", "transformers", "tokenizers")
     tiny_overrides = {"num_canaries": 40, "base_steps": 5, "steps": 5, "corpus_chars": 5000, "vocab_size": 300}
 
-    def run(self, config: LMOneRunConfig, *, progress: Progress | None = None, model=None, provenance=None, base_model=None) -> AuditRun:
-        result = run_lm_one_run(config, model=model, provenance=provenance, base_model=base_model, progress=progress)
+    def run(self, config: LMOneRunConfig, *, progress: Progress | None = None, model=None, provenance=None, base_model=None, synthetic=None) -> AuditRun:
+        result = run_lm_one_run(config, model=model, provenance=provenance, base_model=base_model, synthetic=synthetic, progress=progress)
         return AuditRun(self.name, config, result)
 
 

@@ -254,6 +254,18 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             run="base_model",
         ),
         Flag(
+            "--synthetic",
+            Optional[Path],
+            "Instead of --model: the synthetic text your fine-tuned model generated (UTF-8, one record a line); each canary's echo in it is scored.",
+            run="synthetic",
+        ),
+        Flag(
+            "--synthetic-signal",
+            Optional[str],
+            "With --synthetic: ngram (the canary under a word n-gram model of the text, the default) or jaccard (its best match).",
+            config="synthetic_signal",
+        ),
+        Flag(
             "--claimed-epsilon",
             Optional[float],
             "The ε your DP fine-tuning claims, reported beside the bound (and flagged if the bound exceeds it).",
