@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -150,3 +151,21 @@ def test_a_tokenizer_without_the_new_tokens_or_of_another_vocabulary_is_refused(
     plain, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=4, seed=1)
     with pytest.raises(ValueError, match="tokenizer is not the provenance's: 300 tokens"):
         check_tokenizer(plain, other)
+
+
+@pytest.mark.parametrize(
+    ("design", "kwargs", "match"),
+    [
+        ("glitter", {}, "`design` must be one of 'random-tokens', 'new-tokens'"),
+        ("random-tokens", {"span": "all"}, "`span` must be one of 'secret', 'text'"),
+        ("random-tokens", {"count": 3}, "`count` must be an integer in [4, inf)"),
+        ("least-likely", {}, "`model` (the base model) is needed by design 'least-likely'"),
+        ("new-tokens", {}, "`model` (the base model) is needed by design 'new-tokens'"),
+        ("bigram", {}, "`texts` (the fine-tuning data) are needed by design 'bigram'"),
+        ("prefix-suffix", {}, "`texts` (the fine-tuning data) are needed by design 'prefix-suffix'"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_argument(base, design, kwargs, match):
+    _, tokenizer = base
+    with pytest.raises(ValueError, match=re.escape(match)):
+        prepare_lm_canaries(design, tokenizer, **({"count": 8, "seed": 0} | kwargs))
