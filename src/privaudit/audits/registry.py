@@ -6,11 +6,11 @@ here. Entries are import paths, imported on first use: listing the families
 imports no optional dependency.
 
 >>> names()
-['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia']
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run']
 >>> get_audit("nope")
 Traceback (most recent call last):
 ...
-ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', got 'nope'
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', got 'nope'
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ AUDITS: dict[str, str] = {
     "one-run": "privaudit.audits.one_run:AUDIT",
     "mechanism": "privaudit.audits.mechanism:AUDIT",
     "mia": "privaudit.audits.mia:AUDIT",
+    "lm-one-run": "privaudit.audits.lm_one_run:AUDIT",
 }
 
 

@@ -235,6 +235,51 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=_import_path("--train"),
         ),
     ),
+    "lm-one-run": (
+        Flag(
+            "--model",
+            Optional[Path],
+            "Your fine-tuned Hugging Face causal LM (a save_pretrained directory with its tokenizer), trained with the included canaries of --provenance.",
+            run="model",
+        ),
+        Flag(
+            "--provenance",
+            Optional[Path],
+            "The provenance JSON of prepare_lm_canaries: the canaries, their scored span, the inclusion coins, the tokenizer.",
+            run="provenance",
+        ),
+        Flag(
+            "--base-model",
+            Optional[Path],
+            "The model before fine-tuning (for new tokens: the resized model that was saved): scores are calibrated by it.",
+            run="base_model",
+        ),
+        Flag(
+            "--synthetic",
+            Optional[Path],
+            "Instead of --model: the synthetic text your fine-tuned model generated (UTF-8, one record a line); each canary's echo in it is scored.",
+            run="synthetic",
+        ),
+        Flag(
+            "--synthetic-signal",
+            Optional[str],
+            "With --synthetic: ngram (the canary under a word n-gram model of the text, the default) or jaccard (its best match).",
+            config="synthetic_signal",
+        ),
+        Flag(
+            "--claimed-epsilon",
+            Optional[float],
+            "The ε your DP fine-tuning claims, reported beside the bound (and flagged if the bound exceeds it).",
+            config="claimed_epsilon",
+        ),
+        Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
+        Flag(
+            "--bos",
+            Optional[str],
+            "auto (what the tokenizer adds, default), prepend or none: the special token before each text your model was trained on.",
+            config="bos",
+        ),
+    ),
     "mechanism": (
         Flag(
             "--mechanism",

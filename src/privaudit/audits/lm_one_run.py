@@ -1,0 +1,296 @@
+"""One-run audit of a causal LM's fine-tuning from canaries included by fair coins (Panda et al. 2025; Steinke et al. 2023).
+
+Two phases where the training is the user's: :func:`privaudit.canaries.lm_provenance.prepare_lm_canaries`
+draws the canaries and the coins and writes the provenance; the user adds
+the included canaries' texts to the fine-tuning data and fine-tunes (full or
+LoRA, with or without DP); ``privaudit audit lm-one-run --model DIR
+--provenance FILE [--base-model DIR]`` scores every canary
+(:mod:`.lm_one_run_scores`) and reports the AUC, the TPR at 1% FPR, and
+:func:`~privaudit.stats.one_run_combined.one_run_lower_bound` at ``delta``
+beside ``claimed_epsilon``. The bound is a lower bound: membership was
+drawn by fair coins, so the guessing bounds hold for any score.
+
+Without ``--model``, the embedded default runs end to end on CPU in
+seconds (:mod:`.lm_one_run_tiny`): a tiny GPT-2 and BPE tokenizer trained on
+privaudit's corpus, canaries of ``design``, a short fine-tune.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._core.seeding import child_seeds
+from .._core.validation import check_choice, check_count, check_positive, check_probability
+from ..canaries.lm import DESIGNS
+from ..canaries.lm_provenance import SPANS, LMProvenance
+from ..stats.one_run_combined import OneRunLowerBound
+from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+
+__all__ = ["AUDIT", "LMOneRunAudit", "LMOneRunConfig", "LMOneRunResult", "audit_lm_scores"]
+
+BOS = ("auto", "prepend", "none")
+SIGNALS = ("ngram", "jaccard")
+SYNTHETIC_THREAT_MODEL = "released synthetic text only: the auditor compares each canary with the synthetic corpus (Meeus et al. 2025)"
+THREAT_MODEL = "black-box, final model: the auditor scores canary texts by the fine-tuned model's log-likelihood (and the base model's, when given)"
+
+
+@dataclasses.dataclass(frozen=True)
+class LMOneRunConfig:
+    """Settings of the LM one-run audit; the design and training settings drive the embedded default only (a provenance fixes the canaries).
+
+    >>> LMOneRunConfig(design="shiny")
+    Traceback (most recent call last):
+    ...
+    ValueError: `design` must be one of 'random-tokens', 'new-tokens', 'least-likely', 'bigram', 'high-temperature', 'prefix-suffix', got 'shiny'
+    """
+
+    design: str = "new-tokens"
+    num_canaries: int = 100
+    secret_length: int = 2
+    span: str = "secret"
+    canary_repeats: int = 4
+    corpus_chars: int = 20_000
+    vocab_size: int = 384
+    base_steps: int = 30
+    steps: int = 40
+    learning_rate: float = 3e-3
+    claimed_epsilon: float | None = None  # the DP guarantee the user claims for the fine-tuning (None: no claim)
+    delta: float = 1e-5
+    confidence: float = 0.95
+    bos: str = "auto"
+    synthetic_signal: str = "ngram"  # with a synthetic corpus: the n-gram likelihood or the best Jaccard match
+    ngram_order: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice(self.design, "design", DESIGNS)
+        check_count(self.num_canaries, "num_canaries", minimum=4)
+        check_count(self.secret_length, "secret_length", minimum=1)
+        check_choice(self.span, "span", SPANS)
+        check_count(self.canary_repeats, "canary_repeats", minimum=1)
+        check_count(self.corpus_chars, "corpus_chars", minimum=1000)
+        check_count(self.vocab_size, "vocab_size", minimum=260)
+        check_count(self.base_steps, "base_steps", minimum=1)
+        check_count(self.steps, "steps", minimum=1)
+        check_positive(self.learning_rate, "learning_rate")
+        if self.claimed_epsilon is not None:
+            check_positive(self.claimed_epsilon, "claimed_epsilon")
+        check_probability(self.delta, "delta")
+        check_probability(self.confidence, "confidence")
+        check_choice(self.bos, "bos", BOS)
+        check_choice(self.synthetic_signal, "synthetic_signal", SIGNALS)
+        check_count(self.ngram_order, "ngram_order", minimum=1, maximum=8)
+
+
+@dataclasses.dataclass(frozen=True)
+class LMOneRunResult(AuditResult):
+    """AUC, TPR at 1% FPR and the one-run ε lower bound of the canaries' scores, beside the claimed ε.
+
+    ``scores`` (higher: more likely included) and ``included`` are in the
+    provenance's order; ``calibrated`` says whether the base model's
+    log-likelihood was subtracted.
+    """
+
+    config: LMOneRunConfig
+    model: str | None  # the --model directory (None: the embedded tiny GPT-2, or the synthetic corpus)
+    provenance: str | None
+    base_model: str | None
+    synthetic: str | None  # the --synthetic corpus whose echoes of the canaries are scored
+    design: str
+    span: str
+    calibrated: bool
+    num_canaries: int
+    num_in: int
+    auc: float
+    tpr_at_1pct_fpr: float
+    bound: OneRunLowerBound
+    claimed_epsilon: float | None
+    flagged: bool | None
+    inclusion_seed: int
+    canary_seed: int
+    included: tuple[bool, ...]
+    scores: tuple[float, ...]
+    model_source: str
+    seconds: float
+    threat_model: str = THREAT_MODEL
+
+    def headline(self) -> Headline:
+        return Headline(
+            value=self.bound.epsilon,
+            label=f"ε lower bound from one fine-tuning run ({self.design} canaries; best of {', '.join(self.bound.methods)})",
+            kind=self.bound.kind,
+            confidence=self.bound.confidence,
+            valid=self.bound.valid,
+            flag=self.flagged,
+        )
+
+
+def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float) -> tuple[float, float, OneRunLowerBound]:
+    """(AUC, TPR at 1% FPR, one-run lower bound) of canary scores and their fair-coin inclusion."""
+    from ..stats.metrics import roc_auc, tpr_at_fpr
+    from ..stats.one_run_combined import one_run_lower_bound
+
+    scores, member = np.asarray(scores, dtype=np.float64), np.asarray(included, dtype=bool)
+    if min(int(member.sum()), int((~member).sum())) < 2:
+        raise ValueError(f"the inclusion draw left fewer than 2 canaries on a side ({int(member.sum())} in of {len(member)}); use more canaries")
+    auc = roc_auc(scores[member], scores[~member])
+    tpr = float(tpr_at_fpr(scores[member], scores[~member], 0.01)[0])
+    bound = one_run_lower_bound(scores, member, delta=delta, confidence=confidence, methods=("steinke", "fdp"))
+    return float(auc), tpr, bound
+
+
+def _scorer(model, tokenizer, config: LMOneRunConfig):
+    from ..models.hf import HFCausalLMScorer
+
+    return HFCausalLMScorer(model, tokenizer, bos=config.bos, seed=config.seed)
+
+
+def _load(directory, provenance: LMProvenance, option: str):
+    from ..canaries.lm_provenance import check_tokenizer
+    from ..models.hf import quiet_loading
+    from ..models.loading import load_model
+
+    if directory is None or not Path(directory).is_dir():
+        raise ValueError(f"`{option}` must be a Hugging Face model directory (save_pretrained), got {str(directory)!r}")
+    with quiet_loading():
+        loaded = load_model(directory, kind="huggingface")  # on the GPU when there is one
+    check_tokenizer(provenance, loaded.tokenizer, option)
+    return loaded
+
+
+def _own_model(config: LMOneRunConfig, model, provenance_file, base_model, report: Progress):
+    """Scorers of the user's saved model (and base model) for the provenance's canaries; every input checked before any scoring."""
+    from ..canaries.lm_provenance import read_lm_provenance
+
+    if model is None or provenance_file is None:
+        raise ValueError("`--model` and `--provenance` must be given together (or neither, to run the embedded tiny GPT-2)")
+    provenance = read_lm_provenance(provenance_file)
+    report("loading the model", detail=str(model))
+    loaded = _load(model, provenance, "--model")
+    base = _load(base_model, provenance, "--base-model") if base_model is not None else None
+    scorer = _scorer(loaded.model, loaded.tokenizer, config)
+    base_scorer = _scorer(base.model, base.tokenizer, config) if base is not None else None
+    return provenance, scorer, base_scorer, loaded.source
+
+
+def _tiny(config: LMOneRunConfig, report: Progress):
+    """The embedded default: tokenizer, base model, canaries, fine-tune, and scorers of the fine-tuned and base models."""
+    from ..canaries.lm_provenance import prepare_lm_canaries
+    from ..data.corpus import load_default_corpus
+    from .lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2
+
+    seeds = child_seeds(config.seed, ["model", "base", "canaries", "fine-tune"])
+    corpus = load_default_corpus(max_chars=config.corpus_chars)
+    report("training the tiny GPT-2 base model", detail=f"{config.base_steps} steps on {len(corpus)} lines")
+    tokenizer = bpe_tokenizer(corpus, vocab_size=config.vocab_size)
+    base = fine_tune(
+        tiny_gpt2(tokenizer, seed=seeds["model"]), tokenizer, corpus, steps=config.base_steps, seed=seeds["base"], learning_rate=config.learning_rate
+    )
+    provenance, base, tokenizer = prepare_lm_canaries(
+        config.design, tokenizer, count=config.num_canaries, seed=seeds["canaries"], length=config.secret_length, span=config.span, model=base, texts=corpus
+    )
+    report("fine-tuning with the included canaries", detail=f"{config.steps} steps")
+    data = list(corpus) + provenance.included_texts() * config.canary_repeats
+    tuned = fine_tune(base, tokenizer, data, steps=config.steps, seed=seeds["fine-tune"], learning_rate=config.learning_rate)
+    return provenance, _scorer(tuned, tokenizer, config), _scorer(base, tokenizer, config), "embedded tiny GPT-2 fine-tuned on privaudit's corpus"
+
+
+def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model, report: Progress):
+    """The canaries' membership signals against the synthetic corpus; every input checked before any scoring."""
+    from .._core.conventions import default, explicit
+    from ..canaries.lm_provenance import read_lm_provenance
+    from ..canaries.lm_synthetic import jaccard_similarities, ngram_log_likelihoods, read_synthetic_corpus
+
+    if model is not None:
+        raise ValueError("`--synthetic` audits the released text alone: give it with --provenance and without --model or --base-model")
+    if provenance_file is None:
+        raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
+    record = read_lm_provenance(provenance_file)
+    corpus = read_synthetic_corpus(synthetic)
+    report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
+    if config.synthetic_signal == "ngram":
+        scores = ngram_log_likelihoods(record.prefixes, record.secrets, corpus, n=config.ngram_order, span=record.span)
+        what = f"log-likelihood of the scored span under the add-one word {config.ngram_order}-gram model of the synthetic text"
+    else:
+        scores = jaccard_similarities(record.texts, corpus, n=config.ngram_order)
+        what = f"largest Jaccard similarity of the canary's word {config.ngram_order}-grams with a synthetic record's"
+    how = default if config == dataclasses.replace(config, synthetic_signal="ngram", ngram_order=2) else explicit
+    signal = how(
+        "membership signal",
+        what,
+        "synthetic_signal and ngram_order" if how is explicit else "the one-run bound holds for any signal fixed before the scores are seen",
+    )
+    return record, scores, signal
+
+
+def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_model=None, synthetic=None, progress: Progress | None = None) -> LMOneRunResult:
+    """Score the canaries under the fine-tuned model (the user's with ``model``), or against ``synthetic`` text, and bound ε from one run."""
+    from .lm_one_run_scores import calibrated_scores, span_convention
+
+    started = time.perf_counter()
+    report = progress or no_progress
+    conventions: tuple = ()
+    base_scorer = None
+    if synthetic is not None:
+        record, scores, signal = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
+        source, conventions = f"synthetic corpus {synthetic}", (signal,)
+    else:
+        if model is None and provenance is None and base_model is None:
+            record, scorer, base_scorer, source = _tiny(config, report)
+        else:
+            record, scorer, base_scorer, source = _own_model(config, model, provenance, base_model, report)
+        report("scoring the canaries", detail=f"{len(record.included)} canaries")
+        scores = calibrated_scores(scorer, record, base_scorer)
+        conventions = (scorer.special_tokens.convention,)
+    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
+    claimed = config.claimed_epsilon
+    return LMOneRunResult(
+        config=config,
+        model=None if model is None else str(model),
+        provenance=None if provenance is None else str(provenance),
+        base_model=None if base_model is None else str(base_model),
+        synthetic=None if synthetic is None else str(synthetic),
+        design=record.design,
+        span=record.span,
+        calibrated=base_scorer is not None,
+        num_canaries=len(record.included),
+        num_in=int(sum(record.included)),
+        auc=auc,
+        tpr_at_1pct_fpr=tpr,
+        bound=bound,
+        claimed_epsilon=claimed,
+        flagged=None if claimed is None else bool(bound.epsilon > claimed),
+        inclusion_seed=record.inclusion_seed,
+        canary_seed=int(record.settings.get("canary_seed", record.seed)),
+        included=record.included,
+        scores=tuple(float(value) for value in scores),
+        model_source=source,
+        seconds=time.perf_counter() - started,
+        conventions=(*conventions, span_convention(record)),
+        threat_model=THREAT_MODEL if synthetic is None else SYNTHETIC_THREAT_MODEL,
+    )
+
+
+class LMOneRunAudit(Audit):
+    """One-run audit of a causal LM's fine-tuning: strong canaries, fair coins, one ε lower bound."""
+
+    name = "lm-one-run"
+    title = "LM fine-tuning in one run (strong canaries, one-run ε)"
+    description = "One-run audit of causal-LM fine-tuning: canaries included by fair coins, AUC, TPR at 1% FPR and the one-run ε lower bound."
+    config_type = LMOneRunConfig
+    result_type = LMOneRunResult
+    default_resource = "lm-one-run.json"
+    requires = ("torch", "transformers", "tokenizers")
+    tiny_overrides = {"num_canaries": 40, "base_steps": 5, "steps": 5, "corpus_chars": 5000, "vocab_size": 300}
+
+    def run(self, config: LMOneRunConfig, *, progress: Progress | None = None, model=None, provenance=None, base_model=None, synthetic=None) -> AuditRun:
+        result = run_lm_one_run(config, model=model, provenance=provenance, base_model=base_model, synthetic=synthetic, progress=progress)
+        return AuditRun(self.name, config, result)
+
+
+AUDIT = LMOneRunAudit()

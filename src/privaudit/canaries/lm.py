@@ -1,0 +1,219 @@
+"""Canary designs for auditing causal-LM fine-tuning (Panda et al. 2025; Meeus et al. 2025).
+
+A canary is a ``prefix`` and a ``secret``; its text is ``prefix + secret``.
+Six designs draw the secrets, each from a seeded numpy Generator:
+
+* ``random-tokens``: tokens drawn uniformly from the tokenizer's ordinary
+  vocabulary (the Secret Sharer's random canaries, in tokens);
+* ``new-tokens``: tokens added to the vocabulary for the audit
+  (:func:`add_new_tokens` resizes a copy of the tokenizer and the
+  embeddings with transformers' own API; the user fine-tunes that model);
+* ``least-likely``: tokens the base model is least likely to predict
+  after the prefix;
+* ``bigram``: a chain sampled from the bigram counts of the fine-tuning data;
+* ``high-temperature``: a sample of the base model at a high temperature;
+* ``prefix-suffix``: an in-distribution prefix (a line of the data's first
+  words) and a high-perplexity suffix of random tokens, for synthetic-text audits.
+
+Which canaries are included is drawn by fair coins, and everything needed to
+score them later is recorded in an :class:`~privaudit.canaries.lm_provenance.LMProvenance`
+(:func:`~privaudit.canaries.lm_provenance.prepare_lm_canaries`).
+
+>>> import numpy as np
+>>> tokens = ordinary_token_ids(_Toy())
+>>> tokens
+[0, 1, 3]
+>>> secret_from_ids(_Toy(), [3, 0])
+'cA'
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "DESIGNS",
+    "NEEDS_BASE_MODEL",
+    "NEEDS_TEXTS",
+    "add_new_tokens",
+    "bigram_secrets",
+    "draw_secrets",
+    "high_temperature_secrets",
+    "least_likely_secrets",
+    "new_token_names",
+    "ordinary_token_ids",
+    "random_token_secrets",
+    "secret_from_ids",
+    "usable_token_ids",
+]
+
+DESIGNS = ("random-tokens", "new-tokens", "least-likely", "bigram", "high-temperature", "prefix-suffix")
+NEEDS_BASE_MODEL = ("least-likely", "high-temperature")
+NEEDS_TEXTS = ("bigram", "prefix-suffix")
+
+
+class _Toy:
+    """A four-token tokenizer for the doctests: one special token, id 2."""
+
+    all_special_ids = [2]
+
+    def get_vocab(self):
+        return {"A": 0, "b": 1, "<s>": 2, "c": 3}
+
+    def get_added_vocab(self):
+        return {}
+
+    def decode(self, ids, **_):
+        names = {v: k for k, v in self.get_vocab().items()}
+        return "".join(names[i] for i in ids)
+
+
+def ordinary_token_ids(tokenizer) -> list[int]:
+    """The token ids of the vocabulary less special and added tokens, sorted: what random secrets draw from."""
+    excluded = set(tokenizer.all_special_ids) | set(tokenizer.get_added_vocab().values())
+    return sorted(i for i in tokenizer.get_vocab().values() if i not in excluded)
+
+
+def usable_token_ids(tokenizer) -> list[int]:
+    """The ordinary tokens whose text tokenises back to the token alone (a lone byte of a multi-byte character does not): what secrets draw from."""
+    ids = ordinary_token_ids(tokenizer)
+    encoded = tokenizer([secret_from_ids(tokenizer, [i]) for i in ids], add_special_tokens=False)["input_ids"]
+    return [i for i, row in zip(ids, encoded, strict=True) if list(row) == [i]]
+
+
+def secret_from_ids(tokenizer, ids: Sequence[int]) -> str:
+    """The text of token ids (the scorer tokenises the canary's full text again, so merges across tokens are scored as the model sees them)."""
+    return str(tokenizer.decode([int(i) for i in ids], skip_special_tokens=False, clean_up_tokenization_spaces=False))
+
+
+def random_token_secrets(tokenizer, count: int, length: int, rng: np.random.Generator, pool: Sequence[int] | None = None) -> list[str]:
+    """``count`` secrets of ``length`` tokens drawn uniformly from ``pool`` (default: the ordinary vocabulary)."""
+    choices = np.asarray(usable_token_ids(tokenizer) if pool is None else pool)
+    return [secret_from_ids(tokenizer, rng.choice(choices, size=length).tolist()) for _ in range(count)]
+
+
+def new_token_names(count: int, seed: int) -> list[str]:
+    """Names of ``count`` new tokens, tagged with the seed so two audits' tokens differ."""
+    return [f"<|pa{seed % 100000}_{index}|>" for index in range(count)]
+
+
+def add_new_tokens(model, tokenizer, names: Sequence[str], *, seed: int):
+    """Copies of ``model`` and ``tokenizer`` with ``names`` added as tokens and the embeddings resized by transformers (new rows drawn under ``seed``).
+
+    The user's objects and the global RNG state are left as they are.
+    """
+    import torch
+
+    tokenizer, model = copy.deepcopy(tokenizer), copy.deepcopy(model)
+    existing = set(tokenizer.get_vocab())
+    clashing = [name for name in names if name in existing]
+    if clashing:
+        raise ValueError(f"the tokenizer already has the new tokens {clashing[:3]}: pick another seed")
+    tokenizer.add_tokens(list(names))
+    with torch.random.fork_rng(devices=[]):  # transformers draws the new rows from the global generator
+        torch.manual_seed(seed)
+        model.resize_token_embeddings(len(tokenizer))
+    return model, tokenizer
+
+
+def _next_token_log_probs(model, tokenizer, prefix: str):
+    """The base model's natural-log probabilities of the token after ``prefix`` (full-text tokenisation)."""
+    import torch
+
+    ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise ValueError("`prefix` must not be empty: the base model predicts the secret from it")
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits = model(input_ids=torch.as_tensor([ids], device=next(model.parameters()).device)).logits[0, -1]
+    finally:
+        model.train(training)
+    return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
+
+
+def least_likely_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator, pool_size: int = 64) -> list[str]:
+    """Secrets of tokens drawn uniformly from the ``pool_size`` usable tokens the base model finds least likely after ``prefix``."""
+    log_probs = _next_token_log_probs(model, tokenizer, prefix)
+    ordinary = np.asarray([i for i in usable_token_ids(tokenizer) if i < len(log_probs)])
+    pool = ordinary[np.argsort(log_probs[ordinary], kind="stable")[:pool_size]]
+    return random_token_secrets(tokenizer, count, length, rng, pool=pool.tolist())
+
+
+def bigram_secrets(tokenizer, texts: Sequence[str], prefix: str, count: int, length: int, rng: np.random.Generator) -> list[str]:
+    """Chains sampled from the bigram counts of ``texts`` (the fine-tuning data), starting after the prefix's last token; unigram where a token has no successor."""
+    rows = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    successors: dict[int, list[int]] = {}
+    unigram: list[int] = []
+    for row in rows:
+        unigram.extend(row)
+        for left, right in zip(row[:-1], row[1:], strict=True):
+            successors.setdefault(int(left), []).append(int(right))
+    if not unigram:
+        raise ValueError("`texts` must hold some tokens for bigram canaries")
+    start = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    out = []
+    for _ in range(count):
+        previous, chain = int(start[-1]) if start else -1, []
+        for _ in range(length):
+            options = successors.get(previous) or unigram
+            previous = int(options[int(rng.integers(len(options)))])
+            chain.append(previous)
+        out.append(secret_from_ids(tokenizer, chain))
+    return out
+
+
+def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator, temperature: float = 2.0) -> list[str]:
+    """Samples of ``length`` tokens from the base model after ``prefix`` at ``temperature``, from a private torch Generator (no global RNG)."""
+    import torch
+
+    if not temperature > 0:
+        raise ValueError(f"`temperature` must be > 0, got {temperature!r}")
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(int(rng.integers(2**62)))
+    ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    tokens = torch.as_tensor([ids] * count, device=device)
+    allowed = torch.full((model.get_output_embeddings().weight.shape[0],), float("-inf"), device=device)
+    allowed[[i for i in usable_token_ids(tokenizer) if i < len(allowed)]] = 0.0
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for _ in range(length):
+                logits = model(input_ids=tokens).logits[:, -1].double() / temperature + allowed
+                drawn = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+                tokens = torch.cat([tokens, drawn], dim=1)
+    finally:
+        model.train(training)
+    return [secret_from_ids(tokenizer, row[len(ids) :].tolist()) for row in tokens]
+
+
+def data_prefixes(texts: Sequence[str], count: int, words: int, rng: np.random.Generator) -> list[str]:
+    """In-distribution prefixes: the first ``words`` words of lines of the data drawn at random, with a trailing space."""
+    usable = [text.split()[:words] for text in texts if len(text.split()) >= words]
+    if not usable:
+        raise ValueError(f"`texts` must hold lines of at least {words} words for in-distribution prefixes")
+    return [" ".join(usable[int(rng.integers(len(usable)))]) + " " for _ in range(count)]
+
+
+def draw_secrets(
+    design: str, tokenizer, *, count: int, length: int, prefix: str, rng: np.random.Generator, model=None, texts=(), new_tokens=(), temperature: float = 2.0
+):
+    """(prefixes, secrets) of ``count`` canaries of ``design``; ``new_tokens`` must already be in ``tokenizer`` (:func:`add_new_tokens`)."""
+    if design == "random-tokens":
+        return [prefix] * count, random_token_secrets(tokenizer, count, length, rng)
+    if design == "new-tokens":
+        pool = [int(tokenizer.convert_tokens_to_ids(name)) for name in new_tokens]
+        return [prefix] * count, random_token_secrets(tokenizer, count, length, rng, pool=pool)
+    if design == "least-likely":
+        return [prefix] * count, least_likely_secrets(model, tokenizer, prefix, count, length, rng)
+    if design == "bigram":
+        return [prefix] * count, bigram_secrets(tokenizer, texts, prefix, count, length, rng)
+    if design == "high-temperature":
+        return [prefix] * count, high_temperature_secrets(model, tokenizer, prefix, count, length, rng, temperature)
+    prefixes = data_prefixes(texts, count, 4, rng)
+    return prefixes, random_token_secrets(tokenizer, count, length, rng)

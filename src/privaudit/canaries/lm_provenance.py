@@ -1,0 +1,196 @@
+"""Provenance of LM canaries: everything needed to score them after the user's fine-tuning.
+
+:func:`prepare_lm_canaries` draws the canaries of a design
+(:mod:`privaudit.canaries.lm`), includes each by a fair coin from a seeded
+numpy Generator, and returns an :class:`LMProvenance`, the JSON record of
+the texts, each canary's scored span, the inclusion draw and its seed, the
+tokenizer's identity (vocabulary size and a hash of the vocabulary, so a
+provenance read with another tokenizer is refused), and the new tokens
+where the design adds them. For ``new-tokens`` it also returns the resized
+copies of the model and tokenizer, which the user fine-tunes (``save_to``
+writes them with ``save_pretrained``).
+
+The scored span is explicit: ``"secret"`` (the default: the secret given its
+prefix, what Panda et al. found strongest) or ``"text"`` (the whole text).
+
+>>> from privaudit.canaries.lm import _Toy
+>>> identity = tokenizer_identity(_Toy())
+>>> identity["vocab_size"], len(identity["vocab_sha256"])
+(4, 64)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._core.seeding import check_seed, child_seeds
+from .._core.validation import check_choice, check_count
+from .lm import DESIGNS, NEEDS_BASE_MODEL, NEEDS_TEXTS, add_new_tokens, draw_secrets, new_token_names
+
+__all__ = ["FORMAT", "SPANS", "LMProvenance", "check_tokenizer", "prepare_lm_canaries", "read_lm_provenance", "tokenizer_identity"]
+
+FORMAT = "privaudit-lm-canaries-v1"
+SPANS = ("secret", "text")
+
+
+def tokenizer_identity(tokenizer) -> dict[str, Any]:
+    """The vocabulary size and the SHA-256 of the sorted (token, id) pairs: two tokenizers that split text differently differ here."""
+    vocab = sorted((str(token), int(index)) for token, index in tokenizer.get_vocab().items())
+    digest = hashlib.sha256(json.dumps(vocab, ensure_ascii=True).encode()).hexdigest()
+    return {"vocab_size": len(vocab), "vocab_sha256": digest}
+
+
+@dataclasses.dataclass(frozen=True)
+class LMProvenance:
+    """The canaries (prefix, secret), which span is scored, the fair-coin inclusion and its seed, the tokenizer's identity, the new tokens."""
+
+    design: str
+    span: str
+    prefixes: tuple[str, ...]
+    secrets: tuple[str, ...]
+    included: tuple[bool, ...]
+    seed: int
+    inclusion_seed: int
+    tokenizer: dict[str, Any]
+    new_tokens: tuple[str, ...] = ()
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def texts(self) -> list[str]:
+        return [prefix + secret for prefix, secret in zip(self.prefixes, self.secrets, strict=True)]
+
+    def included_texts(self) -> list[str]:
+        """The texts to add to the fine-tuning data: the included canaries'."""
+        return [text for text, keep in zip(self.texts, self.included, strict=True) if keep]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        return {"format": FORMAT} | {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
+
+    def write(self, path) -> None:
+        from .._core.files import write_json_atomic
+
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "--provenance") -> LMProvenance:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"`{source}` must be a provenance of LM canaries (format {FORMAT!r}), written by prepare_lm_canaries")
+        fields = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields - {"format"})
+        missing = sorted(name for name in ("design", "span", "prefixes", "secrets", "included", "seed", "inclusion_seed", "tokenizer") if name not in data)
+        if unknown or missing:
+            raise ValueError(f"`{source}`: unknown keys {unknown} / missing keys {missing}")
+        try:
+            record = cls(
+                design=check_choice(data["design"], f"{source} design", DESIGNS),
+                span=check_choice(data["span"], f"{source} span", SPANS),
+                prefixes=tuple(str(item) for item in data["prefixes"]),
+                secrets=tuple(str(item) for item in data["secrets"]),
+                included=tuple(bool(item) for item in data["included"]),
+                seed=check_seed(data["seed"], f"{source} seed"),
+                inclusion_seed=check_seed(data["inclusion_seed"], f"{source} inclusion_seed"),
+                tokenizer={"vocab_size": int(data["tokenizer"]["vocab_size"]), "vocab_sha256": str(data["tokenizer"]["vocab_sha256"])},
+                new_tokens=tuple(str(item) for item in data.get("new_tokens", ())),
+                settings=dict(data.get("settings", {})),
+            )
+        except (TypeError, KeyError) as error:
+            raise ValueError(f"`{source}`: a field has the wrong type ({error})") from None
+        if not len(record.prefixes) == len(record.secrets) == len(record.included) or len(record.included) < 4:
+            raise ValueError(f"`{source}`: prefixes, secrets and included must have one entry per canary, at least 4")
+        if record.design == "new-tokens" and not record.new_tokens:
+            raise ValueError(f"`{source}`: a new-tokens provenance must list its new tokens")
+        return record
+
+
+def read_lm_provenance(path, source: str = "--provenance") -> LMProvenance:
+    """The provenance in JSON file ``path``; a ValueError naming ``source`` if it is not one."""
+    from .._core.files import read_json
+
+    if not Path(path).is_file():
+        raise ValueError(f"`{source}` must be an existing file, got {str(path)!r}")
+    return LMProvenance.from_dict(read_json(path, source), source)
+
+
+def check_tokenizer(provenance: LMProvenance, tokenizer, source: str = "--model") -> None:
+    """Refuse a tokenizer that lacks the provenance's new tokens, or is not the one the canaries were made with."""
+    vocab = tokenizer.get_vocab()
+    missing = [name for name in provenance.new_tokens if name not in vocab]
+    if missing:
+        raise ValueError(
+            f"`{source}` lacks {len(missing)} of the canaries' {len(provenance.new_tokens)} new tokens (e.g. {missing[0]!r}): its vocabulary was not resized; "
+            "fine-tune the model that prepare_lm_canaries saved"
+        )
+    identity = tokenizer_identity(tokenizer)
+    if identity != provenance.tokenizer:
+        raise ValueError(
+            f"`{source}`'s tokenizer is not the provenance's: {identity['vocab_size']} tokens, vocab sha256 {identity['vocab_sha256'][:12]}..., "
+            f"the canaries were made with {provenance.tokenizer['vocab_size']} tokens, {provenance.tokenizer['vocab_sha256'][:12]}..."
+        )
+
+
+def prepare_lm_canaries(
+    design: str,
+    tokenizer,
+    *,
+    count: int,
+    seed: int,
+    length: int = 4,
+    prefix: str = "my secret is ",
+    span: str = "secret",
+    model=None,
+    texts: Sequence[str] = (),
+    temperature: float = 2.0,
+    save_to=None,
+):
+    """(provenance, model, tokenizer): ``count`` canaries of ``design``, each included by a fair coin.
+
+    ``model`` is the base model (needed by "least-likely", "high-temperature"
+    and "new-tokens"), ``texts`` the fine-tuning data (needed by "bigram" and
+    "prefix-suffix"). The model and tokenizer returned are the ones to
+    fine-tune: for "new-tokens", resized copies (saved to ``save_to`` when
+    given), else those passed in. Nothing passed in is changed.
+    """
+    check_choice(design, "design", DESIGNS)
+    check_choice(span, "span", SPANS)
+    count = check_count(count, "count", minimum=4)
+    length = check_count(length, "length", minimum=1)
+    seeds = child_seeds(check_seed(seed), ["canaries", "inclusion"])
+    if (design in NEEDS_BASE_MODEL or design == "new-tokens") and model is None:
+        raise ValueError(f"`model` (the base model) is needed by design {design!r}")
+    if design in NEEDS_TEXTS and not texts:
+        raise ValueError(f"`texts` (the fine-tuning data) are needed by design {design!r}")
+    new_tokens: list[str] = []
+    if design == "new-tokens":
+        new_tokens = new_token_names(count * length, seed)
+        model, tokenizer = add_new_tokens(model, tokenizer, new_tokens, seed=seeds["canaries"])
+    rng = np.random.default_rng(seeds["canaries"])
+    prefixes, secrets = draw_secrets(
+        design, tokenizer, count=count, length=length, prefix=prefix, rng=rng, model=model, texts=texts, new_tokens=new_tokens, temperature=temperature
+    )
+    from ..observation.one_run import draw_inclusion
+
+    included = draw_inclusion(count, 0.5, seeds["inclusion"])
+    provenance = LMProvenance(
+        design=design,
+        span=span,
+        prefixes=tuple(prefixes),
+        secrets=tuple(secrets),
+        included=tuple(bool(value) for value in included),
+        seed=seed,
+        inclusion_seed=seeds["inclusion"],
+        tokenizer=tokenizer_identity(tokenizer),
+        new_tokens=tuple(new_tokens),
+        settings={"length": length, "prefix": prefix, "temperature": temperature, "inclusion_prob": 0.5, "canary_seed": seeds["canaries"]},
+    )
+    if save_to is not None and design == "new-tokens":
+        model.save_pretrained(save_to)
+        tokenizer.save_pretrained(save_to)
+    return provenance, model, tokenizer

@@ -1,0 +1,104 @@
+"""Membership signals of canaries in released synthetic text (Meeus et al., "The Canary's Echo", ICML 2025).
+
+The auditor sees only the synthetic corpus. Two signals per canary, each
+higher for "more likely included":
+
+* :func:`ngram_log_likelihoods`: the canary's scored words (its secret
+  given its prefix, or the whole text) under an add-one-smoothed word
+  n-gram model fitted on the synthetic corpus;
+* :func:`jaccard_similarities`: the largest Jaccard similarity between the
+  canary's word n-gram set and any synthetic text's.
+
+Words are whitespace-separated; the n-gram model pads each text with
+``n - 1`` start markers; its vocabulary is the words of the corpus and of
+the canaries, so every canary word has a probability.
+
+>>> synthetic = ["a b", "a c"]
+>>> float(round(ngram_log_likelihoods(["a "], ["b"], synthetic, n=2)[0], 6))  # (1 + 1) / (2 + 3) for "b" after "a"
+-0.916291
+>>> jaccard_similarities(["a b"], synthetic, n=1).tolist()
+[1.0]
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["jaccard_similarities", "ngram_log_likelihoods", "read_synthetic_corpus"]
+
+_START = "\x00"  # start marker: no word of a text contains it (split on whitespace, NUL refused in text files)
+
+
+def read_synthetic_corpus(path, name: str = "--synthetic") -> list[str]:
+    """The non-empty lines of a UTF-8 text file; an empty or binary file is refused, naming ``name``."""
+    from .._core.files import check_utf8_file
+
+    if not Path(path).is_file():
+        raise ValueError(f"`{name}` must be an existing text file, got {str(path)!r}")
+    check_utf8_file(path, name)
+    text = Path(path).read_text(encoding="utf-8")
+    if "\x00" in text:
+        raise ValueError(f"`{name}`: {str(path)!r} holds NUL bytes: give a text file of synthetic records, one a line")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"`{name}`: {str(path)!r} is empty: give the synthetic corpus, one record a line")
+    return lines
+
+
+def _check_n(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"`n` must be an integer >= 1, got {n!r}")
+    return n
+
+
+def ngram_log_likelihoods(prefixes: Sequence[str], secrets: Sequence[str], synthetic: Sequence[str], *, n: int = 2, span: str = "secret") -> np.ndarray:
+    """Natural-log likelihood of each canary's scored words under the add-one word n-gram model of ``synthetic``.
+
+    ``span`` "secret" scores the secret's words given the prefix's; "text" every word of the text.
+    """
+    n = _check_n(n)
+    if span not in ("secret", "text"):
+        raise ValueError(f"`span` must be one of 'secret', 'text', got {span!r}")
+    grams: Counter[tuple[str, ...]] = Counter()
+    contexts: Counter[tuple[str, ...]] = Counter()
+    vocabulary: set[str] = set()
+    for text in synthetic:
+        words = [_START] * (n - 1) + text.split()
+        vocabulary.update(words[n - 1 :])
+        for end in range(n - 1, len(words)):
+            grams[tuple(words[end - n + 1 : end + 1])] += 1
+            contexts[tuple(words[end - n + 1 : end])] += 1
+    for prefix, secret in zip(prefixes, secrets, strict=True):
+        vocabulary.update((prefix + secret).split())
+    size = len(vocabulary)
+    out = np.zeros(len(prefixes))
+    for index, (prefix, secret) in enumerate(zip(prefixes, secrets, strict=True)):
+        words = [_START] * (n - 1) + (prefix + secret).split()
+        first = n - 1 + (len(prefix.split()) if span == "secret" else 0)
+        for end in range(first, len(words)):
+            gram = tuple(words[end - n + 1 : end + 1])
+            out[index] += np.log((grams[gram] + 1) / (contexts[gram[:-1]] + size))
+    return out
+
+
+def _gram_set(text: str, n: int) -> set[tuple[str, ...]]:
+    words = text.split()
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def jaccard_similarities(texts: Sequence[str], synthetic: Sequence[str], *, n: int = 1) -> np.ndarray:
+    """For each text, the largest Jaccard similarity of its word n-gram set with a synthetic text's (0 when none shares one)."""
+    n = _check_n(n)
+    synthetic_sets = [_gram_set(text, n) for text in synthetic]
+    out = np.zeros(len(texts))
+    for index, text in enumerate(texts):
+        mine = _gram_set(text, n)
+        for other in synthetic_sets:
+            union = len(mine | other)
+            if union:
+                out[index] = max(out[index], len(mine & other) / union)
+    return out

@@ -1,0 +1,171 @@
+"""LM canary designs: every score is the sum of its scored span's token log-likelihoods from the full text's tokenisation; provenance and refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from rng_helpers import assert_same_rng_states, global_rng_states  # noqa: E402
+
+from privaudit.audits.lm_one_run_scores import calibrated_scores, canary_log_likelihoods  # noqa: E402
+from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.canaries.lm import DESIGNS  # noqa: E402
+from privaudit.canaries.lm_provenance import LMProvenance, check_tokenizer, prepare_lm_canaries, read_lm_provenance, tokenizer_identity  # noqa: E402
+from privaudit.models.hf import HFCausalLMScorer  # noqa: E402
+
+TEXTS = [
+    "the quick brown fox jumps over the lazy dog",
+    "a list comprehension builds a new list from an iterable",
+    "the with statement wraps a block with methods of a context manager",
+    "an assignment statement evaluates the expression list",
+    "the for statement iterates over the elements of a sequence",
+] * 8
+
+
+@pytest.fixture(scope="module")
+def base():
+    """A tiny GPT-2 (float64, for exact sums) and a BPE tokenizer trained here, the model trained a few steps so its outputs are not uniform."""
+    tokenizer = bpe_tokenizer(TEXTS, vocab_size=320)
+    model = fine_tune(tiny_gpt2(tokenizer, seed=3, n_embd=32), tokenizer, TEXTS, steps=10, seed=4, learning_rate=1e-2).double()
+    return model, tokenizer
+
+
+def span_log_likelihoods(model, tokenizer, prefixes, secrets, span):
+    """Oracle: one plain forward of each full text (tokenised whole), log_softmax, and the sum over the scored span's tokens.
+
+    The span of "secret" starts after the longest run of the prefix's own tokens that the full text's tokens begin with; "text" from token 2.
+    """
+    out = []
+    for prefix, secret in zip(prefixes, secrets, strict=True):
+        ids = tokenizer(prefix + secret, add_special_tokens=False)["input_ids"]
+        prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        start = 1
+        if span == "secret":
+            start = 0
+            while start < min(len(ids), len(prefix_ids)) and ids[start] == prefix_ids[start]:
+                start += 1
+        with torch.no_grad():
+            log_p = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
+        out.append(sum(float(log_p[j - 1, ids[j]]) for j in range(max(start, 1), len(ids))))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.parametrize("span", ["secret", "text"])
+def test_every_score_is_the_sum_of_its_spans_token_log_likelihoods(base, design, span):
+    model, tokenizer = base
+    provenance, tuned, tokenizer = prepare_lm_canaries(design, tokenizer, count=6, seed=11, length=3, span=span, model=model, texts=TEXTS)
+    tuned = tuned.double()
+    scores = canary_log_likelihoods(HFCausalLMScorer(tuned, tokenizer), provenance)
+    expected = span_log_likelihoods(tuned, tokenizer, provenance.prefixes, provenance.secrets, span)
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-5)
+    assert np.all(expected < 0)
+
+
+def test_calibration_subtracts_the_base_models_log_likelihood_and_merges_across_the_boundary_are_scored(base):
+    model, tokenizer = base
+    provenance, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=24, seed=5, length=2)
+    tuned = fine_tune(model, tokenizer, TEXTS + provenance.included_texts(), steps=5, seed=1).double()
+    scores = calibrated_scores(HFCausalLMScorer(tuned, tokenizer), provenance, HFCausalLMScorer(model, tokenizer))
+    args = (tokenizer, provenance.prefixes, provenance.secrets, "secret")
+    np.testing.assert_allclose(scores, span_log_likelihoods(tuned, *args) - span_log_likelihoods(model, *args), rtol=0, atol=1e-5)
+    # the prefix's trailing space merges into the secret's first token: the full text does not start with the prefix's tokens
+    merged = [
+        tokenizer(text, add_special_tokens=False)["input_ids"][: len(tokenizer(prefix, add_special_tokens=False)["input_ids"])]
+        != tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        for prefix, text in zip(provenance.prefixes, provenance.texts, strict=True)
+    ]
+    assert any(merged)
+
+
+def test_inclusion_is_a_fair_coin_of_the_recorded_seed_and_the_provenance_round_trips(base, tmp_path):
+    _, tokenizer = base
+    provenance, _, _ = prepare_lm_canaries("bigram", tokenizer, count=300, seed=9, length=2, texts=TEXTS)
+    assert list(provenance.included) == (np.random.default_rng(provenance.inclusion_seed).random(300) < 0.5).tolist()
+    assert 100 < sum(provenance.included) < 200  # a fair coin: P(outside) < 1e-7
+    assert provenance.included_texts() == [t for t, keep in zip(provenance.texts, provenance.included, strict=True) if keep]
+    provenance.write(tmp_path / "p.json")
+    assert read_lm_provenance(tmp_path / "p.json") == provenance
+    data = json.loads((tmp_path / "p.json").read_text())
+    data["span"] = "everything"
+    with pytest.raises(ValueError, match="span` must be one of 'secret', 'text'"):
+        LMProvenance.from_dict(data)
+
+
+def test_bigram_secrets_follow_the_datas_bigrams(base):
+    _, tokenizer = base
+    provenance, _, _ = prepare_lm_canaries("bigram", tokenizer, count=10, seed=2, length=4, texts=TEXTS)
+    pairs = set()
+    for text in TEXTS:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        pairs.update(zip(ids[:-1], ids[1:], strict=True))
+    heads = {left for left, _ in pairs}
+    for secret in provenance.secrets:  # a chain of the data's bigrams, restarting from the unigram after a token the data never continues
+        ids = tokenizer(secret, add_special_tokens=False)["input_ids"]
+        assert all(pair in pairs or pair[0] not in heads for pair in zip(ids[:-1], ids[1:], strict=True)), secret
+
+
+def test_least_likely_tokens_are_the_base_models_least_likely_after_the_prefix(base):
+    model, tokenizer = base
+    provenance, _, _ = prepare_lm_canaries("least-likely", tokenizer, count=10, seed=2, length=1, model=model, prefix="the ")
+    ids = tokenizer("the ", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        log_p = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0, -1], dim=-1).numpy()
+    # the usable tokens, found here by brute force: a token whose decoded text tokenises back to it alone
+    usable = [i for i in range(len(tokenizer)) if tokenizer(tokenizer.decode([i]), add_special_tokens=False)["input_ids"] == [i]]
+    threshold = np.sort(log_p[usable])[63]  # the 64 least likely of them
+    for secret in provenance.secrets:
+        (token,) = tokenizer(secret, add_special_tokens=False)["input_ids"]
+        assert token in usable and log_p[token] <= threshold
+
+
+def test_new_tokens_resize_a_copy_save_it_and_leave_the_users_objects_and_rng(base, tmp_path):
+    model, tokenizer = base
+    vocab, weights = dict(tokenizer.get_vocab()), model.get_input_embeddings().weight.detach().clone()
+    before = global_rng_states()
+    provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=8, seed=1, length=2, model=model, save_to=tmp_path / "m")
+    assert_same_rng_states(before, global_rng_states())
+    assert tokenizer.get_vocab() == vocab and torch.equal(model.get_input_embeddings().weight, weights)
+    assert len(new_tokenizer) == len(tokenizer) + 16 == resized.get_input_embeddings().num_embeddings
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+    reloaded = transformers.AutoTokenizer.from_pretrained(tmp_path / "m")
+    assert loaded.get_input_embeddings().num_embeddings == len(reloaded) and tokenizer_identity(reloaded) == provenance.tokenizer
+    for secret in provenance.secrets:  # every secret is two of the new tokens
+        assert set(reloaded.tokenize(secret)) <= set(provenance.new_tokens) and len(reloaded.tokenize(secret)) == 2
+
+
+def test_a_tokenizer_without_the_new_tokens_or_of_another_vocabulary_is_refused(base):
+    model, tokenizer = base
+    provenance, _, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=4, seed=1, length=1, model=model)
+    check_tokenizer(provenance, new_tokenizer)
+    with pytest.raises(ValueError, match="lacks 4 of the canaries' 4 new tokens .* vocabulary was not resized"):
+        check_tokenizer(provenance, tokenizer)
+    other = bpe_tokenizer(TEXTS, vocab_size=300)
+    plain, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=4, seed=1)
+    with pytest.raises(ValueError, match="tokenizer is not the provenance's: 300 tokens"):
+        check_tokenizer(plain, other)
+
+
+@pytest.mark.parametrize(
+    ("design", "kwargs", "match"),
+    [
+        ("glitter", {}, "`design` must be one of 'random-tokens', 'new-tokens'"),
+        ("random-tokens", {"span": "all"}, "`span` must be one of 'secret', 'text'"),
+        ("random-tokens", {"count": 3}, "`count` must be an integer in [4, inf)"),
+        ("least-likely", {}, "`model` (the base model) is needed by design 'least-likely'"),
+        ("new-tokens", {}, "`model` (the base model) is needed by design 'new-tokens'"),
+        ("bigram", {}, "`texts` (the fine-tuning data) are needed by design 'bigram'"),
+        ("prefix-suffix", {}, "`texts` (the fine-tuning data) are needed by design 'prefix-suffix'"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_argument(base, design, kwargs, match):
+    _, tokenizer = base
+    with pytest.raises(ValueError, match=re.escape(match)):
+        prepare_lm_canaries(design, tokenizer, **({"count": 8, "seed": 0} | kwargs))

@@ -1,0 +1,118 @@
+"""``privaudit audit lm-one-run`` on a GPT-2-style model privaudit did not build: scores, AUC, TPR at 1% FPR and the bound from results.json; refused input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+sklearn_metrics = pytest.importorskip("sklearn.metrics")
+
+from cli_helpers import assert_refused, run_cli  # noqa: E402
+from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
+
+from privaudit.audits import lm_one_run_scores  # noqa: E402
+from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.canaries.lm_provenance import prepare_lm_canaries  # noqa: E402
+from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Directories of a user's fine-tune: the resized base model, the fine-tuned model, the un-resized model, another tokenizer's model; the provenance."""
+    root = tmp_path_factory.mktemp("lm")
+    tokenizer = bpe_tokenizer(TEXTS, vocab_size=320)
+    base = fine_tune(tiny_gpt2(tokenizer, seed=1, n_embd=32), tokenizer, TEXTS, steps=10, seed=2, learning_rate=1e-2)
+    provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=40, seed=7, length=2, model=base, save_to=root / "base")
+    provenance.write(root / "provenance.json")
+    tuned = fine_tune(resized, new_tokenizer, TEXTS + provenance.included_texts() * 4, steps=20, seed=3, learning_rate=1e-2)
+    tuned.save_pretrained(root / "tuned")
+    new_tokenizer.save_pretrained(root / "tuned")
+    base.save_pretrained(root / "plain")  # the vocabulary not resized
+    tokenizer.save_pretrained(root / "plain")
+    plain, _, _ = prepare_lm_canaries("random-tokens", bpe_tokenizer(TEXTS, vocab_size=300), count=8, seed=1)
+    plain.write(root / "other-tokenizer.json")
+    return root, provenance
+
+
+def _loaded(directory):
+    return transformers.AutoModelForCausalLM.from_pretrained(directory).eval(), transformers.AutoTokenizer.from_pretrained(directory)
+
+
+def test_the_command_reports_the_calibrated_scores_their_auc_tpr_and_one_run_bound(saved, tmp_path):
+    root, provenance = saved
+    out = tmp_path / "run"
+    argv = ["audit", "lm-one-run", "--model", root / "tuned", "--provenance", root / "provenance.json", "--base-model", root / "base"]
+    code, _, err = run_cli(argv + ["--claimed-epsilon", "4", "--output", out, "--no-history"])
+    assert code == 0, err
+    data = json.loads((out / "results.json").read_text())
+    scores, included = np.array(data["scores"]), np.array(data["included"])
+    assert included.tolist() == list(provenance.included) and data["calibrated"] and data["claimed_epsilon"] == 4.0
+    (tuned, tokenizer), (base, _) = _loaded(root / "tuned"), _loaded(root / "base")
+    args = (tokenizer, provenance.prefixes, provenance.secrets, "secret")
+    np.testing.assert_allclose(scores, span_log_likelihoods(tuned, *args) - span_log_likelihoods(base, *args), rtol=0, atol=1e-5)
+    assert data["auc"] == pytest.approx(sklearn_metrics.roc_auc_score(included, scores), abs=1e-12)
+    inside, outside = scores[included], scores[~included]
+    best = max(np.mean(inside >= t) for t in np.r_[np.inf, scores] if np.mean(outside >= t) <= 0.01)  # brute force over thresholds
+    assert data["tpr_at_1pct_fpr"] == pytest.approx(best)
+    bound = one_run_lower_bound(scores, included, delta=1e-5, confidence=0.95, methods=("steinke", "fdp"))
+    assert data["bound"]["epsilon"] == pytest.approx(bound.epsilon) and data["flagged"] == (bound.epsilon > 4.0)
+    assert {item["name"] for item in data["conventions"]} == {"special tokens", "scored span"}
+
+
+@pytest.fixture()
+def no_scoring(monkeypatch):
+    """Scoring fails the test: refusals must come before it."""
+
+    def fail(*_args, **_kwargs):
+        raise AssertionError("a canary was scored before the input was refused")
+
+    monkeypatch.setattr(lm_one_run_scores, "canary_log_likelihoods", fail)
+
+
+@pytest.mark.parametrize(
+    ("model", "provenance", "extra", "match"),
+    [
+        ("plain", "provenance.json", [], "`--model` lacks 80 of the canaries' 80 new tokens"),
+        ("tuned", "provenance.json", ["--base-model", "plain"], "`--base-model` lacks 80 of the canaries' 80 new tokens"),
+        ("tuned", "other-tokenizer.json", [], "`--model`'s tokenizer is not the provenance's"),
+        ("tuned", "missing.json", [], "`--provenance` must be an existing file"),
+        ("tuned", None, [], "`--model` and `--provenance` must be given together"),
+        ("tuned", "provenance.json", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
+        ("tuned", "provenance.json", ["--bos", "maybe"], "`bos` must be one of 'auto', 'prepend', 'none'"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no_scoring, model, provenance, extra, match):
+    root, _ = saved
+    argv = ["audit", "lm-one-run", "--model", root / model, "--output", tmp_path / "out", "--no-history"]
+    argv += ["--provenance", root / provenance] if provenance else []
+    argv += [root / item if item in ("plain", "tuned") else item for item in extra]
+    assert_refused(argv, tmp_path / "out", match)
+
+
+def test_a_provenance_that_is_not_one_is_refused(saved, tmp_path, no_scoring):
+    root, _ = saved
+    (tmp_path / "p.json").write_text(json.dumps({"format": "something else"}))
+    argv = ["audit", "lm-one-run", "--model", root / "tuned", "--provenance", tmp_path / "p.json", "--output", tmp_path / "out", "--no-history"]
+    assert_refused(argv, tmp_path / "out", "must be a provenance of LM canaries")
+
+
+def test_the_embedded_default_is_reproducible_from_its_seed_and_leaves_the_global_rngs():
+    from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything
+
+    from privaudit.audits.config import with_overrides
+    from privaudit.audits.lm_one_run import AUDIT
+    from privaudit.observation.one_run import draw_inclusion
+
+    config = with_overrides(AUDIT.tiny_config(), {"num_canaries": 12, "base_steps": 2, "steps": 2, "design": "high-temperature"})
+    seed_everything(5)
+    before = global_rng_states()
+    first = AUDIT.run(config).result
+    assert_same_rng_states(before, global_rng_states())
+    second = AUDIT.run(config).result
+    assert first.scores == second.scores and first.included == second.included
+    assert list(first.included) == draw_inclusion(12, 0.5, first.inclusion_seed).tolist()
