@@ -402,18 +402,10 @@ class BlackBoxAudit(Audit):
         """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
         import tempfile
 
-        from ..runner import BACKENDS
-
-        check_choice(backend, "--backend", BACKENDS)
-        if max_workers is not None:
-            check_count(max_workers, "--workers", minimum=1)
-        if address is not None and backend != "ray":
-            raise ValueError(f"`--address` needs `--backend ray`, got --backend {backend}")
-        if backend == "ray":
-            from .._core.extras import require
-
-            require("ray", purpose="`--backend` ray")
         from .._core.extras import require
+        from ..runner import check_backend
+
+        check_backend(backend, max_workers, address)
 
         require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
         if config.train is not None:

@@ -38,7 +38,7 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
-from ..runner import BACKENDS, RunStore, run_all
+from ..runner import RunStore, check_backend, run_all
 from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
@@ -343,15 +343,9 @@ class MIAAudit(Audit):
         address: str | None = None,
     ) -> AuditRun:
         """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
-        check_choice(backend, "--backend", BACKENDS)
-        if max_workers is not None:
-            check_count(max_workers, "--workers", minimum=1)
-        if address is not None and backend != "ray":
-            raise ValueError(f"`--address` needs `--backend ray`, got --backend {backend}")
+        check_backend(backend, max_workers, address)
         from .._core.extras import require
 
-        if backend == "ray":
-            require("ray", purpose="`--backend` ray")
         require("sklearn", purpose="the mia audit")
         pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:

@@ -23,9 +23,29 @@ from .._core.validation import check_choice, check_count
 from .local import call_task, run_local
 from .store import RunStore
 
-__all__ = ["BACKENDS", "RunStore", "call_task", "run_all"]
+__all__ = ["BACKENDS", "RunStore", "call_task", "check_backend", "run_all"]
 
 BACKENDS = ("local", "ray")
+
+
+def check_backend(backend: str, max_workers: int | None, address: str | None) -> None:
+    """Refuse runner settings that do not fit together, naming the option; Ray must be installed for ``--backend ray``.
+
+    >>> check_backend("local", 2, None)
+    >>> check_backend("local", None, "auto")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--address` needs `--backend ray`, got --backend local
+    """
+    check_choice(backend, "--backend", BACKENDS)
+    if max_workers is not None:
+        check_count(max_workers, "--workers", minimum=1)
+    if address is not None and backend != "ray":
+        raise ValueError(f"`--address` needs `--backend ray`, got --backend {backend}")
+    if backend == "ray":
+        from .._core.extras import require
+
+        require("ray", purpose="`--backend` ray")
 
 
 def _normalised(config: Any) -> Any:
