@@ -175,9 +175,8 @@ def prepare_lm_canaries(
     prefixes, secrets = draw_secrets(
         design, tokenizer, count=count, length=length, prefix=prefix, rng=rng, model=model, texts=texts, new_tokens=new_tokens, temperature=temperature
     )
-    from ..observation.one_run import draw_inclusion
-
-    included = draw_inclusion(count, 0.5, seeds["inclusion"])
+    # fair coins drawn as the one-run audits draw theirs (observation.one_run.draw_inclusion, a layer above this one)
+    included = np.random.default_rng(seeds["inclusion"]).random(count) < 0.5
     provenance = LMProvenance(
         design=design,
         span=span,
