@@ -60,7 +60,7 @@ def test_writes_results_and_plots(audited):
     for name in PLOTS:
         assert (output / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # only the four files, and no scratch directory left beside the output
-    assert sorted(p.name for p in output.iterdir()) == sorted(("results.json", *PLOTS))
+    assert sorted(p.name for p in output.iterdir()) == sorted(("results.json", "report.html", *PLOTS))
     assert [p.name for p in output.parent.iterdir() if p.name.startswith(".")] == []
     assert "per-step" in stdout and "flagged" in stdout and "test accuracy" in stdout
 

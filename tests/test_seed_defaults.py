@@ -46,10 +46,10 @@ def _public_modules() -> list[types.ModuleType]:
 
 
 def _is_record(obj) -> bool:
-    """A result or config dataclass: its ``seed`` field records a value and draws nothing."""
+    """A result, config or provenance dataclass: its ``seed`` field records a value and draws nothing."""
     from privaudit._core.results import Result
 
-    return inspect.isclass(obj) and (issubclass(obj, Result) or (dataclasses.is_dataclass(obj) and obj.__name__.endswith(("Config", "Settings"))))
+    return inspect.isclass(obj) and (issubclass(obj, Result) or (dataclasses.is_dataclass(obj) and obj.__name__.endswith(("Config", "Settings", "Provenance"))))
 
 
 def _callables(module: types.ModuleType):
@@ -269,6 +269,38 @@ def test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it()
     assert first.epsilon == run().epsilon == run(seed=0).epsilon and first.config.seed == 0
 
 
+def test_lm_canaries_default_to_seed_0_and_the_draws_repeat_from_their_generator():
+    pytest.importorskip("torch")
+    from privaudit.canaries.lm_provenance import prepare_lm_canaries
+
+    pytest.importorskip("transformers")
+    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.canaries import lm
+
+    texts = ["the quick brown fox jumps over the lazy dog", "a list comprehension builds a new list"] * 6
+    tokenizer = bpe_tokenizer(texts, vocab_size=300)
+    model = tiny_gpt2(tokenizer, seed=1, n_embd=16, n_layer=1)
+    for design in lm.DESIGNS:
+        first, *_ = prepare_lm_canaries(design, tokenizer, count=4, model=model, texts=texts)
+        again, *_ = prepare_lm_canaries(design, tokenizer, count=4, model=model, texts=texts, seed=0)
+        assert first.to_dict() == again.to_dict() and first.seed == 0, design
+        assert list(first.included) == (np.random.default_rng(first.inclusion_seed).random(4) < 0.5).tolist()
+    assert lm.new_token_names(3) == lm.new_token_names(3, seed=0)
+    resized, _ = lm.add_new_tokens(model, tokenizer, lm.new_token_names(2))
+    again, _ = lm.add_new_tokens(model, tokenizer, lm.new_token_names(2), seed=0)
+    assert all(np.array_equal(a.detach().numpy(), b.detach().numpy()) for a, b in zip(resized.parameters(), again.parameters(), strict=True))
+    # the designs' draws take a Generator, never a global RNG: the same generator state gives the same secrets
+    calls = {
+        "random_token_secrets": lambda rng: lm.random_token_secrets(tokenizer, 3, 2, rng),
+        "least_likely_secrets": lambda rng: lm.least_likely_secrets(model, tokenizer, "the ", 3, 2, rng),
+        "bigram_secrets": lambda rng: lm.bigram_secrets(tokenizer, texts, "the ", 3, 2, rng),
+        "high_temperature_secrets": lambda rng: lm.high_temperature_secrets(model, tokenizer, "the ", 3, 2, rng),
+        "draw_secrets": lambda rng: lm.draw_secrets("random-tokens", tokenizer, count=3, length=2, prefix="the ", rng=rng),
+    }
+    for name, call in calls.items():
+        assert call(np.random.default_rng(5)) == call(np.random.default_rng(5)), name
+
+
 def test_fedavg_simulation_defaults_to_seed_0_and_records_it():
     from privaudit.canaries.update import UpdateCanaries
     from privaudit.training.fedavg import FedAvgConfig, model_dimension, participation_schedule, simulate_fedavg
@@ -367,6 +399,19 @@ CASES = {
     "privaudit.observation.one_run:draw_inclusion": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.testing:assert_dp": test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it,
     "privaudit.testing:assert_mechanism_dp": test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it,
+    **{
+        f"privaudit.canaries.lm:{name}": test_lm_canaries_default_to_seed_0_and_the_draws_repeat_from_their_generator
+        for name in (
+            "add_new_tokens",
+            "bigram_secrets",
+            "draw_secrets",
+            "high_temperature_secrets",
+            "least_likely_secrets",
+            "new_token_names",
+            "random_token_secrets",
+        )
+    },
+    "privaudit.canaries.lm_provenance:prepare_lm_canaries": test_lm_canaries_default_to_seed_0_and_the_draws_repeat_from_their_generator,
     "privaudit.training.fedavg:simulate_fedavg": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     "privaudit.training.fedavg:participation_schedule": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     # records of the seed their maker used, checked in the maker's case

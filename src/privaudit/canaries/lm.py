@@ -89,18 +89,19 @@ def secret_from_ids(tokenizer, ids: Sequence[int]) -> str:
     return str(tokenizer.decode([int(i) for i in ids], skip_special_tokens=False, clean_up_tokenization_spaces=False))
 
 
-def random_token_secrets(tokenizer, count: int, length: int, rng: np.random.Generator, pool: Sequence[int] | None = None) -> list[str]:
+def random_token_secrets(tokenizer, count: int, length: int, rng: np.random.Generator | int = 0, pool: Sequence[int] | None = None) -> list[str]:
     """``count`` secrets of ``length`` tokens drawn uniformly from ``pool`` (default: the ordinary vocabulary)."""
+    rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
     choices = np.asarray(usable_token_ids(tokenizer) if pool is None else pool)
     return [secret_from_ids(tokenizer, rng.choice(choices, size=length).tolist()) for _ in range(count)]
 
 
-def new_token_names(count: int, seed: int) -> list[str]:
+def new_token_names(count: int, seed: int = 0) -> list[str]:
     """Names of ``count`` new tokens, tagged with the seed so two audits' tokens differ."""
     return [f"<|pa{seed % 100000}_{index}|>" for index in range(count)]
 
 
-def add_new_tokens(model, tokenizer, names: Sequence[str], *, seed: int):
+def add_new_tokens(model, tokenizer, names: Sequence[str], *, seed: int = 0):
     """Copies of ``model`` and ``tokenizer`` with ``names`` added as tokens and the embeddings resized by transformers (new rows drawn under ``seed``).
 
     The user's objects and the global RNG state are left as they are.
@@ -136,16 +137,18 @@ def _next_token_log_probs(model, tokenizer, prefix: str):
     return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
 
 
-def least_likely_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator, pool_size: int = 64) -> list[str]:
+def least_likely_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator | int = 0, pool_size: int = 64) -> list[str]:
     """Secrets of tokens drawn uniformly from the ``pool_size`` usable tokens the base model finds least likely after ``prefix``."""
+    rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
     log_probs = _next_token_log_probs(model, tokenizer, prefix)
     ordinary = np.asarray([i for i in usable_token_ids(tokenizer) if i < len(log_probs)])
     pool = ordinary[np.argsort(log_probs[ordinary], kind="stable")[:pool_size]]
     return random_token_secrets(tokenizer, count, length, rng, pool=pool.tolist())
 
 
-def bigram_secrets(tokenizer, texts: Sequence[str], prefix: str, count: int, length: int, rng: np.random.Generator) -> list[str]:
+def bigram_secrets(tokenizer, texts: Sequence[str], prefix: str, count: int, length: int, rng: np.random.Generator | int = 0) -> list[str]:
     """Chains sampled from the bigram counts of ``texts`` (the fine-tuning data), starting after the prefix's last token; unigram where a token has no successor."""
+    rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
     successors: dict[int, list[int]] = {}
     unigram: list[int] = []
@@ -167,8 +170,9 @@ def bigram_secrets(tokenizer, texts: Sequence[str], prefix: str, count: int, len
     return out
 
 
-def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator, temperature: float = 2.0) -> list[str]:
+def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: int, rng: np.random.Generator | int = 0, temperature: float = 2.0) -> list[str]:
     """Samples of ``length`` tokens from the base model after ``prefix`` at ``temperature``, from a private torch Generator (no global RNG)."""
+    rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
     import torch
 
     if not temperature > 0:
@@ -201,9 +205,20 @@ def data_prefixes(texts: Sequence[str], count: int, words: int, rng: np.random.G
 
 
 def draw_secrets(
-    design: str, tokenizer, *, count: int, length: int, prefix: str, rng: np.random.Generator, model=None, texts=(), new_tokens=(), temperature: float = 2.0
+    design: str,
+    tokenizer,
+    *,
+    count: int,
+    length: int,
+    prefix: str,
+    rng: np.random.Generator | int = 0,
+    model=None,
+    texts=(),
+    new_tokens=(),
+    temperature: float = 2.0,
 ):
     """(prefixes, secrets) of ``count`` canaries of ``design``; ``new_tokens`` must already be in ``tokenizer`` (:func:`add_new_tokens`)."""
+    rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
     if design == "random-tokens":
         return [prefix] * count, random_token_secrets(tokenizer, count, length, rng)
     if design == "new-tokens":

@@ -141,7 +141,7 @@ def prepare_lm_canaries(
     tokenizer,
     *,
     count: int,
-    seed: int,
+    seed: int = 0,
     length: int = 4,
     prefix: str = "my secret is ",
     span: str = "secret",

@@ -43,7 +43,7 @@ class GaussianDP:
     parameter_name: str = "mu"
 
     def parameter_from_errors(self, fpr: ArrayLike, fnr: ArrayLike) -> NDArray[np.float64]:
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # Φ⁻¹(0) - Φ⁻¹(1) is inf - inf: nan, as scipy.stats gives it
             mu = -special.ndtri(fpr) - special.ndtri(fnr)  # Φ⁻¹(1 - ᾱ) - Φ⁻¹(β̄), as norm.isf and norm.ppf compute them
         return cast("NDArray[np.float64]", np.maximum(mu, 0.0))
 
