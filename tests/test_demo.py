@@ -73,3 +73,28 @@ def test_summary_is_checked_against_the_schema_entry_by_entry():
         validate_results({**summary, "audits": [{**entry, "value": "high"}]})
     with pytest.raises(ValueError, match="'child_seeds' is a required property"):
         validate_results({key: value for key, value in summary.items() if key != "child_seeds"})
+
+
+def test_the_demo_records_library_warnings_and_prints_only_privaudits_notes(cli, tmp_path, small_fl_demo, monkeypatch):
+    import warnings
+
+    from privaudit._core.capture import VALIDITY_NOTES
+    from privaudit.audits.registry import get_audit
+
+    audit = get_audit("fl")
+    original = type(audit).run
+
+    def run_that_warns(self, config, **options):  # as Opacus does when its secure RNG is off
+        for _ in range(2):
+            warnings.warn("Secure RNG turned off. This is perfectly fine for experimentation", UserWarning, stacklevel=1)
+        return original(self, config, **options)
+
+    monkeypatch.setattr(type(audit), "run", run_that_warns)
+    code, _, stderr = cli(["demo", "--output", tmp_path / "quiet", "--no-history"])
+    assert code == 0, stderr
+    secure_rng_note = VALIDITY_NOTES[0][1]
+    assert stderr.splitlines() == [f"note: {secure_rng_note}"]  # privaudit's words, once; not the library's
+    (captured,) = json.loads((tmp_path / "quiet" / "fl" / "results.json").read_text())["captured_warnings"]
+    assert captured["count"] == 2 and captured["message"].startswith("Secure RNG turned off")
+    code, _, stderr = cli(["demo", "--output", tmp_path / "verbose", "--no-history", "--verbose"])
+    assert code == 0 and "captured UserWarning from tests/test_demo.py:" in stderr and "(2x): Secure RNG turned off" in stderr

@@ -37,7 +37,7 @@ from typing import Any
 from ._core.files import staged_output
 from ._core.results import library_versions
 from ._core.seeding import child_seeds
-from .audits.base import Progress
+from .audits.base import Progress, run_capturing
 from .audits.registry import get_audit
 from .report.html import ReportSection, write_report
 from .report.runs import write_run
@@ -152,7 +152,7 @@ def _run_family(name: str, directory: Path, seed: int, say: Progress) -> list[Pa
         def progress(stage, completed=None, total=None, detail="", title=audit.title):
             say(f"{title}: {stage}", completed, total, detail)
 
-        write_run(directory / demo_run.folder, audit.run(config, progress=progress))
+        write_run(directory / demo_run.folder, run_capturing(audit, config, progress=progress))
         written.append(directory / demo_run.folder)
     return written
 

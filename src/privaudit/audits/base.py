@@ -34,7 +34,7 @@ from .._core.capture import CapturedWarning
 from .._core.conventions import Convention
 from .._core.results import Result
 
-__all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress"]
+__all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
 
 # fields that the writer and Result.to_dict add around a result's own fields
 PROVENANCE_KEYS = frozenset({"result_type", "versions", "schema_version", "audit", "machine", "created_at", "reproducible"})
@@ -196,3 +196,16 @@ class Audit:
 
     def __repr__(self) -> str:
         return f"<Audit {self.name!r}>"
+
+
+def run_capturing(audit: Audit, config: Any, **options: Any) -> AuditRun:
+    """``audit.run(config, **options)``, with what the libraries warned about meanwhile in the result's ``captured_warnings``.
+
+    Nothing reaches stderr during the run (:mod:`privaudit._core.capture`):
+    the command line and the demo print the record afterwards.
+    """
+    from .._core.capture import capture_library_output
+
+    with capture_library_output() as captured:
+        run = audit.run(config, **options)
+    return dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))

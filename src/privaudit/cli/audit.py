@@ -22,9 +22,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .._core.capture import capture_library_output
 from .._core.files import check_output_dir
 from .._core.resources import check_memory
+from ..audits.base import run_capturing
 from ..audits.registry import get_audit, names
 from .app import audit_app
 from .options import (
@@ -476,9 +476,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
         with progress_bars() as progress:
             if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
                 run_options["checkpoints"] = output / "runs"
-            with capture_library_output() as captured:  # libraries' warnings go to the record, not between the bars
-                run = audit.run(config, progress=progress, **run_options)
-            run = dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))
+            run = run_capturing(audit, config, progress=progress, **run_options)  # libraries' warnings go to the record, not between the bars
             progress("writing results.json, figures and report.html")
             data = write_run(output, run, report=True, title=f"privaudit audit {name}")
         record(data)

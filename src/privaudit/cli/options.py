@@ -111,9 +111,9 @@ def history_recorder(history: Optional[Path], no_history: bool, model_id: Option
 
 def report_captured(captured, *, verbose: bool) -> None:
     """Print what libraries warned about during an audit: privaudit's notes always, the libraries' own words only with ``verbose``."""
+    for note in dict.fromkeys(item.note for item in captured if item.note):  # each note once, however many audits raised it
+        typer.echo(f"note: {note}", err=True)
     for item in captured:
-        if item.note:
-            typer.echo(f"note: {item.note}", err=True)
         if verbose:
             times = f" ({item.count}x)" if item.count > 1 else ""
             typer.echo(f"captured {item.category} from {item.source}{times}: {item.message}", err=True)

@@ -15,7 +15,18 @@ import typer
 
 from .._core.files import check_output_dir, check_output_file
 from .app import app
-from .options import HistoryOption, JsonOption, NoHistoryOption, emit, format_value, history_recorder, progress_bars, render_table
+from .options import (
+    HistoryOption,
+    JsonOption,
+    NoHistoryOption,
+    VerboseOption,
+    emit,
+    format_value,
+    history_recorder,
+    progress_bars,
+    render_table,
+    report_captured,
+)
 
 
 @app.command()
@@ -26,6 +37,7 @@ def demo(
     history: HistoryOption = None,
     no_history: NoHistoryOption = False,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run the audits on the embedded defaults and write report.html and results.json (--quick: the statistical core only)."""
     from .._core.seeding import check_seed
@@ -49,6 +61,9 @@ def demo(
         outcome = run_full_demo(output, seed=seed, progress=report)
     for data in outcome.results:
         record(data)
+    from ..report.provenance import warnings_in
+
+    report_captured([item for data in outcome.results for item in warnings_in(data)], verbose=verbose)
     if as_json:
         emit(json.dumps(outcome.summary, indent=2))
         return
