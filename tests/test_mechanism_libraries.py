@@ -10,7 +10,7 @@ import pytest
 from privaudit.audits.mechanism import audit_mechanism
 
 BUDGET = {"samples": 3000, "pilot_samples": 2000}
-SMALL_BUDGET = {"samples": 1000, "pilot_samples": 500}  # OpenDP samples exactly, about 0.5 ms a draw
+SMALL_BUDGET = {"samples": 1000, "pilot_samples": 500}
 DATASET = np.linspace(0.0, 1.0, 10)
 
 
@@ -25,7 +25,8 @@ def _adapters():
     from privaudit.integrations import dp_libraries as lib
 
     return [
-        pytest.param(lambda: lib.opendp_laplace_sum(scale=1.0), "opendp.prelude", SMALL_BUDGET, 0.5, id="opendp-laplace"),
+        # OpenDP draws from its own unseedable generator: a budget whose bound sits far above half the claim (0.77-0.86 of it in 8 runs), so the test holds for any draw
+        pytest.param(lambda: lib.opendp_laplace_sum(scale=1.0), "opendp.prelude", BUDGET, 0.5, id="opendp-laplace"),
         pytest.param(lambda: lib.pydp_laplace_sum(epsilon=1.0), "pydp", BUDGET, 0.5, id="python-dp-laplace"),
         pytest.param(lambda: lib.diffprivlib_laplace_sum(epsilon=1.0), "diffprivlib.mechanisms", BUDGET, 0.5, id="diffprivlib-laplace"),
         pytest.param(lambda: lib.diffprivlib_gaussian_sum(epsilon=1.0, delta=1e-5), "diffprivlib.mechanisms", BUDGET, None, id="diffprivlib-gaussian"),
