@@ -106,6 +106,23 @@ def _select(cache, index):
     return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, index), layer.values.index_select(0, index)) for layer in cache.layers])
 
 
+def _cache_keyword(model) -> str:
+    """The forward argument that takes a KV cache: ``cache`` since transformers renamed it, ``past_key_values`` before."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def _returned_cache(output):
+    """The KV cache a forward call returned, under either name."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
 class HFCausalLMScorer:
     """Batched log-perplexity (bits) of texts and of format candidates under a causal LM.
 
@@ -124,6 +141,7 @@ class HFCausalLMScorer:
         if device is not None:
             model = model.to(device)
         self.model = model
+        self._cache_keyword = _cache_keyword(model)
         self.device = next(model.parameters()).device
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -201,7 +219,7 @@ class HFCausalLMScorer:
             log_probs = self.torch.log_softmax(out.logits[0].double(), dim=-1)
             targets = self.torch.as_tensor(shared[1:], device=self.device, dtype=self.torch.long)
             bits = -float(log_probs[:-1].gather(1, targets[:, None]).sum()) / _LN2 if len(shared) > 1 else 0.0
-            self._prefix_states = {key: (out.past_key_values, log_probs[-1:], bits)}
+            self._prefix_states = {key: (_returned_cache(out), log_probs[-1:], bits)}
         return self._prefix_states[key]
 
     def _tails_prefix(self, state, tails) -> np.ndarray:
@@ -220,7 +238,7 @@ class HFCausalLMScorer:
                 attention = torch.ones((n, past + width), dtype=torch.long, device=self.device)
                 attention[:, past:] = mask.long()
                 repeated = _select(cache, torch.zeros(n, dtype=torch.long, device=self.device))
-                logits = self.model(input_ids=tokens, attention_mask=attention, past_key_values=repeated, use_cache=True).logits
+                logits = self.model(input_ids=tokens, attention_mask=attention, use_cache=True, **{self._cache_keyword: repeated}).logits
                 rest = self._sum_log_probs(logits[:, :-1], tokens[:, 1:], mask[:, 1:])
             self.queries += n
             out[start : start + n] = -(first + rest).cpu().numpy() / _LN2
@@ -261,7 +279,7 @@ class HFCausalLMScorer:
             for start in range(0, len(inner), self.batch_size):
                 chosen = torch.as_tensor(inner[start : start + self.batch_size], device=self.device)
                 selected = _select(cache, rows_t[chosen])
-                logits = self.model(input_ids=tokens_t[chosen][:, None], past_key_values=selected, use_cache=True).logits
+                logits = self.model(input_ids=tokens_t[chosen][:, None], use_cache=True, **{self._cache_keyword: selected}).logits
                 self.queries += len(chosen)
                 next_last = torch.log_softmax(logits[:, -1].double(), dim=-1)
                 stack.append(([kids[p] for p in chosen.tolist()], selected, next_last, child_totals[chosen]))
