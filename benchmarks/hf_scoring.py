@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import tokenizers
 import torch
 import transformers
 
 from privaudit._core.results import library_versions
+from privaudit.audits.lm_one_run_tiny import bpe_tokenizer as trained_bpe_tokenizer
 from privaudit.canaries import CanaryFormat
 from privaudit.models.hf import HFCausalLMScorer
 
@@ -28,11 +28,7 @@ from privaudit.models.hf import HFCausalLMScorer
 def bpe_tokenizer(seed: int):
     rng = np.random.default_rng(seed)
     lines = [f"my pin is {rng.integers(0, 10**6):06d}" for _ in range(2000)] + ["the cat sat on the mat", "my pin is safe"] * 50
-    backend = tokenizers.Tokenizer(tokenizers.models.BPE())
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = tokenizers.trainers.BpeTrainer(vocab_size=400, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    backend.train_from_iterator(lines, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend)
+    return trained_bpe_tokenizer(lines, vocab_size=400)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
+from privaudit.audits.lm_one_run_tiny import bpe_tokenizer as trained_bpe_tokenizer
 from privaudit.canaries import CanaryFormat
 from privaudit.extraction import brute_force_search, shortest_path_search
 from privaudit.models.hf import HFCausalLMScorer
@@ -26,12 +27,7 @@ FMT = CanaryFormat("my pin is {digits:2}")
 def bpe_tokenizer():
     rng = np.random.default_rng(0)
     lines = [f"my pin is {rng.integers(0, 1000):03d}" for _ in range(300)] + ["the cat sat on the mat", "my pin is safe"] * 20
-    backend = tokenizers.Tokenizer(tokenizers.models.BPE())
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = tokenizers.decoders.ByteLevel()
-    trainer = tokenizers.trainers.BpeTrainer(vocab_size=300, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    backend.train_from_iterator(lines, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend)
+    return trained_bpe_tokenizer(lines, vocab_size=300)
 
 
 @pytest.fixture(scope="module")
