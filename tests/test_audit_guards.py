@@ -77,8 +77,8 @@ def test_a_panoramia_spec_the_machine_cannot_hold_is_refused_before_the_model_is
         raise AssertionError("the members or the model were loaded before the sizes were checked")
 
     monkeypatch.setattr(targets, "load_model", must_not_run)
-    monkeypatch.setattr("privaudit.audits.panoramia.audit.load_model", must_not_run)
-    monkeypatch.setattr("privaudit.audits.panoramia.audit.load_members", must_not_run)
+    monkeypatch.setattr("privaudit.audits.panoramia.own_model.load_model", must_not_run)
+    monkeypatch.setattr("privaudit.audits.panoramia.own_model.load_members", must_not_run)
     code, out, err = _cli(_panoramia_on_spec(tmp_path, spec), capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert f"the `--spec` model ({shown}) needs about" in err and "GiB" in err

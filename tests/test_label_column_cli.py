@@ -85,7 +85,7 @@ class GameReached(Exception):
 
 
 def test_panoramia_with_label_col_plays_the_game_on_the_named_column(files, model, tmp_path, monkeypatch):
-    from privaudit.audits.panoramia import audit as panoramia_audit
+    from privaudit.audits.panoramia import own_model as panoramia_audit
 
     seen = {}
 

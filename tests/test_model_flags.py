@@ -52,7 +52,7 @@ def audit_stub(monkeypatch):
         seen["loss"] = loss(x, y)
         raise ValueError("stub: the target loaded and scored")
 
-    monkeypatch.setattr("privaudit.audits.panoramia.audit.run_panoramia", stop)
+    monkeypatch.setattr("privaudit.audits.panoramia.own_model.run_panoramia", stop)
     return seen
 
 
@@ -103,7 +103,7 @@ def test_model_output_settles_an_ambiguous_onnx_model_on_the_command_line(tmp_pa
 def test_the_output_kind_is_recorded_for_the_target(tmp_path, monkeypatch):
     from privaudit.audits.panoramia import PanoramiaSettings, run_panoramia_on_model
 
-    monkeypatch.setattr("privaudit.audits.panoramia.audit.run_panoramia", lambda loss, x, y, **_: (loss(x, y), None))
+    monkeypatch.setattr("privaudit.audits.panoramia.own_model.run_panoramia", lambda loss, x, y, **_: (loss(x, y), None))
     identity_onnx(tmp_path / "id.onnx")
     rng = np.random.default_rng(2)
     x, y = rng.dirichlet(np.ones(3), size=20), rng.integers(0, 3, 20)

@@ -7,8 +7,11 @@ The family's audit pieces, one module each:
   (:func:`panoramia_curves`);
 * :mod:`.targets`: the models audited: privaudit's trained targets, and a
   user's saved classifier and members, loaded safely;
+* :mod:`.own_model`: the audit of a user's model on its own members
+  (:func:`run_panoramia_on_model`);
+* :mod:`.memory`: the memory an audit holds, estimated before any model is built;
 * :mod:`.audit`: the family on the audit interface (:data:`AUDIT`): the
-  embedded default, the audit of a user's model, and their results.
+  embedded default and the results.
 
 The statistics are in :mod:`privaudit.stats.panoramia`, the generators in
 :mod:`privaudit.generators` and the figures in :mod:`privaudit.report.panoramia`.
@@ -23,10 +26,7 @@ from .audit import (
     PanoramiaDemoConfig,
     PanoramiaResults,
     PanoramiaTarget,
-    classifier_parameters,
     run_panoramia_default,
-    run_panoramia_on_model,
-    spec_memory_estimate,
 )
 from .game import (
     GameScores,
@@ -39,6 +39,8 @@ from .game import (
     run_panoramia,
     score_losses,
 )
+from .memory import classifier_parameters, spec_memory_estimate
+from .own_model import run_panoramia_on_model
 from .targets import TorchTarget, TrainingRecipe, load_members, load_model, save_classifier, train_classifier
 
 __all__ = [

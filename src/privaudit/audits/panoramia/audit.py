@@ -1,4 +1,4 @@
-"""PANORAMIA on the audit interface: the embedded default, the audit of a user's model, and their results.
+"""PANORAMIA on the audit interface: the embedded default and the results (a user's model: :mod:`.own_model`).
 
 The default (``configs/panoramia.json``) runs on statsmodels' ``fair`` data:
 ``num_candidates`` rows are candidates, each put in the training set by an
@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..._core.conventions import Convention
-from ..._core.resources import check_memory
 from ..._core.validation import check_choice, check_count, check_probability
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .game import PanoramiaAuditResult, PanoramiaSettings, panoramia_curves, run_panoramia
-from .targets import TrainingRecipe, load_members, load_model, train_classifier
+from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
+from .memory import classifier_parameters, peak_memory
+from .own_model import run_panoramia_on_model
+from .targets import TrainingRecipe, train_classifier
 
 __all__ = [
     "AUDIT",
@@ -38,14 +38,10 @@ __all__ = [
     "PanoramiaTarget",
     "DEMO_DATASETS",
     "PanoramiaDemoConfig",
-    "classifier_parameters",
     "run_panoramia_default",
-    "run_panoramia_on_model",
-    "spec_memory_estimate",
 ]
 
 DEMO_DATASETS = ("fair", "randhie", "digits")
-GENERATORS = ("mst", "vae")
 # the widest embedded data: digits' 8 x 8 pixels and 10 classes (fair: 8 features, randhie: 9, both 2 classes)
 _DEMO_INPUT_DIM, _DEMO_CLASSES = 64, 10
 
@@ -126,18 +122,6 @@ class PanoramiaDemoConfig:
         return AUDIT.load_config(path)
 
 
-def make_generator(kind: str, *, epochs: int = 200):
-    """The generator of a modality: ``"mst"`` (tabular) or ``"vae"`` (images in [0, 1])."""
-    check_choice(kind, "generator", GENERATORS)
-    if kind == "mst":
-        from ...generators.tabular import MSTGenerator
-
-        return MSTGenerator()
-    from ...generators.images import VAEGenerator
-
-    return VAEGenerator(epochs=epochs)
-
-
 def _load(config: PanoramiaDemoConfig):
     if config.dataset == "digits":
         from ...data.tabular import load_dataset
@@ -204,179 +188,6 @@ def run_panoramia_default(config: PanoramiaDemoConfig, progress=None) -> tuple[d
         }
         scores[name] = game
     return results, scores
-
-
-MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
-
-
-def classifier_parameters(architecture: str, *, input_dim: int, num_classes: int, hidden: int = 64, depth: int = 1) -> int:
-    """The number of weights of :func:`~privaudit.models.classifiers.build_classifier`'s model, without building it.
-
-    Exact for "linear" and "mlp"; for "cnn" an upper bound (one input channel).
-
-    >>> classifier_parameters("mlp", input_dim=30, num_classes=2, hidden=16), classifier_parameters("mlp", input_dim=30, num_classes=2, hidden=16, depth=3)
-    (530, 1074)
-    >>> classifier_parameters("mlp", input_dim=10**6, num_classes=2, hidden=10**6) > 10**12
-    True
-    """
-    if architecture == "linear":
-        return (input_dim + 1) * num_classes
-    if architecture == "cnn":  # Conv2d(C, 8, 3) and Linear(8 (H // 2) (W // 2), classes), with C * H * W = input_dim
-        return 8 * 9 * input_dim + 8 + (2 * input_dim + 1) * num_classes
-    return (input_dim + 1) * hidden + (depth - 1) * (hidden + 1) * hidden + (hidden + 1) * num_classes
-
-
-def _training_memory(parameters: int, *, dp_batch_size: int = 0) -> int:
-    """Bytes of float32 weights of a model being trained: weights, gradients and Adam's two moments, plus DP-SGD's per-example gradients."""
-    return 4 * parameters * (4 + dp_batch_size)
-
-
-def _peak_memory(target: int, helper: int, *, target_dp_batch: int = 0, helper_dp_batch: int = 0, trained: bool = True) -> int:
-    """The larger of: training the target (``trained``), and the target beside the helper while the real-data helper trains."""
-    training = _training_memory(target, dp_batch_size=target_dp_batch) if trained else 0
-    return max(training, 4 * target + 4 * helper + _training_memory(helper, dp_batch_size=helper_dp_batch))
-
-
-def spec_memory_estimate(model_path, spec_path=None) -> tuple[int, str]:
-    """A lower estimate of the bytes an audit of the privaudit classifier described by ``--spec`` holds, and the sizes that drive it.
-
-    Read before the model is built, so that ``input_dim``, ``hidden`` or
-    ``depth`` beyond the machine's memory are refused up front. A spec this
-    cannot read, or a model whose spec only its state dict records, is left
-    to :func:`~privaudit.audits.panoramia.targets.load_model` (0: no
-    estimate), which names what is wrong with it.
-    """
-    from ..._core.files import read_json
-
-    if spec_path is None and not Path(model_path).with_suffix(".json").exists():
-        return 0, ""  # the spec the state dict records, if any: its size bounds the model's
-    spec_path = Path(spec_path) if spec_path is not None else Path(model_path).with_suffix(".json")
-    spec = read_json(spec_path, "--spec")  # size and nesting checked before parsing
-    if not isinstance(spec, dict):
-        return 0, ""
-    values = {key: spec.get(key, default) for key, default in (("input_dim", None), ("num_classes", None), ("hidden", 64), ("depth", 1))}
-    sizes: dict[str, int] = {key: value for key, value in values.items() if isinstance(value, int) and not isinstance(value, bool) and value >= 1}
-    if len(sizes) < len(values):
-        return 0, ""
-    architecture = spec.get("architecture")
-    parameters = classifier_parameters(architecture if isinstance(architecture, str) else "mlp", **sizes)
-    shown = ", ".join(f"`{key}` = {sizes[key]}" for key in ("input_dim", "hidden", "depth") if key in spec)
-    return _peak_memory(parameters, parameters, trained=False), f"the `--spec` model ({shown})"
-
-
-def _user_target(model_path, model_kind, factory, spec_path, x, y, output="auto", trusted=()):
-    """(loss function, spec of the helper, conventions) of the user's model; the helper is the model's architecture or an MLP."""
-    check_choice(model_kind, "--model-kind", MODEL_KINDS)
-    if model_kind == "privaudit":
-        if factory is not None:
-            raise ValueError("`--factory` builds a torch architecture: give it with `--model-kind torch`")
-        if output != "auto" or trusted:
-            raise ValueError("`--model-output` and `--trusted` are for a model loaded by `--model-kind`; a privaudit classifier returns logits")
-        target, spec = load_model(model_path, spec_path)
-        if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
-            raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
-        return target.loss, spec, ()
-    if spec_path is not None:
-        raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
-    from ...models.loading import load_model as load_user_model
-
-    loaded = load_user_model(model_path, kind=model_kind, factory=factory, output=output, trusted=trusted)
-    try:
-        loaded.loss(x[:2], y[:2])  # the members fit the model: features accepted, labels within its outputs
-    except ValueError as error:
-        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {error}") from None
-    except Exception as error:  # a framework's own error on inputs of the wrong shape
-        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {type(error).__name__}: {' '.join(str(error).split())[:200]}") from None
-    loaded = loaded.decide_output(x)  # once per audit, on every member: logits, probabilities or log-probabilities
-    conventions = (loaded.output_convention,) if loaded.output_convention is not None else ()
-    # the architecture is unknown: the helper is a privaudit MLP on the members' features
-    return loaded.loss, {"architecture": "mlp", "input_dim": int(x.shape[1]), "num_classes": int(y.max()) + 1, "hidden": 64, "depth": 1}, conventions
-
-
-def run_panoramia_on_model(
-    model_path,
-    members_path,
-    *,
-    spec_path=None,
-    non_members_path=None,
-    inclusion_randomised=False,
-    generator="mst",
-    helper_epochs: int = 10,
-    settings: PanoramiaSettings = PanoramiaSettings(),
-    model_kind: str = "privaudit",
-    factory: str | None = None,
-    label_col: str | None = None,
-    model_output: str = "auto",
-    trusted=(),
-) -> tuple[dict, dict, tuple[Convention, ...]]:
-    """Audit a user's saved classifier on its members (file formats in :mod:`privaudit.audits.panoramia.targets`).
-
-    Returns (results by target, game scores by target, the conventions the
-    audit rests on: the label column of each of ``members_path`` and
-    ``non_members_path``, and the model's output kind). ``label_col`` names the label column of whichever
-    of them is a ``.csv`` or ``.parquet``; without it each such file's label
-    column is decided by check or refused (:mod:`privaudit._core.labelled`).
-
-    ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
-    spec, and the helper has the model's architecture; any other kind is
-    loaded by :func:`privaudit.models.loading.load_model` (``factory`` for
-    "torch"), and the helper is a privaudit MLP (64 hidden units) of the
-    members' input dimension, since the model's architecture is unknown. The
-    helper is trained for ``helper_epochs`` on generated data;
-    ``inclusion_randomised`` declares that members and non-members were split
-    by fair coins before training (enables O(1)). ``model_output`` and
-    ``trusted`` go to :func:`~privaudit.models.loading.load_model` as
-    ``output`` and ``trusted``.
-    """
-    make_generator(generator)  # a bad name fails before any file is read
-    _check_label_col(label_col, members_path, non_members_path)
-    if model_kind == "privaudit":  # sizes the machine cannot hold are refused before any file is loaded or model built
-        check_memory(*spec_memory_estimate(model_path, spec_path))
-    members = load_members(members_path, label_col=label_col)
-    x, y = members.x, members.y
-    loss, spec, output_conventions = _user_target(model_path, model_kind, factory, spec_path, x, y, model_output, trusted)
-    conventions: tuple[Convention, ...] = (members.label, *output_conventions)
-    non_members = None
-    if non_members_path is not None:
-        read = load_members(non_members_path, "non-members", label_col=label_col)
-        non_members, conventions = (read.x, read.y), (*conventions, read.label)
-    if inclusion_randomised and non_members is None:
-        raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
-    candidates = None
-    if inclusion_randomised and non_members is not None:
-        candidates = (np.r_[x, non_members[0]], np.r_[y, non_members[1]], np.r_[np.ones(len(x), bool), np.zeros(len(non_members[0]), bool)])
-    recipe = TrainingRecipe(architecture=spec["architecture"], hidden=spec.get("hidden", 64), depth=spec.get("depth", 1), epochs=helper_epochs)
-    image_shape = spec.get("image_shape")
-
-    def train_helper(hx, hy, seed):
-        return train_classifier(hx, hy, recipe, num_classes=spec["num_classes"], image_shape=image_shape, seed=seed).loss
-
-    timings: dict[str, float] = {}
-    result, game = run_panoramia(
-        loss,
-        x,
-        y,
-        generator=make_generator(generator),
-        train_helper=train_helper,
-        settings=settings,
-        num_classes=spec["num_classes"],
-        non_members=non_members,
-        one_run_candidates=candidates,
-        target_name=str(model_path),
-        generator_name=generator,
-        timings=timings,
-    )
-    name = str(Path(model_path).stem)
-    return {name: {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {name: game}, conventions
-
-
-def _check_label_col(label_col: str | None, *paths) -> None:
-    """Refuse ``--label-col`` when no file it could apply to is given: every one is an .npz, labelled by its array 'y'."""
-    if label_col is not None and all(path is None or Path(path).suffix.lower() == ".npz" for path in paths):
-        raise ValueError(
-            "`--label-col` names the label column of a .csv or .parquet `--members` or `--non-members`; "
-            "an .npz's labels are its array 'y', so give no `--label-col` with .npz files only"
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,7 +264,7 @@ class PanoramiaAudit(Audit):
         best, what = 0, ""
         for name in config.targets:
             target, target_dp, target_sizes = models[name]
-            estimate = _peak_memory(target, helper, target_dp_batch=target_dp, helper_dp_batch=helper_dp)
+            estimate = peak_memory(target, helper, target_dp_batch=target_dp, helper_dp_batch=helper_dp)
             if estimate > best:
                 best, what = estimate, target_sizes if target * (1 + target_dp) >= helper * (1 + helper_dp) else helper_sizes
         return best, what

@@ -74,6 +74,8 @@ from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ...stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, privacy_recall_curve, real_non_member_bound
 
 __all__ = [
+    "GENERATORS",
+    "make_generator",
     "GameScores",
     "PanoramiaAuditResult",
     "PanoramiaCurves",
@@ -420,3 +422,18 @@ def _real_non_members(target_loss, non_members, train_x, train_y, a_real, member
     scores = np.where(s, _member_score(model, test_members[:m]), _member_score(model, non_member_features))
     bound = real_non_member_bound(scores, s, confidence=settings.confidence, num_recall_levels=settings.num_recall_levels)
     return bound, scores, s
+
+
+GENERATORS = ("mst", "vae")
+
+
+def make_generator(kind: str, *, epochs: int = 200):
+    """The generator of a modality: ``"mst"`` (tabular) or ``"vae"`` (images in [0, 1])."""
+    check_choice(kind, "generator", GENERATORS)
+    if kind == "mst":
+        from ...generators.tabular import MSTGenerator
+
+        return MSTGenerator()
+    from ...generators.images import VAEGenerator
+
+    return VAEGenerator(epochs=epochs)

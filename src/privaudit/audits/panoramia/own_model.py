@@ -1,0 +1,135 @@
+"""PANORAMIA on a user's model: ``privaudit audit panoramia --model MODEL --members MEMBERS``, the model loaded safely and audited on its own members."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from ..._core.conventions import Convention
+from ..._core.resources import check_memory
+from ..._core.validation import check_choice
+from .game import PanoramiaSettings, make_generator, run_panoramia
+from .memory import spec_memory_estimate
+from .targets import TrainingRecipe, load_members, load_model, train_classifier
+
+__all__ = ["MODEL_KINDS", "run_panoramia_on_model"]
+
+
+MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
+
+
+def _user_target(model_path, model_kind, factory, spec_path, x, y, output="auto", trusted=()):
+    """(loss function, spec of the helper, conventions) of the user's model; the helper is the model's architecture or an MLP."""
+    check_choice(model_kind, "--model-kind", MODEL_KINDS)
+    if model_kind == "privaudit":
+        if factory is not None:
+            raise ValueError("`--factory` builds a torch architecture: give it with `--model-kind torch`")
+        if output != "auto" or trusted:
+            raise ValueError("`--model-output` and `--trusted` are for a model loaded by `--model-kind`; a privaudit classifier returns logits")
+        target, spec = load_model(model_path, spec_path)
+        if x.shape[1] != spec["input_dim"] or y.max() >= spec["num_classes"]:
+            raise ValueError(f"`--members` must have {spec['input_dim']} features and labels < {spec['num_classes']}, got {x.shape[1]} and max label {y.max()}")
+        return target.loss, spec, ()
+    if spec_path is not None:
+        raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
+    from ...models.loading import load_model as load_user_model
+
+    loaded = load_user_model(model_path, kind=model_kind, factory=factory, output=output, trusted=trusted)
+    try:
+        loaded.loss(x[:2], y[:2])  # the members fit the model: features accepted, labels within its outputs
+    except ValueError as error:
+        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {error}") from None
+    except Exception as error:  # a framework's own error on inputs of the wrong shape
+        raise ValueError(f"`--members` do not fit the model in {str(model_path)!r}: {type(error).__name__}: {' '.join(str(error).split())[:200]}") from None
+    loaded = loaded.decide_output(x)  # once per audit, on every member: logits, probabilities or log-probabilities
+    conventions = (loaded.output_convention,) if loaded.output_convention is not None else ()
+    # the architecture is unknown: the helper is a privaudit MLP on the members' features
+    return loaded.loss, {"architecture": "mlp", "input_dim": int(x.shape[1]), "num_classes": int(y.max()) + 1, "hidden": 64, "depth": 1}, conventions
+
+
+def run_panoramia_on_model(
+    model_path,
+    members_path,
+    *,
+    spec_path=None,
+    non_members_path=None,
+    inclusion_randomised=False,
+    generator="mst",
+    helper_epochs: int = 10,
+    settings: PanoramiaSettings = PanoramiaSettings(),
+    model_kind: str = "privaudit",
+    factory: str | None = None,
+    label_col: str | None = None,
+    model_output: str = "auto",
+    trusted=(),
+) -> tuple[dict, dict, tuple[Convention, ...]]:
+    """Audit a user's saved classifier on its members (file formats in :mod:`privaudit.audits.panoramia.targets`).
+
+    Returns (results by target, game scores by target, the conventions the
+    audit rests on: the label column of each of ``members_path`` and
+    ``non_members_path``, and the model's output kind). ``label_col`` names the label column of whichever
+    of them is a ``.csv`` or ``.parquet``; without it each such file's label
+    column is decided by check or refused (:mod:`privaudit._core.labelled`).
+
+    ``model_kind`` "privaudit" reads a privaudit classifier's state dict and
+    spec, and the helper has the model's architecture; any other kind is
+    loaded by :func:`privaudit.models.loading.load_model` (``factory`` for
+    "torch"), and the helper is a privaudit MLP (64 hidden units) of the
+    members' input dimension, since the model's architecture is unknown. The
+    helper is trained for ``helper_epochs`` on generated data;
+    ``inclusion_randomised`` declares that members and non-members were split
+    by fair coins before training (enables O(1)). ``model_output`` and
+    ``trusted`` go to :func:`~privaudit.models.loading.load_model` as
+    ``output`` and ``trusted``.
+    """
+    make_generator(generator)  # a bad name fails before any file is read
+    _check_label_col(label_col, members_path, non_members_path)
+    if model_kind == "privaudit":  # sizes the machine cannot hold are refused before any file is loaded or model built
+        check_memory(*spec_memory_estimate(model_path, spec_path))
+    members = load_members(members_path, label_col=label_col)
+    x, y = members.x, members.y
+    loss, spec, output_conventions = _user_target(model_path, model_kind, factory, spec_path, x, y, model_output, trusted)
+    conventions: tuple[Convention, ...] = (members.label, *output_conventions)
+    non_members = None
+    if non_members_path is not None:
+        read = load_members(non_members_path, "non-members", label_col=label_col)
+        non_members, conventions = (read.x, read.y), (*conventions, read.label)
+    if inclusion_randomised and non_members is None:
+        raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
+    candidates = None
+    if inclusion_randomised and non_members is not None:
+        candidates = (np.r_[x, non_members[0]], np.r_[y, non_members[1]], np.r_[np.ones(len(x), bool), np.zeros(len(non_members[0]), bool)])
+    recipe = TrainingRecipe(architecture=spec["architecture"], hidden=spec.get("hidden", 64), depth=spec.get("depth", 1), epochs=helper_epochs)
+    image_shape = spec.get("image_shape")
+
+    def train_helper(hx, hy, seed):
+        return train_classifier(hx, hy, recipe, num_classes=spec["num_classes"], image_shape=image_shape, seed=seed).loss
+
+    timings: dict[str, float] = {}
+    result, game = run_panoramia(
+        loss,
+        x,
+        y,
+        generator=make_generator(generator),
+        train_helper=train_helper,
+        settings=settings,
+        num_classes=spec["num_classes"],
+        non_members=non_members,
+        one_run_candidates=candidates,
+        target_name=str(model_path),
+        generator_name=generator,
+        timings=timings,
+    )
+    name = str(Path(model_path).stem)
+    return {name: {"audit": result, "training": dataclasses.asdict(recipe), "timings_s": timings}}, {name: game}, conventions
+
+
+def _check_label_col(label_col: str | None, *paths) -> None:
+    """Refuse ``--label-col`` when no file it could apply to is given: every one is an .npz, labelled by its array 'y'."""
+    if label_col is not None and all(path is None or Path(path).suffix.lower() == ".npz" for path in paths):
+        raise ValueError(
+            "`--label-col` names the label column of a .csv or .parquet `--members` or `--non-members`; "
+            "an .npz's labels are its array 'y', so give no `--label-col` with .npz files only"
+        )
