@@ -1,53 +1,24 @@
-"""What both Secret Sharer runs share: measuring inserted canaries under a scorer, the baselines and the headline.
+"""What both Secret Sharer runs share: the baselines and the headline (the measurement itself: :mod:`privaudit.observation.canary_exposure`).
 
 The run on privaudit's own character LSTM (:mod:`.secret_sharer`) and the
 run on the user's Hugging Face model (:mod:`.secret_sharer_own`) differ in
 where the model and the canaries come from; from a scorer on, they are the
-same: :func:`measure_canaries` scores the canaries and the references (and
-all of R when it is small) by log-perplexity, computes exposure three ways
-and optionally runs shortest-path extraction; :func:`guessing_baselines`
-and :func:`exposure_headline` read the numbers the same way.
-
-A scorer has ``format_log_perplexities(fmt, secrets=None)`` and
-``extraction_scorer(fmt)``. What its log-perplexity spans is the scorer's to
-say: the user's model's scorer records it as a convention
+same: :func:`measure_canaries` (re-exported here) measures the canaries,
+and :func:`guessing_baselines` and :func:`exposure_headline` read the
+numbers the same way. What a scorer's log-perplexity spans is the scorer's
+to say: the user's model's scorer records it as a convention
 (:meth:`privaudit.models.hf.HFCausalLMScorer.scored_span`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from ..stats.exposure import ExtrapolatedExposure, exact_exposure, exposure, exposure_extrapolated, random_guessing_exposure
-from .base import Headline, Progress
+from ..observation.canary_exposure import MeasuredCanaries, enumeration_index, measure_canaries
+from ..stats.exposure import random_guessing_exposure
+from .base import Headline
 
 __all__ = ["MeasuredCanaries", "enumeration_index", "exposure_headline", "guessing_baselines", "guessing_upper", "measure_canaries", "skewnorm_density"]
-
-
-@dataclasses.dataclass(frozen=True)
-class MeasuredCanaries:
-    """One dict per canary, the scores exposure ranked, the skew-normal fit of the references, and the extraction record."""
-
-    canaries: tuple[dict, ...]
-    canary_bits: np.ndarray
-    reference_bits: np.ndarray
-    fit: ExtrapolatedExposure
-    extraction: dict | None
-
-
-def enumeration_index(fmt, secret) -> int:
-    """Position of ``secret`` in ``fmt.enumerate()`` (lexicographic, last slot fastest).
-
-    >>> from privaudit.canaries import CanaryFormat
-    >>> enumeration_index(CanaryFormat("pin {digits:2}"), (4, 2))
-    42
-    """
-    index = 0
-    for symbols, symbol in zip(fmt.slots, secret, strict=True):
-        index = index * len(symbols) + int(symbol)
-    return index
 
 
 def guessing_upper(space_size: int, num_canaries: int, alpha: float) -> float:
@@ -109,63 +80,3 @@ def skewnorm_density(reference_bits, canary_bits, fit, points: int = 400) -> tup
 
     grid = np.linspace(min(np.min(reference_bits), np.min(canary_bits)), np.max(reference_bits), points)
     return grid, stats.skewnorm.pdf(grid, fit.shape, fit.loc, fit.scale)
-
-
-def _search(scorer, fmt, extraction_batch_size: int, max_queries: int) -> tuple:
-    """(found, queries spent when the budget ran out): one of them is None."""
-    from ..extraction import BudgetExhausted, shortest_path_search
-
-    try:
-        return shortest_path_search(scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=extraction_batch_size, max_queries=max_queries), None
-    except BudgetExhausted as error:  # a result, not a failure: nothing was extracted within the budget
-        return None, error.queries
-
-
-def measure_canaries(
-    scorer, fmt, records, references, *, max_exact: int, extract: bool, extraction_batch_size: int, max_extraction_queries: int, say: Progress
-) -> MeasuredCanaries:
-    """Score the canaries of ``records`` and the ``references`` under ``scorer``; exposures three ways; optional extraction.
-
-    Exact exposure ranks each canary by its own entry of the enumeration of
-    all of R (one computation path), when |R| <= ``max_exact``.
-    """
-    canary_secrets = [tuple(record["secret"]) for record in records]
-    canary_bits = scorer.format_log_perplexities(fmt, secrets=canary_secrets)
-    say("scoring references", None, None, f"{len(references)} candidates")
-    reference_bits = scorer.format_log_perplexities(fmt, secrets=references)
-    sampled = exposure(canary_bits, reference_bits)
-    extrapolated = exposure_extrapolated(canary_bits, reference_bits)
-    exact = None
-    if fmt.space_size <= max_exact:
-        say("scoring all of R", None, None, f"{fmt.space_size} candidates")
-        everything = scorer.format_log_perplexities(fmt)
-        exact = exact_exposure(everything[[enumeration_index(fmt, secret) for secret in canary_secrets]], everything)
-    found, exhausted = None, None
-    if extract:
-        say("extraction", None, None, "shortest-path search")
-        found, exhausted = _search(scorer, fmt, extraction_batch_size, max_extraction_queries)
-    canaries = tuple(
-        {
-            "text": record["text"],
-            "repetitions": record["repetitions"],
-            "log_perplexity_bits": float(canary_bits[index]),
-            "rank_sampled": int(sampled.ranks[index]),
-            "exposure_sampled": float(sampled.exposures[index]),
-            "exposure_extrapolated": float(extrapolated.exposures[index]),
-            "rank_exact": int(exact.ranks[index]) if exact is not None else None,
-            "exposure_exact": float(exact.exposures[index]) if exact is not None else None,
-            "extracted": (None if exhausted is None else False) if found is None else found.secret == canary_secrets[index],
-            "extraction_queries": None if found is None else found.queries,
-        }
-        for index, record in enumerate(records)
-    )
-    search = None if found is None else {"text": fmt.fill(found.secret), "queries": found.queries, "calls": found.calls, "nodes_expanded": found.nodes_expanded}
-    if exhausted is not None:
-        search = {
-            "text": None,
-            "queries": exhausted,
-            "calls": None,
-            "nodes_expanded": None,
-            "outcome": f"not extracted within {max_extraction_queries} queries",
-        }
-    return MeasuredCanaries(canaries, canary_bits, reference_bits, extrapolated, search)

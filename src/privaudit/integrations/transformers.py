@@ -100,12 +100,8 @@ def measure_canaries_with_scores(
     (:func:`privaudit.stats.exposure.exposure_extrapolated`); the arrays are
     what figures are drawn from.
     """
-    from ..stats.exposure import (
-        epsilon_from_exposure,
-        exact_exposure,
-        exposure,
-        exposure_extrapolated,
-    )
+    from ..observation.canary_exposure import measure_canaries as measure
+    from ..stats.exposure import epsilon_from_exposure
 
     record = provenance if isinstance(provenance, CorpusProvenance) else read_provenance(provenance)
     num_references = check_count(num_references, "num_references", minimum=10)
@@ -114,45 +110,26 @@ def measure_canaries_with_scores(
     entries = record.provenance.canaries
     secrets = [tuple(entry["secret"]) for entry in entries]
     references = reference_secrets(fmt, min(num_references, fmt.space_size - len(set(secrets))), exclude=secrets, seed=seed)
-    canary_bits = scorer.format_log_perplexities(fmt, secrets=secrets, reuse=reuse)
-    reference_bits = scorer.format_log_perplexities(fmt, secrets=references, reuse=reuse)
-    sampled = exposure(canary_bits, reference_bits)
-    extrapolated = exposure_extrapolated(canary_bits, reference_bits)
-    exact = None
-    if fmt.space_size <= max_exact:
-        everything = scorer.format_log_perplexities(fmt, reuse=reuse)
-        sizes = [len(symbols) for symbols in fmt.slots]
-        exact = exact_exposure(everything[[int(np.ravel_multi_index(secret, sizes)) for secret in secrets]], everything)
-    found = None
-    if extract:
-        from ..extraction import shortest_path_search
-
-        found = shortest_path_search(scorer.extraction_scorer(fmt), [len(s) for s in fmt.slots], batch_size=batch_size, max_queries=max_extraction_queries)
-    canaries = tuple(
-        {
-            "text": entry["text"],
-            "repetitions": entry["repetitions"],
-            "log_perplexity_bits": float(canary_bits[index]),
-            "exposure_sampled": float(sampled.exposures[index]),
-            "rank_sampled": int(sampled.ranks[index]),
-            "exposure_extrapolated": float(extrapolated.exposures[index]),
-            "exposure_exact": None if exact is None else float(exact.exposures[index]),
-            "rank_exact": None if exact is None else int(exact.ranks[index]),
-            "extracted": None if found is None else found.secret == secrets[index],
-        }
-        for index, entry in enumerate(entries)
+    measured = measure(
+        scorer,
+        fmt,
+        entries,
+        references,
+        max_exact=max_exact,
+        extract=extract,
+        extraction_batch_size=batch_size,
+        max_extraction_queries=max_extraction_queries,
+        reuse=reuse,
     )
+    canary_bits, reference_bits, extrapolated = measured.canary_bits, measured.reference_bits, measured.fit
     bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(entry["repetitions"] for entry in entries))
-    search = None
-    if found is not None:
-        search = {"text": fmt.fill(found.secret), "log_perplexity_bits": found.log_perplexity, "queries": found.queries, "calls": found.calls}
     measurement = CanaryMeasurement(
-        canaries=canaries,
+        canaries=measured.canaries,
         space_size=fmt.space_size,
         num_references=len(references),
         epsilon_bound=bound.to_dict(),
         skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
-        extraction=search,
+        extraction=measured.extraction,
         model_source=source,
         corpus_sha256=record.corpus_sha256,
     )
