@@ -44,6 +44,14 @@ def user(tmp_path_factory):
     return root
 
 
+def _loaded(directory):
+    """The model and tokenizer as the command loads them (on the GPU when there is one: high-temperature draws depend on the device)."""
+    from privaudit.models.loading import load_model
+
+    loaded = load_model(directory, kind="huggingface")
+    return loaded.model, loaded.tokenizer
+
+
 def _digests(folder):
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.iterdir())}
 
@@ -71,9 +79,8 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     stdout = _canaries(user, out, "--corpus", user / "corpus.txt", "--count", 24, "--length", 2, "--seed", 3)
     assert _digests(user / "base") == before  # the user's model directory is left as it was
     provenance = read_lm_provenance(out / "provenance.json")
-    # the same draw from the library, on the user's model and tokenizer loaded here
-    model = transformers.AutoModelForCausalLM.from_pretrained(user / "base")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(user / "base")
+    # the same draw from the library, on the user's model and tokenizer loaded here (on the device the command uses)
+    model, tokenizer = _loaded(user / "base")
     expected, _, _ = prepare_lm_canaries("new-tokens", tokenizer, count=24, seed=3, length=2, model=model)
     assert (provenance.design, provenance.span, provenance.secrets, provenance.included) == ("new-tokens", "secret", expected.secrets, expected.included)
     assert list(provenance.included) == (np.random.default_rng(provenance.inclusion_seed).random(24) < 0.5).tolist()
@@ -106,8 +113,7 @@ def test_every_design_and_corpus_format_from_the_command_line(user, tmp_path, de
     column = [] if text_format == "lines" else ["--column", "text"]
     _canaries(user, tmp_path / "out", "--design", design, "--corpus", corpus, "--format", text_format, *column, "--count", 8, "--length", 2)
     provenance = read_lm_provenance(tmp_path / "out" / "provenance.json")
-    model = transformers.AutoModelForCausalLM.from_pretrained(user / "base")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(user / "base")
+    model, tokenizer = _loaded(user / "base")
     texts = read_corpus_texts(corpus, text_format=text_format, column=None if text_format == "lines" else "text")
     expected, _, _ = prepare_lm_canaries(design, tokenizer, count=8, seed=0, length=2, model=model, texts=texts)
     assert (provenance.prefixes, provenance.secrets, provenance.included) == (expected.prefixes, expected.secrets, expected.included)

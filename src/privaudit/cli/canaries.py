@@ -182,6 +182,7 @@ def lm(
             "positions": positions,  # record index of each included canary, in the provenance's order
             "copies": 1,
             "model_to_fine_tune": "model" if saved is not None else str(base_model),
+            "device": None if model is None else str(next(model.parameters()).device),  # the base model's draws depend on it
             "versions": library_versions(),
         }
         provenance = dataclasses.replace(provenance, settings=provenance.settings | settings)
