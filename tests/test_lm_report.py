@@ -15,37 +15,22 @@ from cli_helpers import run_cli
 pytest.importorskip("matplotlib")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
+from test_lm_canaries_synthetic import _corpus, echoed  # noqa: E402, F401 - echoed: the provenance and synthetic text fixture
+
 from privaudit.audits.lm_one_run import AUDIT, LMOneRunConfig  # noqa: E402
-from privaudit.canaries.lm_provenance import LMProvenance  # noqa: E402
 from privaudit.report import lm as lm_report  # noqa: E402
 
-WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
 FIGURES = ("scores.png", "roc.png", "bound.png")
 
 
 @pytest.fixture()
-def echoed(tmp_path):
-    """A provenance of 60 word canaries and synthetic text echoing most included ones: scores with signal, fast (no model)."""
+def partly_echoed(echoed):  # noqa: F811 - the imported fixture
+    """The synthetic corpus echoes about 70% of the included canaries only: scores with signal and a ROC that is not a corner; fast (no model)."""
+    folder, record, _ = echoed
     rng = np.random.default_rng()
-    included = rng.random(60) < 0.5
-    included[:3], included[3:6] = True, False  # at least 3 on each side
-    prefixes = tuple(" ".join(rng.choice(WORDS, size=3)) + " " for _ in range(60))
-    secrets = tuple(" ".join(f"w{int(i)}" for i in rng.integers(0, 10**6, size=2)) for _ in range(60))
-    record = LMProvenance(
-        design="prefix-suffix",
-        span="secret",
-        prefixes=prefixes,
-        secrets=secrets,
-        included=tuple(bool(value) for value in included),
-        seed=0,
-        inclusion_seed=0,
-        tokenizer={"vocab_size": 1, "vocab_sha256": "0" * 64},
-    )
-    record.write(tmp_path / "provenance.json")
-    echoes = [p + s for p, s, keep in zip(prefixes, secrets, included, strict=True) if keep and rng.random() < 0.7]
-    noise = [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 7)))) for _ in range(100)]
-    (tmp_path / "synthetic.txt").write_text("\n".join(noise + echoes) + "\n")
-    return tmp_path
+    echoes = [text for text, keep in zip(record.texts, record.included, strict=True) if keep and rng.random() < 0.7]
+    (folder / "synthetic.txt").write_text("\n".join(_corpus(rng, 100) + echoes) + "\n")
+    return folder
 
 
 def _audit(folder, *extra):
@@ -62,8 +47,8 @@ def _text(dom: str) -> str:
 
 @needs_chromium
 @pytest.mark.parametrize("claim", [None, "0.05", "50"])
-def test_the_report_renders_its_figures_and_shows_the_bound_of_results_json(echoed, claim):
-    out, data = _audit(echoed, *(["--claimed-epsilon", claim] if claim else []))
+def test_the_report_renders_its_figures_and_shows_the_bound_of_results_json(partly_echoed, claim):
+    out, data = _audit(partly_echoed, *(["--claimed-epsilon", claim] if claim else []))
     dom, stderr = rendered_dom(chromium(), out / "report.html")
     assert not CONSOLE.search(stderr), stderr[-2000:]
     # every figure is written and embedded: the page's images are the PNG files, byte for byte
@@ -82,14 +67,14 @@ def test_the_report_renders_its_figures_and_shows_the_bound_of_results_json(echo
         assert ("Claim rejected: the one-run lower bound exceeds the claimed ε" in text) == (epsilon > float(claim)) == data["flagged"]
 
 
-def test_the_figures_draw_the_runs_scores_roc_and_bound(echoed, monkeypatch):
+def test_the_figures_draw_the_runs_scores_roc_and_bound(partly_echoed, monkeypatch):
     from privaudit.report import scores as scores_report
 
     drawn = {}
     monkeypatch.setattr(scores_report, "plot_roc_loglog", lambda fpr, tpr, path, **kw: drawn.update(roc=(fpr, tpr, kw["floor"])))
     monkeypatch.setattr(scores_report, "plot_score_histograms", lambda inside, outside, path, **kw: drawn.update(hist=(inside, outside)))
     monkeypatch.setattr(lm_report, "plot_bound_and_claim", lambda epsilon, path, **kw: drawn.update(bound=(epsilon, kw["claimed_epsilon"])))
-    run = AUDIT.run(LMOneRunConfig(claimed_epsilon=2.0), provenance=echoed / "provenance.json", synthetic=echoed / "synthetic.txt")
+    run = AUDIT.run(LMOneRunConfig(claimed_epsilon=2.0), provenance=partly_echoed / "provenance.json", synthetic=partly_echoed / "synthetic.txt")
     result = run.result
     for draw in lm_report.figures(run).values():
         draw(None)
@@ -102,10 +87,10 @@ def test_the_figures_draw_the_runs_scores_roc_and_bound(echoed, monkeypatch):
     assert drawn["bound"] == (result.bound.epsilon, 2.0)
 
 
-def test_a_partial_results_file_gets_the_generic_section(echoed):
+def test_a_partial_results_file_gets_the_generic_section(partly_echoed):
     from privaudit.report.sections import section_for
 
-    out, data = _audit(echoed)
+    out, data = _audit(partly_echoed)
     del data["scores"]
     section = section_for(data, out)
     assert section.title.startswith("lm-one-run") and section.audit == "lm-one-run"
