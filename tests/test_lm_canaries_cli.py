@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from cli_helpers import assert_refused, run_cli  # noqa: E402
+from rng_helpers import assert_same_rng_states, global_rng_states  # noqa: E402
 from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
 
 from privaudit.audits import lm_one_run_scores  # noqa: E402
@@ -111,8 +112,11 @@ def test_every_design_and_corpus_format_from_the_command_line(user, tmp_path, de
     suffix = {"lines": "txt", "jsonl": "jsonl", "csv": "csv"}[text_format]
     corpus = user / f"corpus.{suffix}"
     column = [] if text_format == "lines" else ["--column", "text"]
-    _canaries(user, tmp_path / "out", "--design", design, "--corpus", corpus, "--format", text_format, *column, "--count", 8, "--length", 2)
+    before = global_rng_states()
+    stdout = _canaries(user, tmp_path / "out", "--design", design, "--corpus", corpus, "--format", text_format, *column, "--count", 8, "--length", 2)
+    assert_same_rng_states(before, global_rng_states())
     provenance = read_lm_provenance(tmp_path / "out" / "provenance.json")
+    assert ("canaries repeat another's text" in stdout) == (len(set(provenance.texts)) < 8)
     model, tokenizer = _loaded(user / "base")
     texts = read_corpus_texts(corpus, text_format=text_format, column=None if text_format == "lines" else "text")
     expected, _, _ = prepare_lm_canaries(design, tokenizer, count=8, seed=0, length=2, model=model, texts=texts)

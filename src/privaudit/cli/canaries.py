@@ -199,6 +199,12 @@ def _lm_summary(provenance, output: Path, corpus_name: str, base_model: Path, re
         f"corpus with the included canaries (each once): {output / corpus_name}",
         f"provenance: {output / 'provenance.json'}",
     ]
+    repeated = len(provenance.texts) - len(set(provenance.texts))
+    if repeated:  # a canary whose twin has the other coin scores as included: valid, but it costs the test power
+        lines.append(
+            f"note: {repeated} canaries repeat another's text (short secrets or a small vocabulary draw alike); the bound stays valid "
+            "but loses power: a larger --length avoids it"
+        )
     if resized:
         lines.append(f"resized model and tokenizer with the {len(provenance.new_tokens)} new tokens: {tune} (fine-tune this one, not {base_model})")
     lines.append(
