@@ -102,6 +102,9 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     assert code == 0, stderr
     data = json.loads((tmp_path / "run" / "results.json").read_text())
     assert data["included"] == list(provenance.included) and data["design"] == "new-tokens" and data["num_canaries"] == 24
+    insertion = next(item for item in data["conventions"] if item["name"] == "canary insertion")
+    seed = provenance.settings["positions_seed"]
+    assert insertion["decided"] == "default" and insertion["value"] == f"each included canary once in corpus.txt, at record positions drawn from seed {seed}"
     args = (new_tokenizer, provenance.prefixes, provenance.secrets, "secret")
     expected_scores = span_log_likelihoods(tuned.eval(), *args) - span_log_likelihoods(resized.eval(), *args)
     np.testing.assert_allclose(data["scores"], expected_scores, rtol=0, atol=1e-5)

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention, default
 from .corpus import _OUTPUT_NAMES, _merge_records, _read_records, _write_records
 
-__all__ = ["CorpusRecords", "corpus_file_name", "corpus_with_canaries", "read_corpus_records"]
+__all__ = ["CorpusRecords", "corpus_file_name", "corpus_with_canaries", "insertion_convention", "read_corpus_records"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,3 +84,27 @@ def corpus_with_canaries(corpus: CorpusRecords, canaries: Sequence[str], *, seed
     positions = np.random.default_rng(seed).choice(total, size=len(canaries), replace=False).tolist()
     written = _merge_records(corpus.records, dict(zip(positions, canaries, strict=True)), corpus.header, corpus.text_format, corpus.column)
     return _write_records(corpus.header, written, corpus.text_format, corpus.column), [int(position) for position in positions]
+
+
+def insertion_convention(provenance) -> tuple[Convention, ...]:
+    """How ``privaudit canaries lm`` put the included canaries in the corpus, read from the provenance; () for a provenance made in Python (the user placed them).
+
+    >>> from privaudit.canaries.lm_provenance import LMProvenance
+    >>> record = LMProvenance("random-tokens", "secret", ("p ",) * 4, ("a", "b", "c", "d"), (True, False, True, False), 0, 1, {},
+    ...                       settings={"corpus": {"file": "corpus.txt"}, "positions_seed": 5, "positions": [3, 0], "copies": 1})
+    >>> insertion_convention(record)[0].value
+    'each included canary once in corpus.txt, at record positions drawn from seed 5'
+    """
+    settings = provenance.settings
+    if "positions" not in settings:
+        return ()
+    corpus = settings.get("corpus")
+    name = corpus.get("file", "the corpus") if isinstance(corpus, dict) else "the corpus"
+    return (
+        default(
+            "canary insertion",
+            f"each included canary once in {name}, at record positions drawn from seed {settings.get('positions_seed')}",
+            "privaudit canaries lm: one copy per canary makes the bound one on the ε of a single example (k copies would bound kε); "
+            "positions fixed before training leave the coins fair",
+        ),
+    )
