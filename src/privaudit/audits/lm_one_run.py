@@ -230,6 +230,7 @@ def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model,
 
 def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_model=None, synthetic=None, progress: Progress | None = None) -> LMOneRunResult:
     """Score the canaries under the fine-tuned model (the user's with ``model``), or against ``synthetic`` text, and bound ε from one run."""
+    from ..canaries.lm_corpus import insertion_convention
     from .lm_one_run_scores import calibrated_scores, span_convention
 
     started = time.perf_counter()
@@ -271,7 +272,7 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         scores=tuple(float(value) for value in scores),
         model_source=source,
         seconds=time.perf_counter() - started,
-        conventions=(*conventions, span_convention(record)),
+        conventions=(*conventions, span_convention(record), *insertion_convention(record)),
         threat_model=THREAT_MODEL if synthetic is None else SYNTHETIC_THREAT_MODEL,
     )
 

@@ -134,6 +134,22 @@ def _write_records(header, records, text_format: str, column: str | None) -> str
     return out.getvalue()
 
 
+def _merge_records(records, canary_at: dict, header, text_format: str, column: str | None) -> list:
+    """``records`` with a canary record at each position of ``canary_at`` (position -> text): a line, or a record whose other fields are empty."""
+    originals = iter(records)
+    written: list = []
+    for position in range(len(records) + len(canary_at)):
+        if position not in canary_at:
+            written.append(next(originals))
+        elif text_format == "lines":
+            written.append(canary_at[position])
+        elif text_format == "jsonl":
+            written.append({column: canary_at[position]})
+        else:
+            written.append([canary_at[position] if name == column else "" for name in header])
+    return written
+
+
 def insert_into_corpus(
     corpus,
     canary_format: CanaryFormat,
@@ -178,17 +194,7 @@ def insert_into_corpus(
         raise ValueError("`canary_format` must be one line: its template holds a newline")
     inserted = insert_canaries(texts, canary_format, schedule=schedule, canaries_per_count=canaries_per_count, seed=seed, secure=secure)
     canary_at = {position: record["text"] for record in inserted.provenance.canaries for position in record["lines"]}
-    originals = iter(records)
-    written = []
-    for position in range(len(inserted.lines)):
-        if position not in canary_at:
-            written.append(next(originals))
-        elif text_format == "lines":
-            written.append(canary_at[position])
-        elif text_format == "jsonl":
-            written.append({column: canary_at[position]})
-        else:
-            written.append([canary_at[position] if name == column else "" for name in header])
+    written = _merge_records(records, canary_at, header, text_format, column)
     output_text = _write_records(header, written, text_format, column)
     result = CorpusProvenance(
         provenance=inserted.provenance,

@@ -114,6 +114,20 @@ def _mechanism(result: Any, output: Path) -> str:
     return render_table(f"Mechanism audit of {result.mechanism}, results in {output}", ["quantity", "value"], rows)
 
 
+def _lm_one_run(result: Any, output: Path) -> str:
+    bound, claim = result.bound, result.claimed_epsilon
+    rows = [
+        [f"ε lower bound ({bound.kind}, {bound.confidence:.0%}, δ = {bound.delta:g}; best of {', '.join(bound.methods)})", format_value(float(bound.epsilon))],
+        ["claimed ε", "not given (--claimed-epsilon)" if claim is None else format_value(float(claim))],
+        ["flagged (bound exceeds the claim)", "—" if result.flagged is None else ("yes" if result.flagged else "no")],
+        ["AUC (statistic)", format_value(float(result.auc))],
+        ["TPR at 1% FPR (statistic)", format_value(float(result.tpr_at_1pct_fpr))],
+        ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
+        ["calibrated by the base model", "yes" if result.calibrated else "no"],
+    ]
+    return render_table(f"LM fine-tuning in one run ({result.design} canaries, {result.span} scored), results in {output}", ["quantity", "value"], rows)
+
+
 _TABLES = {
     "secret-sharer": _secret_sharer,
     "dpsgd": _dpsgd,
@@ -122,6 +136,7 @@ _TABLES = {
     "panoramia": _panoramia,
     "one-run": _one_run,
     "mechanism": _mechanism,
+    "lm-one-run": _lm_one_run,
 }
 
 

@@ -35,6 +35,7 @@ FIGURES: dict[str, str] = {
     "one-run": "privaudit.report.one_run:figures",
     "mechanism": "privaudit.report.mechanism:figures",
     "mia": "privaudit.report.mia:figures",
+    "lm-one-run": "privaudit.report.lm:figures",
 }
 
 
