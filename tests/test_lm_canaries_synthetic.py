@@ -117,7 +117,19 @@ def test_the_command_scores_the_canaries_echoes_in_the_synthetic_text(echoed):
     folder, record, synthetic = echoed
     out = folder / "run"
     code, _, err = run_cli(
-        ["audit", "lm-one-run", "--synthetic", folder / "synthetic.txt", "--provenance", folder / "provenance.json", "--output", out, "--no-history"]
+        [
+            "audit",
+            "lm-one-run",
+            "--synthetic",
+            folder / "synthetic.txt",
+            "--provenance",
+            folder / "provenance.json",
+            "--canary-copies",
+            "1",
+            "--output",
+            out,
+            "--no-history",
+        ]
     )
     assert code == 0, err
     data = json.loads((out / "results.json").read_text())
@@ -125,7 +137,7 @@ def test_the_command_scores_the_canaries_echoes_in_the_synthetic_text(echoed):
     expected = [_brute_force(p, s, synthetic, 2, "secret", canaries) for p, s in zip(record.prefixes, record.secrets, strict=True)]
     np.testing.assert_allclose(data["scores"], expected, rtol=1e-12)
     assert data["auc"] == 1.0 and data["synthetic"] == str(folder / "synthetic.txt") and data["bound"]["epsilon"] > 0
-    assert [item["name"] for item in data["conventions"]] == ["membership signal", "scored span"]
+    assert [item["name"] for item in data["conventions"]] == ["membership signal", "scored span", "canary copies"]
 
 
 @pytest.mark.parametrize(

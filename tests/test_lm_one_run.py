@@ -47,7 +47,7 @@ def test_the_command_reports_the_calibrated_scores_their_auc_tpr_and_one_run_bou
     root, provenance = saved
     out = tmp_path / "run"
     argv = ["audit", "lm-one-run", "--model", root / "tuned", "--provenance", root / "provenance.json", "--base-model", root / "base"]
-    code, _, err = run_cli(argv + ["--claimed-epsilon", "4", "--output", out, "--no-history"])
+    code, _, err = run_cli(argv + ["--canary-copies", "4", "--claimed-epsilon", "4", "--output", out, "--no-history"])
     assert code == 0, err
     data = json.loads((out / "results.json").read_text())
     scores, included = np.array(data["scores"]), np.array(data["included"])
@@ -59,9 +59,12 @@ def test_the_command_reports_the_calibrated_scores_their_auc_tpr_and_one_run_bou
     inside, outside = scores[included], scores[~included]
     best = max(np.mean(inside >= t) for t in np.r_[np.inf, scores] if np.mean(outside >= t) <= 0.01)  # brute force over thresholds
     assert data["tpr_at_1pct_fpr"] == pytest.approx(best)
-    bound = one_run_lower_bound(scores, included, delta=1e-5, confidence=0.95, methods=("steinke", "fdp"))
-    assert data["bound"]["epsilon"] == pytest.approx(bound.epsilon) and data["flagged"] == (bound.epsilon > 4.0)
-    assert {item["name"] for item in data["conventions"]} == {"special tokens", "scored span"}
+    # the fine-tune saw each included canary 4 times: a group's bound at δ' = δ (1 + e^{ε₀/4} + ... ), read as a record's by group privacy
+    group = one_run_lower_bound(scores, included, delta=4e-5, confidence=0.95, methods=("steinke", "fdp")).epsilon
+    step = 1e-5 * sum(np.exp(i * group / 4) for i in range(4))
+    bound = one_run_lower_bound(scores, included, delta=step, confidence=0.95, methods=("steinke", "fdp")).epsilon / 4
+    assert data["bound"]["epsilon"] == pytest.approx(bound) and data["flagged"] == (bound > 4.0) and data["canary_copies"] == 4
+    assert {item["name"] for item in data["conventions"]} == {"special tokens", "scored span", "canary copies"}
 
 
 @pytest.fixture()
@@ -84,6 +87,8 @@ def no_scoring(monkeypatch):
         ("tuned", None, [], "`--model` and `--provenance` must be given together"),
         ("tuned", "provenance.json", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
         ("tuned", "provenance.json", ["--bos", "maybe"], "`bos` must be one of 'auto', 'prepend', 'none'"),
+        ("tuned", "provenance.json", [], "`--canary-copies` must be given (an integer >= 1)"),
+        ("tuned", "provenance.json", ["--canary-copies", "0"], "`canary_copies` must be"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no_scoring, model, provenance, extra, match):

@@ -35,7 +35,8 @@ def partly_echoed(echoed):  # noqa: F811 - the imported fixture
 
 def _audit(folder, *extra):
     out = folder / "run"
-    argv = ["audit", "lm-one-run", "--synthetic", folder / "synthetic.txt", "--provenance", folder / "provenance.json", "--output", out, "--no-history"]
+    argv = ["audit", "lm-one-run", "--synthetic", folder / "synthetic.txt", "--provenance", folder / "provenance.json", "--canary-copies", "1"]
+    argv += ["--output", out, "--no-history"]
     code, _, stderr = run_cli([*argv, *extra])
     assert code == 0, stderr
     return out, json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -74,7 +75,9 @@ def test_the_figures_draw_the_runs_scores_roc_and_bound(partly_echoed, monkeypat
     monkeypatch.setattr(scores_report, "plot_roc_loglog", lambda fpr, tpr, path, **kw: drawn.update(roc=(fpr, tpr, kw["floor"])))
     monkeypatch.setattr(scores_report, "plot_score_histograms", lambda inside, outside, path, **kw: drawn.update(hist=(inside, outside)))
     monkeypatch.setattr(lm_report, "plot_bound_and_claim", lambda epsilon, path, **kw: drawn.update(bound=(epsilon, kw["claimed_epsilon"])))
-    run = AUDIT.run(LMOneRunConfig(claimed_epsilon=2.0), provenance=partly_echoed / "provenance.json", synthetic=partly_echoed / "synthetic.txt")
+    run = AUDIT.run(
+        LMOneRunConfig(claimed_epsilon=2.0, canary_copies=1), provenance=partly_echoed / "provenance.json", synthetic=partly_echoed / "synthetic.txt"
+    )
     result = run.result
     for draw in lm_report.figures(run).values():
         draw(None)

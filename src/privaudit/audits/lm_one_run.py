@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_positive, check_probability
 from ..canaries.lm import DESIGNS
@@ -53,7 +54,8 @@ class LMOneRunConfig:
     num_canaries: int = 100
     secret_length: int = 2
     span: str = "secret"
-    canary_repeats: int = 4
+    canary_repeats: int = 4  # the embedded default's copies of each included canary in its fine-tuning data
+    canary_copies: int | None = None  # copies in your fine-tuning data; None: read from the provenance `privaudit canaries lm` wrote
     corpus_chars: int = 20_000
     vocab_size: int = 384
     base_steps: int = 30
@@ -73,6 +75,8 @@ class LMOneRunConfig:
         check_count(self.secret_length, "secret_length", minimum=1)
         check_choice(self.span, "span", SPANS)
         check_count(self.canary_repeats, "canary_repeats", minimum=1)
+        if self.canary_copies is not None:
+            check_count(self.canary_copies, "canary_copies", minimum=1)
         check_count(self.corpus_chars, "corpus_chars", minimum=1000)
         check_count(self.vocab_size, "vocab_size", minimum=260)
         check_count(self.base_steps, "base_steps", minimum=1)
@@ -118,11 +122,13 @@ class LMOneRunResult(AuditResult):
     model_source: str
     seconds: float
     threat_model: str = THREAT_MODEL
+    canary_copies: int = 1  # each included canary's copies in the fine-tuning data: the bound is a record's, by group privacy
 
     def headline(self) -> Headline:
+        copies = f"; {self.canary_copies} copies each, a record's ε by group privacy" if self.canary_copies > 1 else ""
         return Headline(
             value=self.bound.epsilon,
-            label=f"ε lower bound from one fine-tuning run ({self.design} canaries; best of {', '.join(self.bound.methods)})",
+            label=f"ε lower bound from one fine-tuning run ({self.design} canaries{copies}; best of {', '.join(self.bound.methods)})",
             kind=self.bound.kind,
             confidence=self.bound.confidence,
             valid=self.bound.valid,
@@ -130,18 +136,50 @@ class LMOneRunResult(AuditResult):
         )
 
 
-def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float) -> tuple[float, float, OneRunLowerBound]:
-    """(AUC, TPR at 1% FPR, one-run lower bound) of canary scores and their fair-coin inclusion."""
+def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float, copies: int = 1) -> tuple[float, float, OneRunLowerBound]:
+    """(AUC, TPR at 1% FPR, one-run lower bound) of canary scores and their fair-coin inclusion.
+
+    With ``copies`` > 1 (each included canary that many times in the
+    training data) the bound is a record's ε, by group privacy
+    (:func:`~privaudit.stats.one_run_group.per_record_one_run_lower_bound`).
+    """
     from ..stats.metrics import roc_auc, tpr_at_fpr
-    from ..stats.one_run_combined import one_run_lower_bound
+    from ..stats.one_run_group import per_record_one_run_lower_bound
 
     scores, member = np.asarray(scores, dtype=np.float64), np.asarray(included, dtype=bool)
     if min(int(member.sum()), int((~member).sum())) < 2:
         raise ValueError(f"the inclusion draw left fewer than 2 canaries on a side ({int(member.sum())} in of {len(member)}); use more canaries")
     auc = roc_auc(scores[member], scores[~member])
     tpr = float(tpr_at_fpr(scores[member], scores[~member], 0.01)[0])
-    bound = one_run_lower_bound(scores, member, delta=delta, confidence=confidence, methods=("steinke", "fdp"))
+    bound = per_record_one_run_lower_bound(scores, member, copies=copies, delta=delta, confidence=confidence, methods=("steinke", "fdp"))
     return float(auc), tpr, bound
+
+
+def canary_copies(config: LMOneRunConfig, provenance: LMProvenance, *, embedded: bool) -> tuple[int, Convention]:
+    """How many times each included canary is in the fine-tuning data: the bound on k copies is a group's, so k is never assumed.
+
+    The embedded default built its data (``canary_repeats``); ``privaudit
+    canaries lm`` records its insertion in the provenance; otherwise
+    ``canary_copies`` must say, and a value that contradicts the provenance
+    is refused.
+    """
+    from .._core.conventions import checked, explicit
+
+    if embedded:
+        copies = config.canary_repeats
+        return copies, checked("canary copies", str(copies), "the embedded default put each included canary in its fine-tuning data canary_repeats times")
+    recorded = provenance.settings.get("copies") if "positions" in provenance.settings else None
+    given = config.canary_copies
+    if recorded is not None and given is not None and int(recorded) != given:
+        raise ValueError(f"`--canary-copies` must agree with the provenance, which inserted each included canary {recorded} time(s), got {given}")
+    if given is not None:
+        return given, explicit("canary copies", str(given), "--canary-copies")
+    if recorded is None:
+        raise ValueError(
+            "`--canary-copies` must be given (an integer >= 1): how many times each included canary is in your fine-tuning data; "
+            "the provenance does not record it (privaudit canaries lm records it), and k copies bound a group of k, not a record"
+        )
+    return int(recorded), checked("canary copies", str(recorded), "recorded by privaudit canaries lm in the provenance's insertion settings")
 
 
 def _scorer(model, tokenizer, config: LMOneRunConfig):
@@ -212,6 +250,7 @@ def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model,
         raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
     record = read_lm_provenance(provenance_file)
     corpus = read_synthetic_corpus(synthetic)
+    copies = canary_copies(config, record, embedded=False)
     report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
     if config.synthetic_signal == "ngram":
         scores = ngram_log_likelihoods(record.prefixes, record.secrets, corpus, n=config.ngram_order, span=record.span)
@@ -225,7 +264,7 @@ def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model,
         what,
         "synthetic_signal and ngram_order" if how is explicit else "the one-run bound holds for any signal fixed before the scores are seen",
     )
-    return record, scores, signal
+    return record, scores, signal, copies
 
 
 def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_model=None, synthetic=None, progress: Progress | None = None) -> LMOneRunResult:
@@ -238,17 +277,19 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
     conventions: tuple = ()
     base_scorer = None
     if synthetic is not None:
-        record, scores, signal = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
+        record, scores, signal, (copies, copies_convention) = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
         source, conventions = f"synthetic corpus {synthetic}", (signal,)
     else:
-        if model is None and provenance is None and base_model is None:
+        embedded = model is None and provenance is None and base_model is None
+        if embedded:
             record, scorer, base_scorer, source = _tiny(config, report)
         else:
             record, scorer, base_scorer, source = _own_model(config, model, provenance, base_model, report)
+        copies, copies_convention = canary_copies(config, record, embedded=embedded)  # before any scoring
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (scorer.special_tokens.convention,)
-    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
+    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence, copies=copies)
     claimed = config.claimed_epsilon
     return LMOneRunResult(
         config=config,
@@ -272,7 +313,8 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         scores=tuple(float(value) for value in scores),
         model_source=source,
         seconds=time.perf_counter() - started,
-        conventions=(*conventions, span_convention(record), *insertion_convention(record)),
+        conventions=(*conventions, span_convention(record), copies_convention, *insertion_convention(record)),
+        canary_copies=copies,
         threat_model=THREAT_MODEL if synthetic is None else SYNTHETIC_THREAT_MODEL,
     )
 

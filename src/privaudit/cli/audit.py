@@ -274,6 +274,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
         Flag(
+            "--canary-copies",
+            Optional[int],
+            "How many times each included canary is in your fine-tuning data (recorded by `privaudit canaries lm`; needed otherwise): "
+            "the bound on k copies is turned into a record's ε by group privacy.",
+            config="canary_copies",
+        ),
+        Flag(
             "--bos",
             Optional[str],
             "auto (what the tokenizer adds, default), prepend or none: the special token before each text your model was trained on.",
