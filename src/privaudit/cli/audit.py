@@ -323,7 +323,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "--data",
             Optional[Path],
             "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
-            "(default: the last column). A record's id is its row.",
+            "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused). "
+            "A record's id is its row, or its value in --id-col.",
             config="data",
             parse=_dataset_file,
         ),
@@ -354,9 +355,22 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(
             "--members",
             Optional[Path],
-            "Row indices (one per line, .txt/.csv/.npy) of --data's records your model was trained on.",
+            "The records of --data your model was trained on, one per line (.txt/.csv/.npy): row indices (from 0), or ids of --id-col when given.",
             config="members",
             parse=str,
+        ),
+        Flag(
+            "--members-col",
+            Optional[str],
+            "Instead of --members: a column of --data holding 1 for each record your model was trained on, 0 otherwise (not a feature).",
+            config="members_col",
+        ),
+        Flag(
+            "--id-col",
+            Optional[str],
+            "A column of --data holding each record's unique id (a number; not a feature): the report and --members name records by it. "
+            "Default: a record's id is its row.",
+            config="id_col",
         ),
         Flag(
             "--reference-models",

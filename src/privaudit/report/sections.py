@@ -57,6 +57,7 @@ ADAPTERS: dict[str, Adapter | str] = {
         ("exposure", "exposure"),
         ("one-run", "one_run"),
         ("mechanism", "mechanism"),
+        ("mia", "mia"),
     )
 }
 
@@ -118,6 +119,7 @@ FAMILY_OF_RESULT_TYPE = {
     "ExposureAuditResult": "exposure",
     "OneRunAuditResult": "one-run",
     "MechanismAuditResult": "mechanism",
+    "MIAResult": "mia",
 }
 
 
