@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import numpy as np
 import pytest
-from cli_helpers import assert_refused
+from cli_helpers import assert_refused, run_cli
 
 from privaudit.audits.mia_training import load_pool
 
@@ -146,3 +147,39 @@ def test_training_function_that_does_not_import_is_refused(user, tmp_path, train
     folder, *_ = user
     output = tmp_path / "out"
     assert_refused([*_argv(folder, "--train", train, "--id-col", "record"), "--output", output, "--no-history"], output, match)
+
+
+def test_users_model_pool_members_column_and_training_function_in_one_command(user, tmp_path, monkeypatch):
+    """--model m.skops --data pool.csv --members-col --train mod:fn --output DIR: results.json and report.html, the LOSS attack as scikit-learn computes it."""
+    from sklearn.metrics import roc_auc_score
+
+    from privaudit.audits.mia_training import user_target_draws
+
+    folder, ids, members = user
+    module = f"own_training_{uuid.uuid4().hex}"
+    (tmp_path / f"{module}.py").write_text(
+        "from sklearn.linear_model import LogisticRegression\n\n\ndef fn(x_train, y_train, *, seed):\n"
+        "    return LogisticRegression(C=100.0, max_iter=200, random_state=seed).fit(x_train, y_train)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    output = tmp_path / "out"
+    argv = _argv(folder, "--id-col", "record", "--members-col", "member", "--model", folder / "target.skops", "--train", f"{module}:fn")
+    code, _, stderr = run_cli([*argv, "--references", "4", "--output", output, "--no-history", "--workers", "1"])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    assert (output / "report.html").is_file() and (output / "roc.png").is_file()
+    assert data["num_trained"] == 4 and data["num_members"] == int(members.sum())  # the references only: the target is the user's
+    conventions = {item["name"]: item for item in data["conventions"]}
+    assert conventions["target membership"]["value"] == "column 'member' of --data, 1 = member"
+    assert conventions["target output kind"]["value"] == "probabilities" and conventions["output kind"]["decided"] == "checked"
+    # LOSS scores each record by the target's log-probability of its label: recomputed from the skops file with scikit-learn
+    model = skops_io.load(folder / "target.skops", trusted=skops_io.get_untrusted_types(file=folder / "target.skops"))
+    pool = load_pool("digits", None, None)
+    x, y = pool.x[:NUM_RECORDS].astype(np.float64), pool.y[:NUM_RECORDS]
+    population, _ = user_target_draws(0, members, data["num_population"])
+    log_p = np.log(np.maximum(model.predict_proba(x)[np.arange(NUM_RECORDS), y], 1e-300))
+    loss = next(item for item in data["attacks"] if item["attack"] == "loss")
+    assert loss["auc"] == pytest.approx(roc_auc_score(members[~population], log_p[~population]), abs=1e-9)
+    assert {int(record["record_id"]) for record in data["most_vulnerable"]} <= set(ids.tolist())
+    assert all(ids[record["record"]] == int(record["record_id"]) for record in data["most_vulnerable"])
