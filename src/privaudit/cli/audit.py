@@ -169,6 +169,17 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="train",
             parse=_import_path("--train"),
         ),
+        Flag(
+            "--data",
+            Optional[Path],
+            "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
+            "or .csv/.parquet of numbers, one example per row, label in --label-col (without it: the one column of whole numbers "
+            "or named label/labels/y/target/class, else refused). Split 75/25 into train and test by --seed; the mislabelled "
+            "canary is the first test record with the next label. Features are used as they are (no scaling).",
+            config="data",
+            parse=_dataset_file,
+        ),
+        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
