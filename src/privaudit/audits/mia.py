@@ -90,6 +90,10 @@ class MIAConfig:
     # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
     reference_models: str | None = None
     reference_membership: str | None = None
+    # query augmentations of image records (see privaudit.audits.mia_augment): "flip", "shift"; the images' (C, H, W) unless the embedded dataset declares it
+    augment: tuple[str, ...] = ()
+    image_shape: tuple[int, int, int] | None = None
+    shift_pixels: int = 1
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -116,12 +120,25 @@ class MIAConfig:
             raise ValueError(
                 "`reference_models` (--reference-models) needs `reference_membership` (--reference-membership) and the user's target (--model, --members)"
             )
+        if self.augment or self.image_shape is not None:
+            _check_augment(self)
         if self.model is not None:
             from ..models.loading import KINDS
             from ..models.outputs import OUTPUT_KINDS
 
             check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
             check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+
+
+def _check_augment(config: MIAConfig) -> None:
+    from .mia_augment import AUGMENTATIONS
+
+    for name in config.augment:
+        check_choice(name, "augment", AUGMENTATIONS)
+    check_count(config.shift_pixels, "shift_pixels", minimum=1)
+    shape = config.image_shape
+    if shape is not None and (len(shape) != 3 or not all(isinstance(side, int) and not isinstance(side, bool) and side >= 1 for side in shape)):
+        raise ValueError(f"`image_shape` (--image-shape) must be three positive integers (channels, height, width), got {shape!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,8 +207,13 @@ def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndar
     """Every attack's scores of the records outside ``population``, from the signals of all records.
 
     ``target`` (n,) and ``reference`` (k, n) are φ on the target and the
-    references; ``membership`` (k, n) the references' training sets.
+    references; ``membership`` (k, n) the references' training sets. With
+    query augmentations they are (A, n) and (k, A, n), one row per view.
     """
+    if np.ndim(target) == 2:
+        from .mia_augment import augmented_attack_scores
+
+        return augmented_attack_scores(target, reference, membership, population, config)
     evaluated = ~population
     x = (target[evaluated], reference[:, evaluated], membership[:, evaluated])
     z = (target[population], reference[:, population], membership[:, population])
@@ -250,6 +272,8 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
+    if config.augment:  # only then: runs stored without augmentations resume unchanged
+        base.update(augment=list(config.augment), image_shape=config.image_shape and list(config.image_shape), shift_pixels=config.shift_pixels)
     if config.reference_models is not None:  # the user's references: nothing to train
         return []
     models = config.num_references + (1 if config.model is None else 0)  # the last job trains the target, unless it is the user's
@@ -265,6 +289,7 @@ def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tu
     """(φ of every record on the user's target, population mask, target membership, how its membership and output kind were decided)."""
     from ..models.loading import load_model
     from ..stats.mia import logit_confidence_from_loss
+    from .mia_augment import augment_spec, signals_on_views
     from .mia_training import target_members, user_target_draws
 
     pool = pool_of(config)
@@ -276,13 +301,14 @@ def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tu
             f"got {int(members.sum())} members of {num_records}"
         )
     target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output, trusted=config.trusted).decide_output(pool.x)
-    signals = logit_confidence_from_loss(target.loss(pool.x, pool.y))
+    signals = signals_on_views(lambda x: logit_confidence_from_loss(target.loss(x, pool.y)), pool.x, augment_spec(config, pool))
     population, in_target = user_target_draws(config.seed, members, num_population)
     assert target.output_convention is not None  # decide_output records it
     return signals, population, in_target, _target_conventions(target.output_convention, membership)
 
 
 def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    from .mia_augment import augment_spec
     from .mia_training import read_reference_models
 
     return read_reference_models(
@@ -293,6 +319,7 @@ def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarr
         factory=config.factory,
         output=config.model_output,
         trusted=config.trusted,
+        views=augment_spec(config, pool),
     )
 
 
@@ -307,7 +334,14 @@ def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target: 
         record_id = default("record id", "row index in the pool (from 0)", "the pool names no id column (--id-col)")
     else:
         record_id = explicit("record id", f"column {config.id_col!r} of --data", "--id-col")
-    pool_conventions = (label, record_id)
+    pool_conventions: tuple[Convention, ...] = (label, record_id)
+    if config.augment:
+        from .mia_augment import augment_spec
+
+        spec = augment_spec(config, pool_of(config))
+        assert spec is not None
+        views = explicit("query augmentations", f"{spec.num_views} views ({', '.join(spec.augment)}; shifts of {spec.shift} px, border reflected)", "--augment")
+        pool_conventions += (spec.convention, views)
     if config.reference_models is not None:  # the references are read like the target
         membership = explicit("reference membership", "rows of --reference-membership, models in file-name order", "--reference-membership")
         return (*pool_conventions, membership) + target + (default("score direction", "higher is member", "each attack's score is built so"),)
@@ -339,7 +373,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     target_conventions: tuple[Convention, ...] = ()
     if config.model is not None:  # the user's target: its own signals and membership
         target_signals, population, target_members, target_conventions = _user_target(config, len(pool.y), num_population)
-        signals = np.vstack([signals, target_signals])
+        signals = np.concatenate([signals, target_signals[None]])
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
     summaries = []
@@ -406,6 +440,9 @@ class MIAAudit(Audit):
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
         record_ids(pool, config.id_col)  # unique ids, before any model trains
+        from .mia_augment import augment_spec
+
+        augment_spec(config, pool)  # the image shape that --augment needs
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
             _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.reference_models is not None:  # and the user's references with their membership matrix

@@ -27,6 +27,7 @@ import numpy as np
 from .._core.conventions import Convention, checked
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
+from .mia_augment import augment_spec, signals_on_views
 
 __all__ = [
     "SUFFIXES",
@@ -52,8 +53,17 @@ _SUM_TOLERANCE = 1e-4
 class Pool:
     """The audited records: features ``x`` (n, d) float32, labels ``y`` (n,) int64, and the file's other named ``columns``."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, source: str, label: Convention | None = None, columns: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        source: str,
+        label: Convention | None = None,
+        columns: dict[str, np.ndarray] | None = None,
+        image_shape: tuple[int, int, int] | None = None,
+    ) -> None:
         self.x, self.y, self.source, self.label, self.columns = x, y, source, label, columns or {}
+        self.image_shape = image_shape  # declared by an embedded dataset; the user's pool states it with --image-shape
 
 
 def pool_of(config: Any) -> Pool:
@@ -80,7 +90,7 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
     from ..data.tabular import load_dataset
 
     split = load_dataset(dataset, seed=0)
-    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset)
+    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset, image_shape=split.image_shape)
 
 
 @functools.lru_cache(maxsize=4)
@@ -187,18 +197,28 @@ SUFFIXES = {"skops": ".skops", "torch": ".safetensors", "torch-export": ".pt2", 
 
 
 def read_reference_models(
-    directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str, trusted: tuple[str, ...] = ()
+    directory: str,
+    membership_path: str,
+    pool: Pool,
+    *,
+    kind: str,
+    factory: str | None,
+    output: str,
+    trusted: tuple[str, ...] = (),
+    views: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(φ (k, n), membership (k, n)) of the user's reference models: the ``kind`` files of ``directory`` in name order.
 
     The membership matrix (a ``.npy`` of booleans or 0/1, one row per model
     in that order, one column per pool record) is checked before any model
     is loaded; ValueErrors name ``--reference-models`` or ``--reference-membership``.
+    With ``views`` (an :class:`~privaudit.audits.mia_augment.AugmentSpec`),
+    φ has shape (k, A, n), one row per view.
     """
     from pathlib import Path
 
     from ..models.loading import load_model
-    from ..stats.mia import check_membership, logit_confidence_from_loss
+    from ..stats.mia import check_membership
 
     folder = Path(directory)
     files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
@@ -209,13 +229,20 @@ def read_reference_models(
     except (OSError, ValueError) as error:
         raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
     membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
-    signals = np.array(
-        [
-            logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output, trusted=trusted).decide_output(pool.x).loss(pool.x, pool.y))
-            for file in files
-        ]
-    )
-    return signals, membership
+    from .mia_augment import signals_on_views
+
+    signals = []
+    for file in files:
+        model = load_model(file, kind=kind, factory=factory, output=output, trusted=trusted).decide_output(pool.x)
+        signals.append(signals_on_views(functools.partial(_loss_signal, model, pool.y), pool.x, views))
+    return np.array(signals), membership
+
+
+def _loss_signal(model: Any, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """φ of a loaded model on records ``x`` with labels ``y``, from its cross-entropy loss."""
+    from ..stats.mia import logit_confidence_from_loss
+
+    return logit_confidence_from_loss(model.loss(x, y))
 
 
 def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
@@ -316,4 +343,7 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
     signals, convention = model_signals(model, pool.x, pool.y, who)
+    views = augment_spec(config, pool)
+    if views is not None:  # every view of every record; the output kind was checked on the records themselves
+        signals = signals_on_views(lambda x: model_signals(model, x, pool.y, who)[0], pool.x, views)
     return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}

@@ -66,6 +66,20 @@ def _schedule(text: str) -> tuple[int, ...]:
         raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _image_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 3:
+        raise ValueError(f"`--image-shape` must be three comma-separated integers C,H,W (channels, height, width), got {text!r}")
+    return shape
+
+
 def _import_path(option: str) -> Callable[[str], str]:
     """The parser of an option that names a callable as 'package.module:callable'."""
 
@@ -383,6 +397,22 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "Default: a record's id is its row.",
             config="id_col",
         ),
+        Flag(
+            "--augment",
+            Optional[str],
+            "Query every record also as augmented images, as LiRA and RMIA do: flip (the mirror), shift (by --shift-pixels in each direction), "
+            "or flip,shift (18 views). Needs the images' shape: --image-shape, unless the embedded dataset declares it.",
+            config="augment",
+            parse=_names,
+        ),
+        Flag(
+            "--image-shape",
+            Optional[str],
+            "C,H,W of the images that --data's features flatten (row-major, channels first), e.g. 3,32,32; never guessed from the feature count.",
+            config="image_shape",
+            parse=_image_shape,
+        ),
+        Flag("--shift-pixels", Optional[int], "Pixels of each shift of --augment shift (default 1); the border is reflected.", config="shift_pixels"),
         Flag(
             "--reference-models",
             Optional[Path],
