@@ -1,0 +1,121 @@
+"""Membership signals of text records under Hugging Face causal LMs, so that the ``mia`` audit's LiRA and RMIA run on text pools.
+
+A record is one text (one line of the pool file). Its signal on a model is
+the sequence's log-likelihood L, the **sum** over its tokens of the
+natural-log probability of each token given those before it (the whole
+text tokenised at once, after the special tokens that
+:class:`~privaudit.models.hf.HFCausalLMScorer` decides; without a leading
+special token the first token has no context and is not scored). L is the
+negative per-sequence loss, and log Pr(x|θ) = L is what RMIA reads; the
+audit's attacks take φ = log p − log(1 − p) with p = e^L
+(:func:`~privaudit.stats.mia.logit_confidence_from_loss` of −L), so LOSS
+scores a text by L itself. The sum, not the mean: the mean is the sum over
+a count of tokens that is the same for a text on every model of one
+tokenizer, so per-record LiRA ranks alike either way, while only the sum is
+the sequence's probability that RMIA's ratio is built from (recorded as the
+``sequence signal`` convention, a stated default).
+
+The target and every reference model must share one tokenizer (the same
+vocabulary) and the same special-token decision: otherwise their signals
+score different token sequences, and the calibration would compare
+different things (refused, naming the option).
+
+>>> SEQUENCE_SIGNAL.decided
+'default'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._core.conventions import Convention, default
+
+__all__ = ["SEQUENCE_SIGNAL", "read_text_pool", "reference_directories", "sequence_signals", "text_pool_signals"]
+
+_LN2 = float(np.log(2.0))
+
+SEQUENCE_SIGNAL = default(
+    "sequence signal",
+    "sum over the text's tokens of their natural-log probabilities (the negative per-sequence loss, nats); φ = logit of its probability",
+    "the sum is the sequence's probability that RMIA's Pr(x|θ) reads; the mean divides by the same token count on every model of one tokenizer",
+)
+
+
+def read_text_pool(path: Any, name: str = "--data") -> list[str]:
+    """The records of a text pool: the non-empty lines of a UTF-8 text file (an empty or binary file is refused, naming ``name``)."""
+    from .._core.files import check_utf8_file
+
+    if not Path(path).is_file():
+        raise ValueError(f"`{name}` must be an existing text file of records, one a line, got {str(path)!r}")
+    check_utf8_file(path, name)
+    text = Path(path).read_text(encoding="utf-8")
+    if "\x00" in text:
+        raise ValueError(f"`{name}`: {str(path)!r} holds NUL bytes: give a text file of records, one a line")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"`{name}`: {str(path)!r} holds no record: give a text file of records, one a line")
+    return lines
+
+
+def sequence_signals(model: Any, tokenizer: Any, texts: list[str], *, bos: str = "auto", seed: int = 0) -> tuple[np.ndarray, Convention, tuple[int, ...]]:
+    """(φ of each text on ``model``, the special-token convention, the leading token ids) — the module docstring's signal."""
+    from ..models.hf import HFCausalLMScorer
+    from ..stats.mia import logit_confidence_from_loss
+
+    scorer = HFCausalLMScorer(model, tokenizer, bos=bos, seed=seed)
+    losses = np.asarray(scorer.log_perplexity(texts), dtype=np.float64) * _LN2  # bits to nats, summed over the text's tokens
+    return logit_confidence_from_loss(losses), scorer.special_tokens.convention, tuple(scorer.special_tokens.leading)
+
+
+def reference_directories(directory: Any) -> list[Path]:
+    """The reference models of ``directory``: its subdirectories holding a ``config.json`` (``save_pretrained``), in name order."""
+    folder = Path(directory)
+    found = sorted(path for path in folder.iterdir() if (path / "config.json").is_file()) if folder.is_dir() else []
+    if not found:
+        raise ValueError(f"`--reference-models` must be a directory of Hugging Face model directories (save_pretrained), got {str(directory)!r} with none")
+    return found
+
+
+def text_pool_signals(
+    model: Any, reference_models: Any, reference_membership: Any, texts: list[str], *, bos: str = "auto", seed: int = 0, device: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[Convention, ...]]:
+    """(target φ (n,), reference φ (k, n), membership (k, n), conventions) of a text pool under saved causal LMs.
+
+    ``model`` is the target's ``save_pretrained`` directory;
+    ``reference_models`` a directory of such directories (name order), and
+    ``reference_membership`` a ``.npy`` (k, n) of booleans, checked before any
+    model loads. ValueErrors name ``--reference-models`` or
+    ``--reference-membership``.
+    """
+    from ..models.hf import quiet_loading
+    from ..models.loading import load_model
+    from ..stats.mia import check_membership
+
+    directories = reference_directories(reference_models)
+    try:
+        raw = np.load(reference_membership, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {str(reference_membership)!r}: {error}") from None
+    membership = check_membership(raw, (len(directories), len(texts)), "--reference-membership")
+    with quiet_loading():
+        target = load_model(model, kind="huggingface", device=device)
+    target_signals, special, leading = sequence_signals(target.model, target.tokenizer, texts, bos=bos, seed=seed)
+    tokenizer: Any = target.tokenizer
+    vocabulary = tokenizer.get_vocab()
+    reference = []
+    for directory in directories:
+        with quiet_loading():
+            loaded = load_model(directory, kind="huggingface", device=device)
+        its_tokenizer: Any = loaded.tokenizer
+        if its_tokenizer.get_vocab() != vocabulary:
+            raise ValueError(
+                f"`--reference-models`: {directory.name!r} has another tokenizer than the target's (`--model`): its signals would score other tokens"
+            )
+        signals, _, its_leading = sequence_signals(loaded.model, loaded.tokenizer, texts, bos=bos, seed=seed)
+        if its_leading != leading:
+            raise ValueError(f"`--reference-models`: {directory.name!r} puts special tokens {list(its_leading)} before each text, the target {list(leading)}")
+        reference.append(signals)
+    return target_signals, np.array(reference), membership, (special, SEQUENCE_SIGNAL)
