@@ -44,7 +44,19 @@ from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
 
-__all__ = ["AUDIT", "ATTACKS", "AttackSummary", "MIAAudit", "MIAConfig", "MIAResult", "VulnerableRecord", "attack_scores"]
+__all__ = [
+    "AUDIT",
+    "ATTACKS",
+    "AttackSummary",
+    "MIAAudit",
+    "MIAConfig",
+    "MIAResult",
+    "VulnerableRecord",
+    "attack_scores",
+    "attack_summaries",
+    "most_vulnerable",
+    "threat_model",
+]
 
 THREAT_MODEL = "black-box: the target's confidence on each record; reference models trained by the auditor on random halves of the pool; population samples known to be non-members"
 ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
@@ -126,8 +138,12 @@ class MIAConfig:
             from ..models.loading import KINDS
             from ..models.outputs import OUTPUT_KINDS
 
-            check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
+            check_choice(self.model_kind, "model_kind", KINDS)
             check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+        if self.model_kind == "huggingface":
+            from .mia_signals_lm import check_text_config
+
+            check_text_config(self)
 
 
 def _check_augment(config: MIAConfig) -> None:
@@ -224,6 +240,17 @@ def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndar
         "rmia-online": rmia_scores(*x, *z, gamma=config.gamma),
         "rmia-offline": rmia_scores(*x, *z, gamma=config.gamma, offline_a=config.offline_a),
     }
+
+
+def attack_summaries(scores: dict[str, np.ndarray], is_member: np.ndarray, confidence: float) -> list[AttackSummary]:
+    """Each attack's AUC and TPR at the FPR targets, with ``confidence`` Clopper–Pearson intervals, in the order of :data:`ATTACKS`."""
+    summaries = []
+    for name in ATTACKS:
+        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=confidence)
+        summaries.append(
+            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
+        )
+    return summaries
 
 
 def threat_model(config: MIAConfig) -> str:
@@ -376,12 +403,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         signals = np.concatenate([signals, target_signals[None]])
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
-    summaries = []
-    for name in ATTACKS:
-        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=config.confidence)
-        summaries.append(
-            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
-        )
+    summaries = attack_summaries(scores, is_member, config.confidence)
     ids = np.flatnonzero(~population)
     result = MIAResult(
         attacks=tuple(summaries),
@@ -418,7 +440,12 @@ class MIAAudit(Audit):
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
         # every model's signals on the pool, held as parsed JSON floats (about 64 bytes each) before the attacks
-        records = len(pool_of(config).y)
+        if config.model_kind == "huggingface":  # a text pool
+            from .mia_signals_lm import read_text_pool
+
+            records = len(read_text_pool(str(config.data)))
+        else:
+            records = len(pool_of(config).y)
         return 64 * records * (config.num_references + 1), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
@@ -435,6 +462,10 @@ class MIAAudit(Audit):
         check_backend(backend, max_workers, address)
         from .._core.extras import require
 
+        if config.model_kind == "huggingface":  # a text pool under the user's causal LMs: nothing to train
+            from .mia_signals_lm import run_text_pool_audit
+
+            return run_text_pool_audit(config, progress=progress)
         require("sklearn", purpose="the mia audit")
         pool = pool_of(config)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .._core.conventions import Convention, default
 
-__all__ = ["SEQUENCE_SIGNAL", "read_text_pool", "reference_directories", "sequence_signals", "text_pool_signals"]
+__all__ = ["SEQUENCE_SIGNAL", "check_text_config", "read_text_pool", "reference_directories", "run_text_pool_audit", "sequence_signals", "text_pool_signals"]
 
 _LN2 = float(np.log(2.0))
 
@@ -119,3 +119,69 @@ def text_pool_signals(
             raise ValueError(f"`--reference-models`: {directory.name!r} puts special tokens {list(its_leading)} before each text, the target {list(leading)}")
         reference.append(signals)
     return target_signals, np.array(reference), membership, (special, SEQUENCE_SIGNAL)
+
+
+def check_text_config(config: Any) -> None:
+    """A text-pool audit's settings (``model_kind`` "huggingface"): a ``.txt`` pool, the user's references and members by row."""
+    if config.data is None or not str(config.data).lower().endswith(".txt"):
+        raise ValueError(f"`--target-kind huggingface` needs `--data` a .txt pool of texts, one record a line, got {config.data!r}")
+    if config.reference_models is None:
+        raise ValueError("`--target-kind huggingface` needs `--reference-models` (a directory of saved causal LMs) and `--reference-membership`")
+    unused = [
+        option
+        for option, value in (("--members-col", config.members_col), ("--id-col", config.id_col), ("--augment", config.augment), ("--train", config.train))
+        if value
+    ]
+    if unused:
+        raise ValueError(f"`--target-kind huggingface` audits a text pool by row: {', '.join(unused)} do not apply")
+
+
+def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
+    """The ``mia`` audit of a text pool: the user's causal LM target and references scored, nothing trained; an :class:`AuditRun`."""
+    import time
+
+    from .._core.conventions import explicit
+    from .._core.extras import require
+    from .base import AuditRun, no_progress
+    from .mia import AUDIT, HEADLINE_ATTACK, MIAResult, attack_scores, attack_summaries, most_vulnerable, threat_model
+    from .mia_training import read_members, user_target_draws
+
+    require("transformers", purpose="the mia audit of a causal language model")
+    texts = read_text_pool(str(config.data))
+    members = read_members(str(config.members), len(texts))
+    num_population = int(round(config.population_fraction * len(texts)))
+    if int((~members).sum()) < num_population + 5 or int(members.sum()) < 5:
+        raise ValueError(
+            f"`--members` must leave at least 5 members and {num_population + 5} non-members in the pool "
+            f"({num_population} population samples and non-members to attack), got {int(members.sum())} members of {len(texts)}"
+        )
+    (progress or no_progress)("scoring texts", detail=f"{len(texts)} texts under the target and the reference models")
+    start = time.perf_counter()
+    target, reference, membership, conventions = text_pool_signals(config.model, config.reference_models, config.reference_membership, texts, seed=config.seed)
+    population, in_target = user_target_draws(config.seed, members, num_population)
+    scores = attack_scores(target, reference, membership, population, config)
+    is_member = in_target[~population]
+    rows = np.flatnonzero(~population)
+    given = (
+        default("record id", "row index in the pool (from 0)", "a text pool has one record a line"),
+        explicit("target membership", "rows listed in --members", "--members"),
+        explicit("reference membership", "rows of --reference-membership, models in directory-name order", "--reference-membership"),
+        default("score direction", "higher is member", "each attack's score is built so"),
+    )
+    result = MIAResult(
+        attacks=tuple(attack_summaries(scores, is_member, config.confidence)),
+        most_vulnerable=most_vulnerable(scores, is_member, rows, None, config.num_vulnerable),
+        num_references=len(reference),
+        num_records=int(rows.size),
+        num_members=int(is_member.sum()),
+        num_population=int(population.sum()),
+        confidence=config.confidence,
+        threat_model=threat_model(config) + f"; the records are texts, each scored by {HEADLINE_ATTACK} from its summed token log-likelihood",
+        seeds=(),
+        num_trained=0,
+        wall_time_s=time.perf_counter() - start,
+        backend="local",
+        config=config,
+        conventions=given + conventions,
+    )
+    return AuditRun(AUDIT.name, config, result, observations={"scores": scores, "is_member": is_member, "record_ids": rows})

@@ -66,6 +66,11 @@ def _schedule(text: str) -> tuple[int, ...]:
         raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
 
 
+def _pool_file(path: Path) -> str:
+    """mia's pool: a labelled file, or a .txt of texts (one record a line) for --target-kind huggingface."""
+    return str(path) if str(path).lower().endswith(".txt") else _dataset_file(path)
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
@@ -349,9 +354,9 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             Optional[Path],
             "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
             "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused). "
-            "A record's id is its row, or its value in --id-col.",
+            "A record's id is its row, or its value in --id-col. With --target-kind huggingface: a .txt of texts, one record a line.",
             config="data",
-            parse=_dataset_file,
+            parse=_pool_file,
         ),
         Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
@@ -362,7 +367,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="model",
             parse=str,
         ),
-        Flag("--target-kind", Optional[str], "What --model is: skops (default), torch (with --factory), torch-export or onnx.", config="model_kind"),
+        Flag(
+            "--target-kind",
+            Optional[str],
+            "What --model is: skops (default), torch (with --factory), torch-export, onnx, or huggingface (a causal LM's save_pretrained directory, with a .txt --data and --reference-models).",
+            config="model_kind",
+        ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
         Flag(
             "--model-output",
