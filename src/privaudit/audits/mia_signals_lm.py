@@ -46,18 +46,9 @@ SEQUENCE_SIGNAL = default(
 
 def read_text_pool(path: Any, name: str = "--data") -> list[str]:
     """The records of a text pool: the non-empty lines of a UTF-8 text file (an empty or binary file is refused, naming ``name``)."""
-    from .._core.files import check_utf8_file
+    from ..canaries.lm_synthetic import read_synthetic_corpus
 
-    if not Path(path).is_file():
-        raise ValueError(f"`{name}` must be an existing text file of records, one a line, got {str(path)!r}")
-    check_utf8_file(path, name)
-    text = Path(path).read_text(encoding="utf-8")
-    if "\x00" in text:
-        raise ValueError(f"`{name}`: {str(path)!r} holds NUL bytes: give a text file of records, one a line")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise ValueError(f"`{name}`: {str(path)!r} holds no record: give a text file of records, one a line")
-    return lines
+    return read_synthetic_corpus(path, name, what="records (texts)")
 
 
 def sequence_signals(model: Any, tokenizer: Any, texts: list[str], *, bos: str = "auto", seed: int = 0) -> tuple[np.ndarray, Convention, tuple[int, ...]]:

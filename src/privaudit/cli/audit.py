@@ -104,6 +104,9 @@ def _dataset_file(path: Path) -> str:
     return str(path)
 
 
+_LABEL_RULE = "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused)."
+_LABEL_COL = Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col")
+
 FLAGS: dict[str, tuple[Flag, ...]] = {
     "secret-sharer": (
         Flag("--template", Optional[str], "Canary format, e.g. 'my pin is {digits:6}'.", config="template"),
@@ -192,13 +195,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "--data",
             Optional[Path],
             "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
-            "or .csv/.parquet of numbers, one example per row, label in --label-col (without it: the one column of whole numbers "
-            "or named label/labels/y/target/class, else refused). Split 75/25 into train and test by --seed; the mislabelled "
-            "canary is the first test record with the next label. Features are used as they are (no scaling).",
+            "or .csv/.parquet of numbers, one example per row, label in --label-col " + _LABEL_RULE + " Split 75/25 into train and test by --seed; "
+            "the mislabelled canary is the first test record with the next label. Features are used as they are (no scaling).",
             config="data",
             parse=_dataset_file,
         ),
-        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        _LABEL_COL,
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
@@ -353,12 +355,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "--data",
             Optional[Path],
             "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
-            "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused). "
-            "A record's id is its row, or its value in --id-col. With --target-kind huggingface: a .txt of texts, one record a line.",
+            + _LABEL_RULE
+            + " A record's id is its row, or its value in --id-col. With --target-kind huggingface: a .txt of texts, one record a line.",
             config="data",
             parse=_pool_file,
         ),
-        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        _LABEL_COL,
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
         Flag(
             "--model",

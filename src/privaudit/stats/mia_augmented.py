@@ -48,6 +48,15 @@ def _views(signals: ArrayLike, name: str, ndim: int) -> Floats:
     return np.asarray(values, dtype=np.float64)
 
 
+def _paired(target_signals: ArrayLike, reference_signals: ArrayLike) -> tuple[Floats, Floats]:
+    """The target's (A, n) and the references' (k, A, n) view signals, checked to match."""
+    target = _views(target_signals, "target_signals", 2)
+    reference = _views(reference_signals, "reference_signals", 3)
+    if reference.shape[1:] != target.shape:
+        raise ValueError(f"`reference_signals` must have shape (references, {target.shape[0]}, {target.shape[1]}), got {reference.shape}")
+    return target, reference
+
+
 def view_averaged_signal(signals: ArrayLike) -> Floats:
     """φ of the view-averaged probability: log p̄ − log(1 − p̄), p̄ the mean over axis −2 of 1/(1 + e^(−φ)), in the log domain.
 
@@ -70,20 +79,14 @@ def lira_online_augmented(target_signals: ArrayLike, reference_signals: ArrayLik
 
     ``target_signals`` (A, n), ``reference_signals`` (k, A, n), ``membership`` (k, n).
     """
-    target = _views(target_signals, "target_signals", 2)
-    reference = _views(reference_signals, "reference_signals", 3)
-    if reference.shape[1:] != target.shape:
-        raise ValueError(f"`reference_signals` must have shape (references, {target.shape[0]}, {target.shape[1]}), got {reference.shape}")
+    target, reference = _paired(target_signals, reference_signals)
     per_view = [lira_online_scores(target[a], reference[:, a], membership, global_variance=global_variance) for a in range(target.shape[0])]
     return np.asarray(np.mean(per_view, axis=0), dtype=np.float64)
 
 
 def lira_offline_augmented(target_signals: ArrayLike, reference_signals: ArrayLike, membership: ArrayLike, *, global_variance: bool = False) -> Floats:
     """Offline LiRA on A views: the mean over views of log Pr[Z <= φ_a], Z fitted per view to the OUT references."""
-    target = _views(target_signals, "target_signals", 2)
-    reference = _views(reference_signals, "reference_signals", 3)
-    if reference.shape[1:] != target.shape:
-        raise ValueError(f"`reference_signals` must have shape (references, {target.shape[0]}, {target.shape[1]}), got {reference.shape}")
+    target, reference = _paired(target_signals, reference_signals)
     per_view = [lira_offline_scores(target[a], reference[:, a], membership, global_variance=global_variance) for a in range(target.shape[0])]
     return np.asarray(np.mean(per_view, axis=0), dtype=np.float64)
 
