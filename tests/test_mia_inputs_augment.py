@@ -163,3 +163,28 @@ def test_augmentations_without_a_checked_image_shape_are_refused(digits, tmp_pat
     folder, *_ = digits
     output = tmp_path / "out"
     assert_refused([*_argv(folder, *flags), "--output", output, "--no-history"], output, match)
+
+
+def test_trained_references_on_embedded_digits_are_queried_on_every_view(tmp_path):
+    """The embedded digits declare 1 x 8 x 8 (checked, no --image-shape); every trained model's signals hold one row per view."""
+    pytest.importorskip("torch")
+    from sklearn.metrics import roc_auc_score
+
+    from privaudit.audits.mia_training import draws
+    from privaudit.runner import RunStore
+    from privaudit.stats.mia import loss_scores
+
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--train", "own_models.relu_net:train_torch", "--references", "4", "--augment", "flip", "--seed", "5"]
+    code, _, stderr = run_cli([*argv, "--output", output, "--no-history", "--workers", "1"])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text(encoding="utf-8"))
+    conventions = {item["name"]: item for item in data["conventions"]}
+    assert conventions["image layout"]["decided"] == "checked" and conventions["image layout"]["value"].startswith("1 x 8 x 8")
+    store = RunStore(output / "runs")
+    signals = np.array([store.load(index)["signals"] for index in range(5)])
+    assert signals.shape == (5, 2, 1797)  # 4 references and the target, 2 views, every record
+    population, target_members, _ = draws(5, 1797, 4, data["num_population"])
+    mean_log_p = (loss_scores(signals[4, 0]) + loss_scores(signals[4, 1])) / 2
+    loss = next(item for item in data["attacks"] if item["attack"] == "loss")
+    assert loss["auc"] == pytest.approx(roc_auc_score(target_members[~population], mean_log_p[~population]), abs=1e-9)
