@@ -133,7 +133,9 @@ class MIAConfig:
                 "`reference_models` (--reference-models) needs `reference_membership` (--reference-membership) and the user's target (--model, --members)"
             )
         if self.augment or self.image_shape is not None:
-            _check_augment(self)
+            from .mia_augment import check_augment_settings
+
+            check_augment_settings(self)
         if self.model is not None:
             from ..models.loading import KINDS
             from ..models.outputs import OUTPUT_KINDS
@@ -144,17 +146,6 @@ class MIAConfig:
             from .mia_signals_lm import check_text_config
 
             check_text_config(self)
-
-
-def _check_augment(config: MIAConfig) -> None:
-    from .mia_augment import AUGMENTATIONS
-
-    for name in config.augment:
-        check_choice(name, "augment", AUGMENTATIONS)
-    check_count(config.shift_pixels, "shift_pixels", minimum=1)
-    shape = config.image_shape
-    if shape is not None and (len(shape) != 3 or not all(isinstance(side, int) and not isinstance(side, bool) and side >= 1 for side in shape)):
-        raise ValueError(f"`image_shape` (--image-shape) must be three positive integers (channels, height, width), got {shape!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,16 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, explicit
 
-__all__ = ["AUGMENTATIONS", "AugmentSpec", "augment_spec", "augmented_attack_scores", "augmented_views", "signals_on_views", "view_offsets"]
+__all__ = [
+    "AUGMENTATIONS",
+    "AugmentSpec",
+    "augment_spec",
+    "augmented_attack_scores",
+    "augmented_views",
+    "check_augment_settings",
+    "signals_on_views",
+    "view_offsets",
+]
 
 AUGMENTATIONS = ("flip", "shift")
 
@@ -74,6 +83,18 @@ def augmented_views(x: np.ndarray, image_shape: tuple[int, int, int], augment: t
             view = images
         views.append((view[..., ::-1] if flip else view).reshape(len(x), -1))
     return np.ascontiguousarray(np.stack(views), dtype=np.asarray(x).dtype)
+
+
+def check_augment_settings(config: Any) -> None:
+    """The augmentation fields of a :class:`~privaudit.audits.mia.MIAConfig`, checked on construction (before any pool is read)."""
+    from .._core.validation import check_choice, check_count
+
+    for name in config.augment:
+        check_choice(name, "augment", AUGMENTATIONS)
+    check_count(config.shift_pixels, "shift_pixels", minimum=1)
+    shape = config.image_shape
+    if shape is not None and (len(shape) != 3 or not all(isinstance(side, int) and not isinstance(side, bool) and side >= 1 for side in shape)):
+        raise ValueError(f"`image_shape` (--image-shape) must be three positive integers (channels, height, width), got {shape!r}")
 
 
 def augment_spec(config: Any, pool: Any) -> AugmentSpec | None:
