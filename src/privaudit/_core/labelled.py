@@ -45,11 +45,12 @@ _LABEL_OPTION = "`--label-col` (`label_col`)"
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class LabelledData:
-    """Features ``x`` (n, d) float64, integer labels ``y`` (n,), and ``label``: how the label column was decided."""
+    """Features ``x`` (n, d) float64, integer labels ``y`` (n,), ``label``: how the label column was decided, and the ``columns`` asked for by name."""
 
     x: np.ndarray
     y: np.ndarray
     label: Convention
+    columns: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 def _cell_number(cell: str) -> float | None:
@@ -162,7 +163,20 @@ def _decide_label(header: list[str] | None, table: np.ndarray, path: Path, name:
     return index, checked(convention, _column(header, index, width), evidence)
 
 
-def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | None = None) -> LabelledData:
+def _take_columns(header: list[str] | None, table: np.ndarray, path: Path, name: str, names: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``table`` without the columns ``names`` (each named once in ``header``), and those columns by name."""
+    if not names:
+        return table, {}
+    found = {}
+    for column in names:
+        if header is None or header.count(column) != 1:
+            columns = "no header row" if header is None else f"columns {describe_value(header)}"
+            raise ValueError(f"`{name}` must have one column named {describe_value(column)}, got {columns} in {str(path)!r}")
+        found[column] = header.index(column)
+    return np.delete(table, list(found.values()), axis=1), {column: table[:, index] for column, index in found.items()}
+
+
+def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | None = None, other_cols: tuple[str, ...] = ()) -> LabelledData:
     """Features, integer labels and the label convention of a labelled dataset file; ``name`` is the option shown in errors.
 
     * ``.npz``: arrays ``x`` (n, d) and ``y`` (n,), read by
@@ -177,6 +191,9 @@ def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | N
     one column that could be the label by the module's rule; two or more
     candidates (or none) are refused with a message naming ``--label-col``.
     Labels must be integers 0, 1, ...; every cell must be a finite number.
+    ``other_cols`` names columns that are neither features nor the label
+    (record ids, membership flags): they are taken out before the label is
+    decided and returned in ``columns`` (in an ``.npz``, arrays by key).
     Each failure is a ValueError naming ``name`` (or ``--label-col``).
 
     >>> import tempfile, os
@@ -193,6 +210,10 @@ def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | N
     ValueError: `--label-col` (`label_col`) must name the label column of `--members` '...d.csv': 2 of its columns could be it ('label' (column 1 of 3), 'flag' (column 3 of 3)); ...
     >>> read_labelled(file, "--members", label_col="label").y.tolist()
     [1, 0]
+    >>> _ = open(file, "w").write("id,a,label\\n17,0.5,1\\n23,1.5,0\\n")
+    >>> data = read_labelled(file, "--data", other_cols=("id",))  # the whole-number ids are no label candidate
+    >>> data.x.tolist(), data.y.tolist(), data.columns["id"].tolist()
+    ([[0.5], [1.5]], [1, 0], [17.0, 23.0])
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -204,11 +225,14 @@ def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | N
     if suffix == ".npz":
         if label_col is not None:
             raise ValueError(f"{_LABEL_OPTION} names a column of a .csv or .parquet file; {str(path)!r} is an .npz, whose labels are its array 'y'")
-        arrays = read_npz(path, name, ("x", "y"))
+        arrays = read_npz(path, name, ("x", "y", *other_cols))
         x, y = np.asarray(arrays["x"], dtype=np.float64), np.asarray(arrays["y"])
+        columns = {column: np.asarray(arrays[column], dtype=np.float64) for column in other_cols}
         label = explicit(f"label column of {name}", "array 'y'", "the .npz key 'y' (by name, not position)")
     else:
         header, table = _read_csv_table(path, name) if suffix == ".csv" else _read_parquet_table(path, name)
+        table, columns = _take_columns(header, table, path, name, other_cols)
+        header = None if header is None else [column for column in header if column not in other_cols]
         column, label = _decide_label(header, table, path, name, label_col)
         x, y = np.delete(table, column, axis=1), table[:, column]
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1 or y.shape != (len(x),):
@@ -216,8 +240,10 @@ def read_labelled(path: str | os.PathLike[str], name: str, *, label_col: str | N
             f"`{name}` must hold features x of shape (n, d) with d >= 1 and n labels, got x of shape {describe_value(x.shape)} "
             f"and labels of shape {describe_value(y.shape)} in {str(path)!r}"
         )
+    if any(values.shape != y.shape for values in columns.values()):
+        raise ValueError(f"`{name}`: arrays {describe_value(list(other_cols))} must hold one value per record ({len(y)}) in {str(path)!r}")
     if y.dtype.kind == "b":
         y = y.astype(np.int64)
     if y.dtype.kind not in "iuf" or not np.all(y == np.round(y)) or (y < 0).any():
         raise ValueError(f"`{name}` must hold integer class labels 0, 1, ... in {str(path)!r}, got {describe_value(np.unique(y)[:5].tolist())}")
-    return LabelledData(x=x, y=y.astype(np.int64), label=label)
+    return LabelledData(x=x, y=y.astype(np.int64), label=label, columns=columns)

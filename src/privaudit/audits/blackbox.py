@@ -27,6 +27,15 @@ by its path, so it must be importable (a module-level function). The claimed
 ε is still that of the config's ``noise_multiplier`` and ``num_steps`` at
 sampling rate 1: set them to describe the user's training.
 
+The data are the embedded ``dataset`` or the user's own file (``data``,
+``privaudit audit blackbox --data pool.csv --label-col y``: ``.npz``,
+``.csv`` or ``.parquet``, read by
+:func:`privaudit._core.labelled.read_labelled`), split 75/25 into train and
+test by the seed as the embedded ones are
+(:func:`privaudit.data.tabular.load_dataset_file`); the mislabelled canary
+is the first test record with the next label. How the label column was
+decided is recorded in the result's conventions.
+
 >>> BlackBoxConfig(score="margin")
 Traceback (most recent call last):
 ...
@@ -45,13 +54,24 @@ from typing import Any
 
 import numpy as np
 
+from .._core.conventions import Convention, default
 from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ..runner import RunStore, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
-__all__ = ["AUDIT", "BlackBoxAudit", "BlackBoxConfig", "BlackBoxResult", "check_train_function", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = [
+    "AUDIT",
+    "BlackBoxAudit",
+    "BlackBoxConfig",
+    "BlackBoxResult",
+    "check_train_function",
+    "dataset_conventions",
+    "run_blackbox_audit",
+    "run_configs",
+    "train_one",
+]
 
 THREAT_MODEL = "black-box: final model only, canary loss/confidence"
 DATASETS = ("breast-cancer", "digits")
@@ -87,8 +107,16 @@ class BlackBoxConfig:
     confidence: float = 0.95
     seed: int = 0
     train: str | None = None  # "package.module:fn", the user's training function (see the module docstring)
+    data: str | None = None  # the user's .npz/.csv/.parquet dataset instead of `dataset` (--data)
+    label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
 
     def __post_init__(self):
+        from .._core.labelled import LABELLED_SUFFIXES
+
+        if self.data is not None and not str(self.data).lower().endswith(LABELLED_SUFFIXES):
+            raise ValueError(f"`data` (--data) must be a .npz, .csv or .parquet file, got {self.data!r}")
+        if self.label_col is not None and (self.data is None or not str(self.data).lower().endswith((".csv", ".parquet"))):
+            raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
         if self.train is not None:
             from ..models.loading import check_import_path
 
@@ -154,10 +182,20 @@ def _run_seeds(root: int, index: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=4)
-def _data(name: str, seed: int):
-    from ..data.tabular import load_dataset
+def _data(name: str, seed: int, data: str | None = None, label_col: str | None = None):
+    """The embedded dataset ``name``, or the user's file ``data``, split by ``seed``."""
+    from ..data.tabular import load_dataset, load_dataset_file
 
+    if data is not None:
+        return load_dataset_file(data, name="--data", label_col=label_col, seed=seed)
     return load_dataset(name, seed=seed)
+
+
+def dataset_conventions(config: BlackBoxConfig) -> tuple[Convention, ...]:
+    """How the label column of the audited data was decided: by the reader for the user's file, by name for an embedded dataset."""
+    if config.data is not None:
+        return tuple(_data(config.dataset, config.seed, config.data, config.label_col).conventions)
+    return (default("label column", "the embedded dataset's target", f"scikit-learn's {config.dataset} labels"),)
 
 
 def _canary(data, kind: str) -> tuple[np.ndarray, int]:
@@ -185,8 +223,9 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
-    if base["train"] is None:  # the built-in training: runs stored before `train` existed resume unchanged
-        del base["train"]
+    for key in ("train", "data", "label_col"):
+        if base[key] is None:  # unset: runs stored before these options existed resume unchanged
+            del base[key]
     return [dict(base, index=index, with_canary=index % 2 == 0) for index in range(2 * config.num_models_per_side)]
 
 
@@ -263,7 +302,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     from ..models.classifiers import build_classifier
     from ..training.dpsgd import DPSGDConfig, ReferenceDPSGD
 
-    data = _data(config["dataset"], int(config["seed"]))
+    data = _data(config["dataset"], int(config["seed"]), config.get("data"), config.get("label_col"))
     model_seed, noise_seed = _run_seeds(config["seed"], config["index"])
     x = np.asarray(data.x_train, dtype=np.float32)
     y = np.asarray(data.y_train, dtype=np.int64)
@@ -368,6 +407,7 @@ def run_blackbox_audit(
         bound=gdp,
         bound_eps_delta=eps_delta,
         config=config,
+        conventions=dataset_conventions(config),
     )
 
 
@@ -408,6 +448,7 @@ class BlackBoxAudit(Audit):
         check_backend(backend, max_workers, address)
 
         require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
+        _data(config.dataset, config.seed, config.data, config.label_col)  # an unreadable --data is refused before any folder is created
         if config.train is not None:
             check_train_function(config.train)  # before any folder is created
         trainer = f"--train {config.train}" if config.train is not None else f"{config.architecture}, DP-SGD"

@@ -42,9 +42,21 @@ from ..runner import RunStore, check_backend, run_all
 from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .mia_training import draws, load_pool, preflight, train_and_score
+from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
 
-__all__ = ["AUDIT", "ATTACKS", "AttackSummary", "MIAAudit", "MIAConfig", "MIAResult", "VulnerableRecord", "attack_scores"]
+__all__ = [
+    "AUDIT",
+    "ATTACKS",
+    "AttackSummary",
+    "MIAAudit",
+    "MIAConfig",
+    "MIAResult",
+    "VulnerableRecord",
+    "attack_scores",
+    "attack_summaries",
+    "most_vulnerable",
+    "threat_model",
+]
 
 THREAT_MODEL = "black-box: the target's confidence on each record; reference models trained by the auditor on random halves of the pool; population samples known to be non-members"
 ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
@@ -84,10 +96,16 @@ class MIAConfig:
     factory: str | None = None  # with model_kind "torch"
     model_output: str = "auto"  # "auto": checked on the model's outputs; or "logits", "probabilities", "log-probabilities"
     trusted: tuple[str, ...] = ()  # types a skops file may hold beyond scikit-learn's and numpy's (only for files the user trusts)
-    members: str | None = None  # row indices of the target's training records in the pool (with `model`)
+    members: str | None = None  # the target's training records in the pool (with `model`): row indices, or ids of `id_col`
+    members_col: str | None = None  # or a column of the pool, 1 for the target's members (instead of `members`)
+    id_col: str | None = None  # a column of the pool holding each record's id (else a record's id is its row)
     # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
     reference_models: str | None = None
     reference_membership: str | None = None
+    # query augmentations of image records (see privaudit.audits.mia_augment): "flip", "shift"; the images' (C, H, W) unless the embedded dataset declares it
+    augment: tuple[str, ...] = ()
+    image_shape: tuple[int, int, int] | None = None
+    shift_pixels: int = 1
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -105,18 +123,29 @@ class MIAConfig:
         check_probability(self.confidence, "confidence")
         check_count(self.num_vulnerable, "num_vulnerable")
         check_count(self.seed, "seed")
-        if (self.model is None) != (self.members is None):
-            raise ValueError("`model` (--model) and `members` (--members) go together: the user's target and the rows it was trained on")
+        if (self.model is None) != (self.members is None and self.members_col is None) or None not in (self.members, self.members_col):
+            raise ValueError(
+                "`model` (--model) and `members` (--members) go together: the user's target and the rows it was trained on "
+                "(or `members_col` (--members-col) instead of `members`)"
+            )
         if (self.reference_models is None) != (self.reference_membership is None) or (self.reference_models is not None and self.model is None):
             raise ValueError(
                 "`reference_models` (--reference-models) needs `reference_membership` (--reference-membership) and the user's target (--model, --members)"
             )
+        if self.augment or self.image_shape is not None:
+            from .mia_augment import check_augment_settings
+
+            check_augment_settings(self)
         if self.model is not None:
             from ..models.loading import KINDS
             from ..models.outputs import OUTPUT_KINDS
 
-            check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
+            check_choice(self.model_kind, "model_kind", KINDS)
             check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+        if self.model_kind == "huggingface":
+            from .mia_signals_lm import check_text_config
+
+            check_text_config(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,11 +162,18 @@ class AttackSummary:
 
 @dataclasses.dataclass(frozen=True)
 class VulnerableRecord:
-    """A record the headline attack scores highest: its row in the pool, score, and whether it was a member."""
+    """A record the headline attack scores highest: its row in the pool, score, and whether it was a member.
+
+    ``record_id`` is the user's id of the record (its ``--id-col`` value;
+    None: the row is the id); ``attack_scores`` every attack's score of it,
+    in the order of the result's ``attacks``.
+    """
 
     record: int
     score: float
     member: bool
+    record_id: str | None = None
+    attack_scores: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,8 +214,13 @@ def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndar
     """Every attack's scores of the records outside ``population``, from the signals of all records.
 
     ``target`` (n,) and ``reference`` (k, n) are φ on the target and the
-    references; ``membership`` (k, n) the references' training sets.
+    references; ``membership`` (k, n) the references' training sets. With
+    query augmentations they are (A, n) and (k, A, n), one row per view.
     """
+    if np.ndim(target) == 2:
+        from .mia_augment import augmented_attack_scores
+
+        return augmented_attack_scores(target, reference, membership, population, config)
     evaluated = ~population
     x = (target[evaluated], reference[:, evaluated], membership[:, evaluated])
     z = (target[population], reference[:, population], membership[:, population])
@@ -192,44 +233,100 @@ def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndar
     }
 
 
+def attack_summaries(scores: dict[str, np.ndarray], is_member: np.ndarray, confidence: float) -> list[AttackSummary]:
+    """Each attack's AUC and TPR at the FPR targets, with ``confidence`` Clopper–Pearson intervals, in the order of :data:`ATTACKS`."""
+    summaries = []
+    for name in ATTACKS:
+        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=confidence)
+        summaries.append(
+            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
+        )
+    return summaries
+
+
+def threat_model(config: MIAConfig) -> str:
+    """The threat model of this run: who trained the target and the references, and what the attacker sees.
+
+    >>> threat_model(MIAConfig()).startswith("black-box")
+    True
+    """
+    if config.model is None:
+        return THREAT_MODEL
+    references = "reference models given by the user with their membership" if config.reference_models else "reference models trained by the auditor"
+    return (
+        "black-box: the confidence on each record of the user's trained target (its members as given); "
+        f"{references} on random halves of the pool; population samples known to be non-members"
+    )
+
+
+def most_vulnerable(
+    scores: dict[str, np.ndarray], is_member: np.ndarray, rows: np.ndarray, user_ids: np.ndarray | None, count: int
+) -> tuple[VulnerableRecord, ...]:
+    """The ``count`` records the headline attack scores highest (ties in row order), with every attack's score and the user's id.
+
+    >>> scores = {name: np.array([0.1, 0.9, 0.5]) for name in ATTACKS}
+    >>> [(r.record, r.record_id, r.member) for r in most_vulnerable(scores, np.array([False, True, False]), np.array([4, 7, 9]), 10.0 * np.arange(10), 2)]
+    [(7, '70', True), (9, '90', False)]
+    """
+    order = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[:count]
+    return tuple(
+        VulnerableRecord(
+            int(rows[i]),
+            float(scores[HEADLINE_ATTACK][i]),
+            bool(is_member[i]),
+            record_id=None if user_ids is None else _id_text(float(user_ids[rows[i]])),
+            attack_scores=tuple(float(scores[name][i]) for name in ATTACKS),
+        )
+        for i in order
+    )
+
+
+def _id_text(value: float) -> str:
+    """An id as the user wrote it: a whole number without a decimal point."""
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
 def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
-    pool = load_pool(config.dataset, config.data, config.label_col)
+    pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
-    base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "train", "epochs", "num_references", "seed")}
+    base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
+    if config.augment:  # only then: runs stored without augmentations resume unchanged
+        base.update(augment=list(config.augment), image_shape=config.image_shape and list(config.image_shape), shift_pixels=config.shift_pixels)
     if config.reference_models is not None:  # the user's references: nothing to train
         return []
     models = config.num_references + (1 if config.model is None else 0)  # the last job trains the target, unless it is the user's
     return [dict(base, num_population=num_population, index=index) for index in range(models)]
 
 
-def _target_conventions(output: Convention) -> tuple[Convention, ...]:
+def _target_conventions(output: Convention, membership: Convention) -> tuple[Convention, ...]:
     """The target's membership (given) and output kind (checked on its outputs, or given with --model-output)."""
-    membership = explicit("target membership", "rows listed in --members", "--members")
     return (membership, dataclasses.replace(output, name="target output kind"))
 
 
-def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Convention]:
-    """(φ of every record on the user's target, population mask, target membership, how its output kind was decided)."""
+def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[Convention, ...]]:
+    """(φ of every record on the user's target, population mask, target membership, how its membership and output kind were decided)."""
     from ..models.loading import load_model
     from ..stats.mia import logit_confidence_from_loss
-    from .mia_training import read_members, user_target_draws
+    from .mia_augment import augment_spec, signals_on_views
+    from .mia_training import target_members, user_target_draws
 
-    pool = load_pool(config.dataset, config.data, config.label_col)
-    members = read_members(str(config.members), num_records)
+    pool = pool_of(config)
+    members, membership = target_members(pool, members=config.members, members_col=config.members_col, id_col=config.id_col)
     if int((~members).sum()) < num_population + 5 or int(members.sum()) < 5:
         raise ValueError(
-            f"`--members` must leave at least 5 members and {num_population + 5} non-members in the pool "
+            f"`--members` (or `--members-col`) must leave at least 5 members and {num_population + 5} non-members in the pool "
             f"({num_population} population samples, `population_fraction` = {config.population_fraction:g}, and non-members to attack), "
             f"got {int(members.sum())} members of {num_records}"
         )
     target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output, trusted=config.trusted).decide_output(pool.x)
-    signals = logit_confidence_from_loss(target.loss(pool.x, pool.y))
-    population, target_members = user_target_draws(config.seed, members, num_population)
+    signals = signals_on_views(lambda x: logit_confidence_from_loss(target.loss(x, pool.y)), pool.x, augment_spec(config, pool))
+    population, in_target = user_target_draws(config.seed, members, num_population)
     assert target.output_convention is not None  # decide_output records it
-    return signals, population, target_members, target.output_convention
+    return signals, population, in_target, _target_conventions(target.output_convention, membership)
 
 
 def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarray]:
+    from .mia_augment import augment_spec
     from .mia_training import read_reference_models
 
     return read_reference_models(
@@ -240,26 +337,38 @@ def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarr
         factory=config.factory,
         output=config.model_output,
         trusted=config.trusted,
+        views=augment_spec(config, pool),
     )
 
 
-def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target_output: Convention | None) -> tuple[Convention, ...]:
+def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target: tuple[Convention, ...]) -> tuple[Convention, ...]:
     if config.data is None:
         label = default("label column", "the embedded dataset's target", f"scikit-learn's {config.dataset} labels")
     else:
-        read = load_pool(config.dataset, config.data, config.label_col).label
+        read = pool_of(config).label
         assert read is not None  # the tabular reader records how it decided the label column
         label = read
-    target = () if target_output is None else _target_conventions(target_output)
+    if config.id_col is None:
+        record_id = default("record id", "row index in the pool (from 0)", "the pool names no id column (--id-col)")
+    else:
+        record_id = explicit("record id", f"column {config.id_col!r} of --data", "--id-col")
+    pool_conventions: tuple[Convention, ...] = (label, record_id)
+    if config.augment:
+        from .mia_augment import augment_spec
+
+        spec = augment_spec(config, pool_of(config))
+        assert spec is not None
+        views = explicit("query augmentations", f"{spec.num_views} views ({', '.join(spec.augment)}; shifts of {spec.shift} px, border reflected)", "--augment")
+        pool_conventions += (spec.convention, views)
     if config.reference_models is not None:  # the references are read like the target
         membership = explicit("reference membership", "rows of --reference-membership, models in file-name order", "--reference-membership")
-        return (label, membership) + target + (default("score direction", "higher is member", "each attack's score is built so"),)
+        return (*pool_conventions, membership) + target + (default("score direction", "higher is member", "each attack's score is built so"),)
     kinds = sorted(output_kinds)
     if len({kind for kind, _ in kinds}) != 1:
         raise ValueError(f"`--train` must return models of one output kind, got {', '.join(sorted({kind for kind, _ in kinds}))}")
     output = checked("output kind", kinds[0][0], f"every model: {kinds[0][1]}" if len(kinds) == 1 else f"every model ({len(kinds)} checks), e.g. {kinds[0][1]}")
     score = default("score direction", "higher is member", "each attack's score is built so (likelihood ratio, fraction of z dominated, minus the loss)")
-    return (label, output, score) + target
+    return (*pool_conventions, output, score) + target
 
 
 def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> AuditRun:
@@ -270,7 +379,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     start = time.perf_counter()
     results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
     wall = time.perf_counter() - start
-    pool = load_pool(config.dataset, config.data, config.label_col)
+    pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     if config.reference_models is not None:
         signals, membership = _user_references(config, pool)
@@ -279,36 +388,29 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         k = config.num_references
         signals = np.array([result["signals"] for result in results], dtype=np.float64)
         population, target_members, membership = draws(config.seed, len(pool.y), k, num_population)
-    target_output = None
+    target_conventions: tuple[Convention, ...] = ()
     if config.model is not None:  # the user's target: its own signals and membership
-        target_signals, population, target_members, target_output = _user_target(config, len(pool.y), num_population)
-        signals = np.vstack([signals, target_signals])
+        target_signals, population, target_members, target_conventions = _user_target(config, len(pool.y), num_population)
+        signals = np.concatenate([signals, target_signals[None]])
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
-    summaries = []
-    for name in ATTACKS:
-        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=config.confidence)
-        summaries.append(
-            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
-        )
+    summaries = attack_summaries(scores, is_member, config.confidence)
     ids = np.flatnonzero(~population)
-    headline_scores = scores[HEADLINE_ATTACK]
-    order = np.argsort(-headline_scores, kind="stable")[: config.num_vulnerable]
     result = MIAResult(
         attacks=tuple(summaries),
-        most_vulnerable=tuple(VulnerableRecord(int(ids[i]), float(headline_scores[i]), bool(is_member[i])) for i in order),
+        most_vulnerable=most_vulnerable(scores, is_member, ids, record_ids(pool, config.id_col), config.num_vulnerable),
         num_references=k,
         num_records=int(ids.size),
         num_members=int(is_member.sum()),
         num_population=int(population.sum()),
         confidence=config.confidence,
-        threat_model=THREAT_MODEL,
+        threat_model=threat_model(config),
         seeds=tuple(int(result["seed"]) for result in results),
         num_trained=len(jobs) - already,
         wall_time_s=wall,
         backend=backend,
         config=config,
-        conventions=_conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, target_output),
+        conventions=_conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, target_conventions),
     )
     observations = {"scores": scores, "is_member": is_member, "record_ids": ids}
     return AuditRun(AUDIT.name, config, result, observations=observations)
@@ -329,7 +431,12 @@ class MIAAudit(Audit):
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
         # every model's signals on the pool, held as parsed JSON floats (about 64 bytes each) before the attacks
-        records = len(load_pool(config.dataset, config.data, config.label_col).y)
+        if config.model_kind == "huggingface":  # a text pool
+            from .mia_signals_lm import read_text_pool
+
+            records = len(read_text_pool(str(config.data)))
+        else:
+            records = len(pool_of(config).y)
         return 64 * records * (config.num_references + 1), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
@@ -346,10 +453,18 @@ class MIAAudit(Audit):
         check_backend(backend, max_workers, address)
         from .._core.extras import require
 
+        if config.model_kind == "huggingface":  # a text pool under the user's causal LMs: nothing to train
+            from .mia_signals_lm import run_text_pool_audit
+
+            return run_text_pool_audit(config, progress=progress)
         require("sklearn", purpose="the mia audit")
-        pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
+        pool = pool_of(config)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        record_ids(pool, config.id_col)  # unique ids, before any model trains
+        from .mia_augment import augment_spec
+
+        augment_spec(config, pool)  # the image shape that --augment needs
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
             _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.reference_models is not None:  # and the user's references with their membership matrix

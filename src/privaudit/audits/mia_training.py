@@ -4,7 +4,8 @@ Every draw comes from the audit's seed, so each job recomputes its own
 training set and a killed run resumes with identical models:
 
 * the pool is the embedded dataset (train and test splits together) or the
-  user's dataset file, rows in file order (a record's id is its row index);
+  user's dataset file, rows in file order (a record's id is its row index,
+  or its value in the file's ``--id-col``);
 * ``population`` records (never in the target) are the RMIA samples z;
 * the target's members are the other records, each kept by a fair coin;
 * reference model j trains on the records whose membership row says IN:
@@ -26,6 +27,7 @@ import numpy as np
 from .._core.conventions import Convention, checked
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
+from .mia_augment import augment_spec, signals_on_views
 
 __all__ = [
     "SUFFIXES",
@@ -33,9 +35,12 @@ __all__ = [
     "draws",
     "read_reference_models",
     "load_pool",
+    "pool_of",
     "model_signals",
     "preflight",
     "read_members",
+    "record_ids",
+    "target_members",
     "train_and_score",
     "train_mlp",
     "user_target_draws",
@@ -46,24 +51,46 @@ _SUM_TOLERANCE = 1e-4
 
 
 class Pool:
-    """The audited records: features ``x`` (n, d) float32 and labels ``y`` (n,) int64."""
+    """The audited records: features ``x`` (n, d) float32, labels ``y`` (n,) int64, and the file's other named ``columns``."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, source: str, label: Convention | None = None) -> None:
-        self.x, self.y, self.source, self.label = x, y, source, label
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        source: str,
+        label: Convention | None = None,
+        columns: dict[str, np.ndarray] | None = None,
+        image_shape: tuple[int, int, int] | None = None,
+    ) -> None:
+        self.x, self.y, self.source, self.label, self.columns = x, y, source, label, columns or {}
+        self.image_shape = image_shape  # declared by an embedded dataset; the user's pool states it with --image-shape
+
+
+def pool_of(config: Any) -> Pool:
+    """The pool of a :class:`~privaudit.audits.mia.MIAConfig` (or of a job's dict of its fields)."""
+    get = config.get if isinstance(config, dict) else functools.partial(getattr, config)
+    columns = tuple(name for name in (get("id_col", None), get("members_col", None)) if name is not None)
+    return load_pool(get("dataset"), get("data"), get("label_col"), columns)
 
 
 @functools.lru_cache(maxsize=4)
-def load_pool(dataset: str, data: str | None, label_col: str | None) -> Pool:
-    """The embedded ``dataset`` (both splits), or the user's ``data`` file read by the toolkit's tabular reader."""
+def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tuple[str, ...] = ()) -> Pool:
+    """The embedded ``dataset`` (both splits), or the user's ``data`` file read by the toolkit's tabular reader.
+
+    ``columns`` (an id column, a membership column) are neither features nor
+    the label; they need ``data``.
+    """
     if data is not None:
         from .._core.labelled import read_labelled
 
-        read = read_labelled(data, "--data", label_col=label_col)
-        return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label)
+        read = read_labelled(data, "--data", label_col=label_col, other_cols=columns)
+        return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label, read.columns)
+    if columns:
+        raise ValueError(f"`--id-col` and `--members-col` name columns of the user's pool: they need `--data`, got {', '.join(map(repr, columns))}")
     from ..data.tabular import load_dataset
 
     split = load_dataset(dataset, seed=0)
-    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset)
+    return Pool(np.concatenate([split.x_train, split.x_test]), np.concatenate([split.y_train, split.y_test]), dataset, image_shape=split.image_shape)
 
 
 @functools.lru_cache(maxsize=4)
@@ -112,23 +139,86 @@ def read_members(path: str, num_records: int) -> np.ndarray:
     return mask
 
 
+def record_ids(pool: Pool, id_col: str | None) -> np.ndarray | None:
+    """The user's id of every record (its value in the column ``id_col``), or None when the row is the id; ids must be unique.
+
+    >>> pool = Pool(np.zeros((3, 1), np.float32), np.zeros(3, np.int64), "p.csv", columns={"id": np.array([7.0, 3.0, 7.0])})
+    >>> record_ids(pool, "id")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--id-col` 'id' must name a column of unique ids, got 1 repeated id(s), e.g. 7
+    """
+    if id_col is None:
+        return None
+    ids = pool.columns[id_col]
+    unique, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(
+            f"`--id-col` {id_col!r} must name a column of unique ids, got {int((counts > 1).sum())} repeated id(s), e.g. {unique[counts > 1][0]:g}"
+        )
+    return ids
+
+
+def target_members(pool: Pool, *, members: str | None, members_col: str | None, id_col: str | None) -> tuple[np.ndarray, Convention]:
+    """The target's members as a mask over the pool, and how they were given (an explicit convention).
+
+    From ``members_col`` (a column of the pool holding 1 for a member, 0
+    otherwise), or the file ``members``: ids of ``id_col`` when the pool names
+    one, else row indices. An id or row the pool does not have is refused,
+    naming the option.
+    """
+    from .._core.conventions import explicit
+
+    if members_col is not None:
+        flags = pool.columns[members_col]
+        if not np.isin(flags, (0.0, 1.0)).all():
+            raise ValueError(f"`--members-col` {members_col!r} must hold 1 (member of the target) or 0 for each record, got {np.unique(flags)[:5].tolist()}")
+        return flags == 1.0, explicit("target membership", f"column {members_col!r} of --data, 1 = member", "--members-col")
+    assert members is not None  # the config requires one of the two
+    ids = record_ids(pool, id_col)
+    if ids is None:
+        return read_members(members, len(pool.y)), explicit("target membership", "rows listed in --members", "--members")
+    from .._core.readers import read_numbers
+
+    listed = read_numbers(members, "--members")
+    missing = listed[~np.isin(listed, ids)]
+    if missing.size:
+        raise ValueError(
+            f"`--members` must list ids of the pool's column `--id-col` {id_col!r}, got {missing.size} id(s) it does not have, e.g. {missing[0]:g}: "
+            "is --data the pool the target was trained from?"
+        )
+    if np.unique(listed).size != listed.size:
+        raise ValueError(f"`--members` must list each id once, got {listed.size - np.unique(listed).size} repeated id(s)")
+    return np.isin(ids, listed), explicit("target membership", f"ids of column {id_col!r} listed in --members", "--members with --id-col")
+
+
 #: The file suffix of each model kind, for a directory of reference models.
 SUFFIXES = {"skops": ".skops", "torch": ".safetensors", "torch-export": ".pt2", "onnx": ".onnx"}
 
 
 def read_reference_models(
-    directory: str, membership_path: str, pool: Pool, *, kind: str, factory: str | None, output: str, trusted: tuple[str, ...] = ()
+    directory: str,
+    membership_path: str,
+    pool: Pool,
+    *,
+    kind: str,
+    factory: str | None,
+    output: str,
+    trusted: tuple[str, ...] = (),
+    views: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(φ (k, n), membership (k, n)) of the user's reference models: the ``kind`` files of ``directory`` in name order.
 
     The membership matrix (a ``.npy`` of booleans or 0/1, one row per model
     in that order, one column per pool record) is checked before any model
     is loaded; ValueErrors name ``--reference-models`` or ``--reference-membership``.
+    With ``views`` (an :class:`~privaudit.audits.mia_augment.AugmentSpec`),
+    φ has shape (k, A, n), one row per view.
     """
     from pathlib import Path
 
     from ..models.loading import load_model
-    from ..stats.mia import check_membership, logit_confidence_from_loss
+    from ..stats.mia import check_membership
 
     folder = Path(directory)
     files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
@@ -139,13 +229,20 @@ def read_reference_models(
     except (OSError, ValueError) as error:
         raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
     membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
-    signals = np.array(
-        [
-            logit_confidence_from_loss(load_model(file, kind=kind, factory=factory, output=output, trusted=trusted).decide_output(pool.x).loss(pool.x, pool.y))
-            for file in files
-        ]
-    )
-    return signals, membership
+    from .mia_augment import signals_on_views
+
+    signals = []
+    for file in files:
+        model = load_model(file, kind=kind, factory=factory, output=output, trusted=trusted).decide_output(pool.x)
+        signals.append(signals_on_views(functools.partial(_loss_signal, model, pool.y), pool.x, views))
+    return np.array(signals), membership
+
+
+def _loss_signal(model: Any, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """φ of a loaded model on records ``x`` with labels ``y``, from its cross-entropy loss."""
+    from ..stats.mia import logit_confidence_from_loss
+
+    return logit_confidence_from_loss(model.loss(x, y))
 
 
 def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
@@ -233,7 +330,7 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
 
     Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``.
     """
-    pool = load_pool(config["dataset"], config["data"], config["label_col"])
+    pool = pool_of(config)
     k, index = int(config["num_references"]), int(config["index"])
     population, target, references = draws(int(config["seed"]), len(pool.y), k, int(config["num_population"]))
     rows = target if index == k else references[index]
@@ -246,4 +343,7 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
     signals, convention = model_signals(model, pool.x, pool.y, who)
+    views = augment_spec(config, pool)
+    if views is not None:  # every view of every record; the output kind was checked on the records themselves
+        signals = signals_on_views(lambda x: model_signals(model, x, pool.y, who)[0], pool.x, views)
     return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}

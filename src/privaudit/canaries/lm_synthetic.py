@@ -33,8 +33,8 @@ __all__ = ["jaccard_similarities", "ngram_log_likelihoods", "read_synthetic_corp
 _START = "\x00"  # start marker: no word of a text contains it (split on whitespace, NUL refused in text files)
 
 
-def read_synthetic_corpus(path, name: str = "--synthetic") -> list[str]:
-    """The non-empty lines of a UTF-8 text file; an empty or binary file is refused, naming ``name``."""
+def read_synthetic_corpus(path, name: str = "--synthetic", *, what: str = "synthetic records") -> list[str]:
+    """The non-empty lines of a UTF-8 text file of ``what``, one a line; an empty or binary file is refused, naming ``name``."""
     from .._core.files import check_utf8_file
 
     if not Path(path).is_file():
@@ -42,10 +42,10 @@ def read_synthetic_corpus(path, name: str = "--synthetic") -> list[str]:
     check_utf8_file(path, name)
     text = Path(path).read_text(encoding="utf-8")
     if "\x00" in text:
-        raise ValueError(f"`{name}`: {str(path)!r} holds NUL bytes: give a text file of synthetic records, one a line")
+        raise ValueError(f"`{name}`: {str(path)!r} holds NUL bytes: give a text file of {what}, one a line")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
-        raise ValueError(f"`{name}`: {str(path)!r} is empty: give the synthetic corpus, one record a line")
+        raise ValueError(f"`{name}`: {str(path)!r} is empty: give a text file of {what}, one a line")
     return lines
 
 

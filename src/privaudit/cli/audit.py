@@ -66,6 +66,25 @@ def _schedule(text: str) -> tuple[int, ...]:
         raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
 
 
+def _pool_file(path: Path) -> str:
+    """mia's pool: a labelled file, or a .txt of texts (one record a line) for --target-kind huggingface."""
+    return str(path) if str(path).lower().endswith(".txt") else _dataset_file(path)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _image_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 3:
+        raise ValueError(f"`--image-shape` must be three comma-separated integers C,H,W (channels, height, width), got {text!r}")
+    return shape
+
+
 def _import_path(option: str) -> Callable[[str], str]:
     """The parser of an option that names a callable as 'package.module:callable'."""
 
@@ -84,6 +103,9 @@ def _dataset_file(path: Path) -> str:
         raise ValueError(f"`--data` must be a .npz, .csv or .parquet file, got {str(path)!r}")
     return str(path)
 
+
+_LABEL_RULE = "(without it: the one column of whole numbers or named label/labels/y/target/class, else refused)."
+_LABEL_COL = Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col")
 
 FLAGS: dict[str, tuple[Flag, ...]] = {
     "secret-sharer": (
@@ -169,6 +191,16 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="train",
             parse=_import_path("--train"),
         ),
+        Flag(
+            "--data",
+            Optional[Path],
+            "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
+            "or .csv/.parquet of numbers, one example per row, label in --label-col " + _LABEL_RULE + " Split 75/25 into train and test by --seed; "
+            "the mislabelled canary is the first test record with the next label. Features are used as they are (no scaling).",
+            config="data",
+            parse=_dataset_file,
+        ),
+        _LABEL_COL,
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
@@ -330,11 +362,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "--data",
             Optional[Path],
             "Your pool of records instead of the embedded dataset: .npz with arrays x and y, or .csv/.parquet with the label in --label-col "
-            "(default: the last column). A record's id is its row.",
+            + _LABEL_RULE
+            + " A record's id is its row, or its value in --id-col. With --target-kind huggingface: a .txt of texts, one record a line.",
             config="data",
-            parse=_dataset_file,
+            parse=_pool_file,
         ),
-        Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col"),
+        _LABEL_COL,
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
         Flag(
             "--model",
@@ -343,7 +376,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="model",
             parse=str,
         ),
-        Flag("--target-kind", Optional[str], "What --model is: skops (default), torch (with --factory), torch-export or onnx.", config="model_kind"),
+        Flag(
+            "--target-kind",
+            Optional[str],
+            "What --model is: skops (default), torch (with --factory), torch-export, onnx, or huggingface (a causal LM's save_pretrained directory, with a .txt --data and --reference-models).",
+            config="model_kind",
+        ),
         Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
         Flag(
             "--model-output",
@@ -361,10 +399,39 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(
             "--members",
             Optional[Path],
-            "Row indices (one per line, .txt/.csv/.npy) of --data's records your model was trained on.",
+            "The records of --data your model was trained on, one per line (.txt/.csv/.npy): row indices (from 0), or ids of --id-col when given.",
             config="members",
             parse=str,
         ),
+        Flag(
+            "--members-col",
+            Optional[str],
+            "Instead of --members: a column of --data holding 1 for each record your model was trained on, 0 otherwise (not a feature).",
+            config="members_col",
+        ),
+        Flag(
+            "--id-col",
+            Optional[str],
+            "A column of --data holding each record's unique id (a number; not a feature): the report and --members name records by it. "
+            "Default: a record's id is its row.",
+            config="id_col",
+        ),
+        Flag(
+            "--augment",
+            Optional[str],
+            "Query every record also as augmented images, as LiRA and RMIA do: flip (the mirror), shift (by --shift-pixels in each direction), "
+            "or flip,shift (18 views). Needs the images' shape: --image-shape, unless the embedded dataset declares it.",
+            config="augment",
+            parse=_names,
+        ),
+        Flag(
+            "--image-shape",
+            Optional[str],
+            "C,H,W of the images that --data's features flatten (row-major, channels first), e.g. 3,32,32; never guessed from the feature count.",
+            config="image_shape",
+            parse=_image_shape,
+        ),
+        Flag("--shift-pixels", Optional[int], "Pixels of each shift of --augment shift (default 1); the border is reflected.", config="shift_pixels"),
         Flag(
             "--reference-models",
             Optional[Path],

@@ -52,7 +52,7 @@ h1{font-size:1.6rem}h2{font-size:1.3rem;border-bottom:1px solid #ccc;padding-bot
 .kind{display:inline-block;font-size:.8rem;padding:.1rem .5rem;border-radius:.6rem;background:#e8eef7;margin-left:.5rem;vertical-align:middle}
 .invalid{background:#fbe3e3}.flag{color:#a40000;font-weight:600}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:left;vertical-align:top}
-figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85rem;color:#555}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption,caption{font-size:.85rem;color:#555}caption{text-align:left}
 details{margin:.5rem 0}summary{cursor:pointer;font-weight:600}pre{white-space:pre-wrap;word-break:break-word;font-size:.8rem;background:#f6f6f6;padding:.5rem}
 .toc li{margin:.2rem 0}
 """
@@ -68,7 +68,8 @@ class ReportSection:
     (None for a statistic). ``valid=False`` marks a number that is optimistic
     (e.g. a threshold chosen on the data it bounds). ``plots`` are
     (caption, PNG path) pairs; ``details`` (name, value) rows of further
-    numbers; ``flag`` a line shown in red (e.g. "the claim is rejected").
+    numbers; ``tables`` (caption, column names, rows) tables of several
+    columns (e.g. the most exposed records); ``flag`` a line shown in red (e.g. "the claim is rejected").
     ``seeds`` maps each seed's place in the results to its value;
     ``conventions`` holds the :class:`~privaudit._core.conventions.Convention`
     values the result decided about the user's model or data;
@@ -93,6 +94,7 @@ class ReportSection:
     valid: bool = True
     flag: str | None = None
     details: tuple = ()
+    tables: tuple = ()
     plots: tuple = ()
     configuration: dict = dataclasses.field(default_factory=dict)
     seeds: dict = dataclasses.field(default_factory=dict)
@@ -121,6 +123,13 @@ def _table(rows, header: tuple[str, str] | None = None) -> str:
     head = f"<tr><th>{_text(header[0])}</th><th>{_text(header[1])}</th></tr>" if header else ""
     body = "".join(f"<tr><td>{_text(name)}</td><td>{_text(value)}</td></tr>" for name, value in rows)
     return f"<table>{head}{body}</table>" if body else "<p>(none recorded)</p>"
+
+
+def _wide_table(caption: str, header: Sequence, rows: Sequence) -> str:
+    """A table of several columns under its caption; every cell escaped."""
+    head = "".join(f"<th>{_text(name)}</th>" for name in header)
+    body = "".join("<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><caption>{_text(caption)}</caption><tr>{head}</tr>{body}</table>" if body else "<p>(none recorded)</p>"
 
 
 def embeddable_png(run_dir, relative) -> Path | None:
@@ -274,6 +283,7 @@ def _section(index: int, section: ReportSection) -> str:
     parts.append(f"<p><strong>Threat model.</strong> {_text(section.threat_model)}</p>")
     if section.details:
         parts.append("<h3>Numbers</h3>" + _table(section.details, ("quantity", "value")))
+    parts.extend(_wide_table(*table) for table in section.tables)
     parts.extend(_image(caption, path) for caption, path in section.plots)
     parts.append("<h3>Conventions</h3>" + _conventions(section.conventions))
     parts.append("<h3>Seeds</h3>" + _seeds(section.seeds))

@@ -1,9 +1,11 @@
-"""Figures of the ``mia`` audit, drawn from what the audit computed (no statistic is computed here).
+"""Figures and report section of the ``mia`` audit, drawn from what the audit computed (no statistic is computed here).
 
 * ``roc.png`` (:func:`plot_roc`): the ROC of every attack on log-log axes,
   where the low-FPR region that matters for membership inference is visible;
 * ``vulnerability.png`` (:func:`plot_vulnerability`): the records the
-  headline attack scores highest, by their row in the pool, members in red.
+  headline attack scores highest, by their id, members in red;
+* :func:`section`: the attacks' numbers, the vulnerability table
+  (:func:`vulnerability_table`), both figures and the threat model.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 
 from privaudit.report.plotting import new_figure, save_figure
 
-__all__ = ["figures", "plot_roc", "plot_vulnerability"]
+__all__ = ["figures", "plot_roc", "plot_vulnerability", "section", "vulnerability_table"]
 
 
 def plot_roc(curves: dict[str, tuple[Any, Any]], aucs: dict[str, float], path: Any, *, title: str) -> Any:
@@ -41,7 +43,7 @@ def plot_vulnerability(records: list[Any], path: Any, *, attack: str) -> Any:
     figure, axis = new_figure(figsize=(6.0, 0.35 * len(records) + 1.4))
     positions = range(len(records))
     axis.barh(positions, [r.score for r in records], color=["tab:red" if r.member else "tab:blue" for r in records])
-    axis.set_yticks(list(positions), [f"record {r.record}" for r in records])
+    axis.set_yticks(list(positions), [f"record {r.record if r.record_id is None else r.record_id}" for r in records])
     axis.invert_yaxis()
     axis.set_xlabel(f"{attack} score (red: member of the target)")
     return save_figure(figure, path)
@@ -63,3 +65,67 @@ def figures(run: Any) -> dict:
         title = f"{result.num_references} reference models, {result.num_records} records"
         drawings["roc.png"] = lambda path: plot_roc(curves, aucs, path, title=title)
     return drawings
+
+
+def vulnerability_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
+    """(caption, column names, rows) of the most exposed records: rank, the user's id, headline score, membership, every attack's score.
+
+    >>> from types import SimpleNamespace as R
+    >>> record = R(record=4, record_id="A17", score=0.9, member=True, attack_scores=(1.0, 2.0))
+    >>> caption, header, rows = vulnerability_table(R(most_vulnerable=(record,), attacks=(R(attack="loss"), R(attack="lira-online"))))
+    >>> header[:4], rows
+    (('rank', 'record id', 'online RMIA score', 'member of the target'), [(1, 'A17', 0.9, 'yes', 1.0, 2.0)])
+    """
+    attacks = tuple(summary.attack for summary in result.attacks)
+    header = ("rank", "record id", "online RMIA score", "member of the target", *(f"{name} score" for name in attacks))
+    rows = []
+    for rank, record in enumerate(result.most_vulnerable, 1):
+        scores = tuple(record.attack_scores) if len(record.attack_scores) == len(attacks) else ("not recorded",) * len(attacks)
+        rows.append((rank, record.record if record.record_id is None else record.record_id, record.score, "yes" if record.member else "no", *scores))
+    caption = "The records online RMIA scores highest, by the id the pool gives them (its row, or its --id-col value); every attack's score beside it"
+    return caption, header, rows
+
+
+def section(data: dict, directory: Any) -> Any:
+    """The report section of a mia audit's results: the attacks' AUC and TPR, the most exposed records, the ROC, the threat model."""
+    from ..audits.mia import MIAResult
+    from .html import ReportSection, plots_in
+    from .provenance import provenance
+    from .sections import generic_section, headline_fields, typed_result
+
+    result = typed_result(MIAResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    details: list[tuple[str, Any]] = [
+        (f"{summary.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in summary.fpr)}", f"{summary.auc:.4f}; " + ", ".join(f"{t:.4f}" for t in summary.tpr))
+        for summary in result.attacks
+    ]
+    details += [
+        ("records attacked (members / all)", f"{result.num_members} / {result.num_records}"),
+        ("population samples z (never in the target)", result.num_population),
+        ("reference models", result.num_references),
+    ]
+    return ReportSection(
+        title="Membership inference (LOSS, LiRA, RMIA)",
+        audit="mia",
+        **headline_fields(result.headline()),
+        meaning=(
+            "How well each attack tells the target's training records from records it never saw, on this pool: the fraction of members "
+            "found (TPR) when at most 1% of non-members are wrongly accused; the table lists the records most exposed."
+        ),
+        not_meaning=(
+            "These are statistics of this target and these attacks, not a bound on ε and no guarantee: a stronger attack may do better, "
+            "and a record missing from the table may still be exposed."
+        ),
+        threat_model=result.threat_model,
+        details=tuple(details),
+        tables=(vulnerability_table(result),) if result.most_vulnerable else (),
+        plots=plots_in(
+            directory,
+            {
+                "roc.png": "ROC of every attack on log-log axes (the low-FPR region matters)",
+                "vulnerability.png": "The records online RMIA scores highest (red: member of the target)",
+            },
+        ),
+        **provenance(data),
+    )

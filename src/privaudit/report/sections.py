@@ -58,6 +58,7 @@ ADAPTERS: dict[str, Adapter | str] = {
         ("one-run", "one_run"),
         ("mechanism", "mechanism"),
         ("lm-one-run", "lm"),
+        ("mia", "mia"),
     )
 }
 
@@ -120,6 +121,7 @@ FAMILY_OF_RESULT_TYPE = {
     "OneRunAuditResult": "one-run",
     "MechanismAuditResult": "mechanism",
     "LMOneRunResult": "lm-one-run",
+    "MIAResult": "mia",
 }
 
 
