@@ -31,17 +31,11 @@ BUDGET = {"epochs": 8, "batch_size": 16, "learning_rate": 1e-2}
 OPACUS_RDP_ORDERS = [1 + x / 10 for x in range(1, 100)] + list(range(12, 64))  # RDPAccountant.DEFAULT_ALPHAS of Opacus 1.5/1.6
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: torch's second thread only spins (on a shared CPU it multiplies the time); restored after the module."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def base(one_thread):
+def base(one_torch_thread):
     tokenizer = bpe_tokenizer(TEXTS, vocab_size=300)
     return fine_tune(tiny_gpt2(tokenizer, seed=1, n_embd=32), tokenizer, TEXTS, steps=10, seed=2, learning_rate=1e-2), tokenizer
 
