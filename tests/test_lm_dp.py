@@ -104,6 +104,16 @@ def test_dp_fine_tuning_is_reproducible_from_its_seed_and_leaves_the_model_and_g
     assert not all(torch.equal(weights[name], value) for name, value in first.model.state_dict().items())
 
 
+@pytest.mark.parametrize("epsilon", [None, 2.0])
+def test_empty_poisson_batches_still_take_their_step(base, epsilon):
+    # 10 texts, expected batch 1: a batch is empty with probability 0.9^10 = 0.35, so 20 steps hold one but with probability 2e-4.
+    # GPT-2 cannot run an empty batch; its step must still be taken (with DP, noise alone), or the accounting would not hold.
+    model, tokenizer = base
+    run = fine_tune_dp(model, tokenizer, TEXTS[:10], epsilon=epsilon, epochs=2, batch_size=1, seed=4)
+    assert run.sample_rate == pytest.approx(0.1) and run.steps == 20
+    assert all(torch.isfinite(value).all() for value in run.model.state_dict().values())
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

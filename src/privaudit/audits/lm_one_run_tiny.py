@@ -208,8 +208,11 @@ def fine_tune_dp(
         for _ in range(epochs):
             for batch_tokens, batch_mask in loader:
                 optimizer.zero_grad()
-                if len(batch_tokens):  # an empty Poisson batch still takes its (noise-only) step
-                    _per_text_mean_loss(module, batch_tokens, batch_mask).backward()
+                if len(batch_tokens):
+                    loss = _per_text_mean_loss(module, batch_tokens, batch_mask)
+                else:  # an empty Poisson batch still takes its step (noise alone, with DP): one row weighted 0 gives zero per-sample gradients
+                    loss = 0.0 * _per_text_mean_loss(module, tokens[:1], mask[:1].long())
+                loss.backward()
                 optimizer.step()
     clean = copy.deepcopy(model)  # the trained weights in a module without Opacus' hooks
     clean.load_state_dict(trained.state_dict())
