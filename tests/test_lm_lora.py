@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 peft = pytest.importorskip("peft")
+safetensors_torch = pytest.importorskip("safetensors.torch")
 
 from cli_helpers import assert_refused, run_cli  # noqa: E402
 from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
@@ -75,6 +76,7 @@ def _copy_with_config(root, tmp_path, change):
         ("adapter as base", "`--base-model` must be a full model directory (save_pretrained), got a LoRA adapter directory"),
         ("other architecture", "`--model` is a LoRA adapter that does not load onto `--base-model`"),
         ("not LoRA", "`--model` must be a LoRA adapter (peft_type LORA in adapter_config.json), got peft_type 'IA3'"),
+        ("renamed tensor", "`--model`'s adapter weights do not fit `--base-model`: 1 of"),
     ],
 )
 def test_adapters_that_cannot_be_scored_are_refused_in_one_line_before_any_scoring(saved, tmp_path, no_scoring, case, match):  # noqa: F811
@@ -86,7 +88,13 @@ def test_adapters_that_cannot_be_scored_are_refused_in_one_line_before_any_scori
         base = root / "adapter"
     elif case == "other architecture":
         base = root / "other"
-    else:
+    elif case == "not LoRA":
         model = _copy_with_config(root, tmp_path, lambda config: config | {"peft_type": "IA3"})
+    else:  # a tensor the base has no module for: peft only warns that it could not place it
+        model = _copy_with_config(root, tmp_path, lambda config: config)
+        weights = safetensors_torch.load_file(model / "adapter_model.safetensors")
+        name = next(key for key in sorted(weights) if ".h.0." in key)
+        weights[name.replace(".h.0.", ".h.7.")] = weights.pop(name)
+        safetensors_torch.save_file(weights, model / "adapter_model.safetensors")
     argv = ["audit", "lm-one-run", "--model", model, "--provenance", root / "provenance.json", "--output", tmp_path / "out", "--no-history"]
     assert_refused(argv + (["--base-model", base] if base is not None else []), tmp_path / "out", match)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .._core.conventions import Convention, checked
 from .._core.extras import require
+from .hf import quiet_loading
 from .loading import LoadedModel
 from .model_files import refuse_pickle
 
@@ -63,18 +64,19 @@ def load_lora_adapter(directory, base: LoadedModel, *, option: str = "--model", 
     for item in directory.iterdir():
         if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
             refuse_pickle(item, "huggingface")
-    try:
-        adapted = peft.PeftModel.from_pretrained(copy.deepcopy(base.model), directory)
-    except (OSError, ValueError, KeyError, RuntimeError) as error:
-        raise ValueError(f"`{option}` is a LoRA adapter that does not load onto `{base_option}`: {str(error).splitlines()[0]}") from None
-    saved = peft.utils.load_peft_weights(str(directory), device="cpu")
-    placed = peft.get_peft_model_state_dict(adapted)
-    unplaced = sorted(key for key in saved if key not in placed or not torch.equal(placed[key].cpu(), saved[key].to(placed[key].dtype)))
-    if unplaced or not saved:
-        raise ValueError(
-            f"`{option}`'s adapter weights do not fit `{base_option}`: {len(unplaced)} of {len(saved)} tensors were not loaded "
-            f"(e.g. {unplaced[:1]}); give the base model the adapter was trained on"
-        )
+    with quiet_loading():  # peft's warnings are dropped when the adapter is refused: the error is the one line
+        try:
+            adapted = peft.PeftModel.from_pretrained(copy.deepcopy(base.model), directory)
+        except (OSError, ValueError, KeyError, RuntimeError) as error:
+            raise ValueError(f"`{option}` is a LoRA adapter that does not load onto `{base_option}`: {str(error).splitlines()[0]}") from None
+        saved = peft.utils.load_peft_weights(str(directory), device="cpu")
+        placed = peft.get_peft_model_state_dict(adapted)
+        unplaced = sorted(key for key in saved if key not in placed or not torch.equal(placed[key].cpu(), saved[key].to(placed[key].dtype)))
+        if unplaced or not saved:
+            raise ValueError(
+                f"`{option}`'s adapter weights do not fit `{base_option}`: {len(unplaced)} of {len(saved)} tensors were not loaded "
+                f"(e.g. {unplaced[:1]}); give the base model the adapter was trained on"
+            )
     merged = adapted.merge_and_unload().eval()
     convention = checked(
         "fine-tuned model",
