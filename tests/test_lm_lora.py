@@ -28,9 +28,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def saved(tmp_path_factory, one_torch_thread):
     """A user's LoRA fine-tune on new-token canaries: the resized base saved by prepare_lm_canaries, the adapter, the merged model in memory."""
     root = tmp_path_factory.mktemp("lora")
-    tokenizer = bpe_tokenizer(TEXTS, vocab_size=320)
-    base = fine_tune(tiny_gpt2(tokenizer, seed=1, n_embd=32), tokenizer, TEXTS, steps=10, seed=2, learning_rate=1e-2)
-    provenance, resized, tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=16, seed=7, length=2, model=base, save_to=root / "base")
+    plain_tokenizer = bpe_tokenizer(TEXTS, vocab_size=320)
+    base = fine_tune(tiny_gpt2(plain_tokenizer, seed=1, n_embd=32), plain_tokenizer, TEXTS, steps=10, seed=2, learning_rate=1e-2)
+    provenance, resized, tokenizer = prepare_lm_canaries("new-tokens", plain_tokenizer, count=16, seed=7, length=2, model=base, save_to=root / "base")
     provenance.write(root / "provenance.json")
     new_ids = tokenizer.convert_tokens_to_ids(list(provenance.new_tokens))
     config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, trainable_token_indices={"wte": new_ids})
@@ -40,6 +40,8 @@ def saved(tmp_path_factory, one_torch_thread):
     adapted = fine_tune(adapted, tokenizer, TEXTS + provenance.included_texts() * 4, steps=15, seed=3, learning_rate=1e-2)
     adapted.save_pretrained(root / "adapter")
     merged = adapted.merge_and_unload().eval()
+    base.save_pretrained(root / "plain")  # the base before prepare_lm_canaries resized it: no new tokens
+    plain_tokenizer.save_pretrained(root / "plain")
     other = tiny_gpt2(tokenizer, seed=5, n_embd=16)  # the same tokenizer, another architecture
     other.save_pretrained(root / "other")
     tokenizer.save_pretrained(root / "other")
@@ -75,6 +77,7 @@ def _copy_with_config(root, tmp_path, change):
         ("no base", "`--model` is a LoRA adapter directory (adapter_config.json): give `--base-model`"),
         ("adapter as base", "`--base-model` must be a full model directory (save_pretrained), got a LoRA adapter directory"),
         ("other architecture", "`--model` is a LoRA adapter that does not load onto `--base-model`"),
+        ("base without the new tokens", "`--base-model` lacks 32 of the canaries' 32 new tokens"),
         ("not LoRA", "`--model` must be a LoRA adapter (peft_type LORA in adapter_config.json), got peft_type 'IA3'"),
         ("renamed tensor", "`--model`'s adapter weights do not fit `--base-model`: 1 of"),
     ],
@@ -88,6 +91,8 @@ def test_adapters_that_cannot_be_scored_are_refused_in_one_line_before_any_scori
         base = root / "adapter"
     elif case == "other architecture":
         base = root / "other"
+    elif case == "base without the new tokens":
+        base = root / "plain"
     elif case == "not LoRA":
         model = _copy_with_config(root, tmp_path, lambda config: config | {"peft_type": "IA3"})
     else:  # a tensor the base has no module for: peft only warns that it could not place it
