@@ -127,7 +127,7 @@ def _per_text_mean_loss(model, tokens, mask):
     """The mean over the batch of each text's mean next-token cross-entropy: a sum of per-text terms, as Opacus' per-sample gradients need."""
     import torch
 
-    positions = torch.arange(tokens.shape[1]).expand_as(tokens)  # one row per text: Opacus reads a shared (1, T) row as a batch of one
+    positions = torch.arange(tokens.shape[1], device=tokens.device).expand_as(tokens)  # one row per text: Opacus reads a shared (1, T) row as a batch of one
     logits = model(input_ids=tokens, attention_mask=mask, position_ids=positions).logits[:, :-1]
     targets, weights = tokens[:, 1:], mask[:, 1:].to(logits.dtype)
     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
@@ -184,6 +184,7 @@ def fine_tune_dp(
     from ..models.device import pad_rows
 
     seeds = child_seeds(seed, ["batches", "noise"])
+    device = next(model.parameters()).device  # batches and noise go where the model is
     rows = _token_rows(model, tokenizer, texts)
     tokens, mask = pad_rows(rows, torch.device("cpu"))
     dataset = torch.utils.data.TensorDataset(tokens, mask.long())
@@ -203,15 +204,15 @@ def fine_tune_dp(
                 target_delta=delta,
                 epochs=epochs,
                 max_grad_norm=max_grad_norm,
-                noise_generator=torch.Generator().manual_seed(seeds["noise"]),
+                noise_generator=torch.Generator(device=device).manual_seed(seeds["noise"]),
             )
         for _ in range(epochs):
             for batch_tokens, batch_mask in loader:
                 optimizer.zero_grad()
                 if len(batch_tokens):
-                    loss = _per_text_mean_loss(module, batch_tokens, batch_mask)
+                    loss = _per_text_mean_loss(module, batch_tokens.to(device), batch_mask.to(device))
                 else:  # an empty Poisson batch still takes its step (noise alone, with DP): one row weighted 0 gives zero per-sample gradients
-                    loss = 0.0 * _per_text_mean_loss(module, tokens[:1], mask[:1].long())
+                    loss = 0.0 * _per_text_mean_loss(module, tokens[:1].to(device), mask[:1].long().to(device))
                 loss.backward()
                 optimizer.step()
     clean = copy.deepcopy(model)  # the trained weights in a module without Opacus' hooks
