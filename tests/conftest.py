@@ -32,3 +32,13 @@ def cli():
         return result.exit_code, result.stdout, result.stderr
 
     return invoke
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module of tiny models: a second thread only spins on their small matrices, and on a shared CPU that multiplies the time."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -27,6 +27,7 @@ EXTRAS: dict[str, str] = {
     "ray": "ray",
     "transformers": "hf",
     "tokenizers": "hf",
+    "peft": "hf",
     "safetensors": "dpsgd",
     "skops": "sklearn",
     "onnxruntime": "onnx",

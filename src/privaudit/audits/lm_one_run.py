@@ -209,11 +209,26 @@ def _own_model(config: LMOneRunConfig, model, provenance_file, base_model, repor
         raise ValueError("`--model` and `--provenance` must be given together (or neither, to run the embedded tiny GPT-2)")
     provenance = read_lm_provenance(provenance_file)
     report("loading the model", detail=str(model))
-    loaded = _load(model, provenance, "--model")
-    base = _load(base_model, provenance, "--base-model") if base_model is not None else None
+    loaded, base, loading = _load_tuned_and_base(model, base_model, provenance)
     scorer = _scorer(loaded.model, loaded.tokenizer, config)
     base_scorer = _scorer(base.model, base.tokenizer, config) if base is not None else None
-    return provenance, scorer, base_scorer, loaded.source
+    return provenance, scorer, base_scorer, loaded.source, loading
+
+
+def _load_tuned_and_base(model, base_model, provenance: LMProvenance):
+    """(fine-tuned, base or None, conventions): a LoRA adapter directory as ``--model`` is applied to ``--base-model``, which it then requires."""
+    from ..models.lora import is_adapter_directory, load_lora_adapter
+
+    if is_adapter_directory(base_model):
+        raise ValueError("`--base-model` must be a full model directory (save_pretrained), got a LoRA adapter directory (adapter_config.json)")
+    if not is_adapter_directory(model):
+        tuned = _load(model, provenance, "--model")
+        return tuned, (_load(base_model, provenance, "--base-model") if base_model is not None else None), ()
+    if base_model is None:
+        raise ValueError("`--model` is a LoRA adapter directory (adapter_config.json): give `--base-model`, the model the adapter was trained on")
+    base = _load(base_model, provenance, "--base-model")
+    tuned, convention = load_lora_adapter(model, base)
+    return tuned, base, (convention,)
 
 
 def _tiny(config: LMOneRunConfig, report: Progress):
@@ -275,6 +290,7 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
     started = time.perf_counter()
     report = progress or no_progress
     conventions: tuple = ()
+    loading: tuple = ()  # conventions of how the user's model was loaded (a LoRA adapter)
     base_scorer = None
     if synthetic is not None:
         record, scores, signal, (copies, copies_convention) = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
@@ -284,11 +300,11 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         if embedded:
             record, scorer, base_scorer, source = _tiny(config, report)
         else:
-            record, scorer, base_scorer, source = _own_model(config, model, provenance, base_model, report)
+            record, scorer, base_scorer, source, loading = _own_model(config, model, provenance, base_model, report)
         copies, copies_convention = canary_copies(config, record, embedded=embedded)  # before any scoring
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
-        conventions = (scorer.special_tokens.convention,)
+        conventions = (*loading, scorer.special_tokens.convention)
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence, copies=copies)
     claimed = config.claimed_epsilon
     return LMOneRunResult(
