@@ -15,9 +15,11 @@ embedded dataset or the user's ``--data`` file. Models train as jobs of
 :func:`privaudit.runner.run_all`, each saved as it finishes, so a killed run
 resumes with no finished model retrained and gives identical numbers.
 
-What the numbers are: attack statistics of this target, not bounds on ε.
-The headline is the TPR at 1% FPR of online RMIA, an attack fixed in advance
-(no attack is selected on the data).
+What the numbers are: in ``mode="attack"`` (the default), attack statistics
+of this target, not bounds on ε. The headline is the TPR at 1% FPR of online
+RMIA, an attack fixed in advance (no attack is selected on the data). In
+``mode="canary"`` and ``mode="leave-one-out"`` membership is drawn by fair
+coins and the headline is an ε lower bound (:mod:`.mia_bounds`).
 
 >>> MIAConfig(num_references=3)
 Traceback (most recent call last):
@@ -41,6 +43,7 @@ from .._core.validation import check_choice, check_count, check_fraction, check_
 from ..runner import RunStore, check_backend, run_all
 from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mia_training import draws, load_pool, preflight, train_and_score
 
@@ -88,6 +91,11 @@ class MIAConfig:
     # the user's reference models (files of `model_kind` in a directory) and their (k, n) membership .npy: nothing is trained
     reference_models: str | None = None
     reference_membership: str | None = None
+    # ε lower bounds (privaudit.audits.mia_bounds): "attack" (statistics only), "canary" or "leave-one-out"
+    mode: str = "attack"
+    num_canaries: int = 200  # canaries of mode "canary"
+    num_trial_models: int = 4  # trial models of mode "leave-one-out"
+    delta: float = 1e-5  # δ of the bound
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -117,6 +125,9 @@ class MIAConfig:
 
             check_choice(self.model_kind, "model_kind", [kind for kind in KINDS if kind != "huggingface"])
             check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+        from .mia_bounds import check_bound_config
+
+        check_bound_config(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +168,8 @@ class MIAResult(AuditResult):
     wall_time_s: float
     backend: str
     config: MIAConfig
+    mode: str = "attack"
+    bound: OneRunLowerBound | None = None  # the ε lower bound of a bound mode (None in mode "attack")
 
     def attack(self, name: str) -> AttackSummary:
         """The summary of attack ``name`` (one of :data:`ATTACKS`)."""
@@ -164,6 +177,10 @@ class MIAResult(AuditResult):
         return next(summary for summary in self.attacks if summary.attack == name)
 
     def headline(self) -> Headline:
+        if self.bound is not None:
+            from .mia_bounds import bound_headline
+
+            return bound_headline(self)
         summary = self.attack(HEADLINE_ATTACK)
         return Headline(
             value=summary.tpr[summary.fpr.index(0.01)],
@@ -264,6 +281,10 @@ def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target_o
 
 def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> AuditRun:
     """Train (or resume) every model into ``directory``, attack the target, and return the run."""
+    if config.mode != "attack":  # membership drawn by fair coins, and an ε lower bound
+        from .mia_bounds import run_bound_audit
+
+        return run_bound_audit(config, directory, backend=backend, max_workers=max_workers, address=address)
     store = RunStore(directory)
     jobs = _jobs(config)
     already = len(store.done() & set(range(len(jobs))))
@@ -350,6 +371,9 @@ class MIAAudit(Audit):
         pool = load_pool(config.dataset, config.data, config.label_col)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        from .mia_bounds import check_bound_pool
+
+        check_bound_pool(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
             _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.reference_models is not None:  # and the user's references with their membership matrix
