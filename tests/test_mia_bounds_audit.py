@@ -49,6 +49,14 @@ def recomputed(directory, config: MIAConfig):
     return scores, design.trials[:, x]
 
 
+#: The DP target's AUC may differ from 1/2 by this many null standard errors (5 SE = 0.17 with 300 canaries).
+#: A 1-DP training is not a null mechanism: its canaries' AUC may reach e/(1 + e) = 0.73 (the area under the
+#: ROC of randomized response at ε = 1). Over 19 runs of this training (seeds 0-10, three batch/epoch settings,
+#: 300 canaries) it averaged 0.55 with a spread of 0.04 between runs, the largest 4.1 SE from 1/2; 5 SE covers that
+#: small real leak and the sampling error, while the overfitted MLP's AUC (0.97-1.0) lies 14 SE away.
+AUC_TOLERANCE_SE = 5.0
+
+
 def null_auc_standard_error(num_in: int, num_out: int) -> float:
     """Standard deviation of the Mann–Whitney AUC when scores do not depend on membership: √((n₁ + n₀ + 1) / (12 n₁ n₀))."""
     return math.sqrt((num_in + num_out + 1) / (12 * num_in * num_out))
@@ -75,11 +83,11 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     expected = epsilon_one_run_sweep(scores.ravel(), coins.ravel(), delta=config.delta, confidence=config.confidence)
     assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 300
     assert bound["epsilon"] < 1.0  # training is 1-DP at δ = 1e-5: a valid bound cannot pass 1 (except at rate 5%, the bound's own risk)
-    # AUC: within 4 null standard errors of 1/2 (a 1-DP target may move it a little; 4 SE is 0.13 here)
+    # AUC near 1/2: within AUC_TOLERANCE_SE standard errors of it (see the constant), and the overfitted MLP's is far outside
     auc = roc_auc_score(coins.ravel(), scores.ravel())
     rmia = next(item for item in data["attacks"] if item["attack"] == "rmia-online")
     assert rmia["auc"] == pytest.approx(auc, abs=1e-9)
-    assert abs(auc - 0.5) < 4 * null_auc_standard_error(int(coins.sum()), int((~coins).sum()))
+    assert abs(auc - 0.5) < AUC_TOLERANCE_SE * null_auc_standard_error(int(coins.sum()), int((~coins).sum()))
     # results.json, the report and the printed table say what the number is
     assert data["mode"] == "canary" and "one training run" in data["threat_model"] and "mislabeled canaries" in data["threat_model"]
     headline = AUDIT.result_from_dict(data).headline()
@@ -98,6 +106,9 @@ def test_overfitted_mlp_gives_a_clearly_positive_canary_bound(tmp_path):
     expected = epsilon_one_run_sweep(scores.ravel(), coins.ravel(), delta=config.delta, confidence=config.confidence)
     assert run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9)
     assert run.result.bound.epsilon > 0.5 and run.result.headline().value == run.result.bound.epsilon
+    # the AUC check of the DP target can fail: this training's AUC is far outside its tolerance
+    auc = roc_auc_score(coins.ravel(), scores.ravel())
+    assert auc - 0.5 > AUC_TOLERANCE_SE * null_auc_standard_error(int(coins.sum()), int((~coins).sum()))
     assert run.result.num_records == 100 and run.result.num_members == int(coins.sum())
 
 

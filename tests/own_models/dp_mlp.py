@@ -46,22 +46,22 @@ def train_overfit(x_train, y_train, *, seed):
 def train_dp(x_train, y_train, *, seed):
     """Opacus DP-SGD at ε = 1, δ = 1e-5 (RDP accountant, Poisson sampling of batches of 128 on average, 15 epochs, clip 1)."""
     from opacus import PrivacyEngine
-    from opacus.accountants.utils import get_noise_multiplier
 
     generator = torch.Generator().manual_seed(seed)
     model = _mlp(x_train.shape[1], _classes(y_train), generator)
     dataset = torch.utils.data.TensorDataset(torch.from_numpy(x_train), torch.from_numpy(y_train))
-    sample_rate = min(1.0, BATCH / len(dataset))
-    sigma = get_noise_multiplier(target_epsilon=EPSILON, target_delta=DELTA, sample_rate=sample_rate, epochs=DP_EPOCHS, accountant="rdp")
     loader = torch.utils.data.DataLoader(dataset, batch_size=min(BATCH, len(dataset)), generator=generator)
     with warnings.catch_warnings():  # Opacus warns that its secure RNG is off: the run is seeded on purpose
         warnings.simplefilter("ignore")
         engine = PrivacyEngine(accountant="rdp")
-        model, optimizer, loader = engine.make_private(
+        # the accountant picks the noise multiplier for the loader's own sampling rate and steps
+        model, optimizer, loader = engine.make_private_with_epsilon(
             module=model,
             optimizer=torch.optim.SGD(model.parameters(), lr=DP_LEARNING_RATE),
             data_loader=loader,
-            noise_multiplier=sigma,
+            target_epsilon=EPSILON,
+            target_delta=DELTA,
+            epochs=DP_EPOCHS,
             max_grad_norm=CLIP,
             poisson_sampling=True,
             noise_generator=generator,

@@ -147,8 +147,9 @@ def _cached_design(seed: int, labels: bytes, mode: str, num_references: int, num
     if mode == "canary":
         from .one_run import mislabeled_canaries
 
-        rows, wrong = mislabeled_canaries(y, num_canaries, int(y.max()) + 1, seed=seeds["canaries"])
-        labels_seen[rows], canary[rows] = wrong, True
+        classes = np.unique(y)  # a wrong label is one of the pool's own classes, however they are numbered
+        rows, wrong = mislabeled_canaries(np.searchsorted(classes, y), num_canaries, classes.size, seed=seeds["canaries"])
+        labels_seen[rows], canary[rows] = classes[wrong], True
     population = np.zeros(n, dtype=bool)
     population[np.random.default_rng(seeds["population"]).choice(np.flatnonzero(~canary), size=num_population, replace=False)] = True
     # balanced halves: every record IN exactly k/2 references (both RMIA's and LiRA's design)
