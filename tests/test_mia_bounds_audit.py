@@ -52,7 +52,7 @@ def recomputed(directory, config: MIAConfig):
 #: The DP target's AUC may differ from 1/2 by this many null standard errors (5 SE = 0.17 with 300 canaries).
 #: A 1-DP training is not a null mechanism: its canaries' AUC may reach e/(1 + e) = 0.73 (the area under the
 #: ROC of randomized response at ε = 1). Over 19 runs of this training (seeds 0-10, three batch/epoch settings,
-#: 300 canaries) it averaged 0.55 with a spread of 0.04 between runs, the largest 4.1 SE from 1/2; 5 SE covers that
+#: 300 canaries) it averaged 0.54 with a spread (standard deviation) of 0.04 between runs, the largest 4.1 SE from 1/2; 5 SE covers that
 #: small real leak and the sampling error, while the overfitted MLP's AUC (0.97-1.0) lies 14 SE away.
 AUC_TOLERANCE_SE = 5.0
 
