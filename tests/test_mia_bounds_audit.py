@@ -145,3 +145,26 @@ def test_attack_mode_stays_a_statistic():
 def test_bad_bound_settings_are_refused_before_any_training(tmp_path, flags, match):
     output = tmp_path / "out"
     assert_refused(["audit", "mia", *flags, "--output", output, "--no-history"], output, match)
+
+
+def test_a_killed_bound_run_resumes_with_identical_numbers_and_no_global_rng_drawn(tmp_path):
+    import shutil
+
+    from rng_helpers import assert_same_rng_states, global_rng_states
+
+    pool = load_pool("digits", None, None)
+    np.savez(tmp_path / "pool.npz", x=pool.x[:400], y=pool.y[:400])
+    config = MIAConfig(
+        mode="leave-one-out", data=str(tmp_path / "pool.npz"), train="own_models.relu_net:train_torch", num_references=4, num_trial_models=2, delta=1e-6
+    )
+    before = global_rng_states()
+    full = run_mia_audit(config, tmp_path / "full", max_workers=1).result
+    assert_same_rng_states(before, global_rng_states())
+    shutil.copytree(tmp_path / "full", tmp_path / "killed")
+    for index in (1, 5):  # a reference and a trial model were not finished
+        RunStore(tmp_path / "killed").path(index).unlink()
+    resumed = run_mia_audit(config, tmp_path / "killed", max_workers=1).result
+    assert full.num_trained == 6 and resumed.num_trained == 2
+    assert resumed.bound == full.bound and resumed.attacks == full.attacks and resumed.seeds == full.seeds
+    conventions = {item.name: item for item in full.conventions}
+    assert conventions["bound δ"].decided == "explicit" and conventions["bound δ"].value == "1e-06" and full.bound.delta == 1e-6
