@@ -100,7 +100,14 @@ THREAT_MODELS = {
 
 
 def check_bound_config(config: Any) -> None:
-    """Check the bound fields of an MIAConfig; ValueError naming the field and its range."""
+    """Check the bound fields of an MIAConfig; ValueError naming the field and its range.
+
+    >>> from privaudit.audits.mia import MIAConfig
+    >>> MIAConfig(mode="canary", num_canaries=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_canaries` must be an integer in [20, inf), got 5
+    """
     check_choice(config.mode, "mode", MODES)
     check_count(config.num_canaries, "num_canaries", minimum=MIN_CANARIES)
     check_count(config.num_trial_models, "num_trial_models", minimum=1)
@@ -113,7 +120,14 @@ def check_bound_config(config: Any) -> None:
 
 
 def check_bound_pool(config: Any, num_records: int, num_population: int) -> None:
-    """Refuse a canary count the pool cannot hold: at most half of the records outside the population samples."""
+    """Refuse a canary count the pool cannot hold: at most half of the records outside the population samples.
+
+    >>> from privaudit.audits.mia import MIAConfig
+    >>> check_bound_pool(MIAConfig(mode="canary", num_canaries=61), 200, 80)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_canaries` must be an integer in [20, 60], got 61
+    """
     if config.mode == "canary":
         check_count(config.num_canaries, "num_canaries", minimum=MIN_CANARIES, maximum=max((num_records - num_population) // 2, MIN_CANARIES - 1))
 
@@ -253,7 +267,12 @@ def bound_headline(result: Any) -> Headline:
 
 
 def bound_conventions(config: Any) -> tuple[Convention, ...]:
-    """The canary choice, δ and confidence of the bound, each a stated default or the user's value."""
+    """The canary choice, δ and confidence of the bound, each a stated default or the user's value.
+
+    >>> from privaudit.audits.mia import MIAConfig
+    >>> [item.decided for item in bound_conventions(MIAConfig(mode="canary", delta=1e-6))]
+    ['default', 'explicit', 'default']
+    """
     canaries = default(
         "audited records",
         f"{config.num_canaries} mislabeled pool records" if config.mode == "canary" else "every record outside the population samples",
