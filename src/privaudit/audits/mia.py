@@ -15,9 +15,11 @@ embedded dataset or the user's ``--data`` file. Models train as jobs of
 :func:`privaudit.runner.run_all`, each saved as it finishes, so a killed run
 resumes with no finished model retrained and gives identical numbers.
 
-What the numbers are: attack statistics of this target, not bounds on ε.
-The headline is the TPR at 1% FPR of online RMIA, an attack fixed in advance
-(no attack is selected on the data).
+What the numbers are: in ``mode="attack"`` (the default), attack statistics
+of this target, not bounds on ε. The headline is the TPR at 1% FPR of online
+RMIA, an attack fixed in advance (no attack is selected on the data). In
+``mode="canary"`` and ``mode="leave-one-out"`` membership is drawn by fair
+coins and the headline is an ε lower bound (:mod:`.mia_bounds`).
 
 >>> MIAConfig(num_references=3)
 Traceback (most recent call last):
@@ -41,6 +43,7 @@ from .._core.validation import check_choice, check_count, check_fraction, check_
 from ..runner import RunStore, check_backend, run_all
 from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
 
@@ -106,6 +109,11 @@ class MIAConfig:
     augment: tuple[str, ...] = ()
     image_shape: tuple[int, int, int] | None = None
     shift_pixels: int = 1
+    # ε lower bounds (privaudit.audits.mia_bounds): "attack" (statistics only), "canary" or "leave-one-out"
+    mode: str = "attack"
+    num_canaries: int = 200  # canaries of mode "canary"
+    num_trial_models: int = 4  # trial models of mode "leave-one-out"
+    delta: float = 1e-5  # δ of the bound
 
     def __post_init__(self) -> None:
         if self.train is not None:
@@ -146,6 +154,9 @@ class MIAConfig:
             from .mia_signals_lm import check_text_config
 
             check_text_config(self)
+        from .mia_bounds import check_bound_config
+
+        check_bound_config(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +204,8 @@ class MIAResult(AuditResult):
     wall_time_s: float
     backend: str
     config: MIAConfig
+    mode: str = "attack"
+    bound: OneRunLowerBound | None = None  # the ε lower bound of a bound mode (None in mode "attack")
 
     def attack(self, name: str) -> AttackSummary:
         """The summary of attack ``name`` (one of :data:`ATTACKS`)."""
@@ -200,6 +213,10 @@ class MIAResult(AuditResult):
         return next(summary for summary in self.attacks if summary.attack == name)
 
     def headline(self) -> Headline:
+        if self.bound is not None:
+            from .mia_bounds import bound_headline
+
+            return bound_headline(self)
         summary = self.attack(HEADLINE_ATTACK)
         return Headline(
             value=summary.tpr[summary.fpr.index(0.01)],
@@ -373,6 +390,10 @@ def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target: 
 
 def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> AuditRun:
     """Train (or resume) every model into ``directory``, attack the target, and return the run."""
+    if config.mode != "attack":  # membership drawn by fair coins, and an ε lower bound
+        from .mia_bounds import run_bound_audit
+
+        return run_bound_audit(config, directory, backend=backend, max_workers=max_workers, address=address)
     store = RunStore(directory)
     jobs = _jobs(config)
     already = len(store.done() & set(range(len(jobs))))
@@ -465,6 +486,9 @@ class MIAAudit(Audit):
         from .mia_augment import augment_spec
 
         augment_spec(config, pool)  # the image shape that --augment needs
+        from .mia_bounds import check_bound_pool
+
+        check_bound_pool(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
             _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.reference_models is not None:  # and the user's references with their membership matrix

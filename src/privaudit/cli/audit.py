@@ -370,6 +370,21 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         _LABEL_COL,
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
         Flag(
+            "--mode",
+            Optional[str],
+            "attack (default): attack statistics, no bound; canary: an ε lower bound from mislabeled canaries each included in one training run "
+            "by a fair coin; leave-one-out: an ε lower bound from trial models that include each record by a fair coin.",
+            config="mode",
+        ),
+        Flag("--canaries", Optional[int], "Canaries of --mode canary (>= 20, at most half the records outside the population samples).", config="num_canaries"),
+        Flag(
+            "--trial-models",
+            Optional[int],
+            "Trial models of --mode leave-one-out (>= 1), besides the --references calibration models.",
+            config="num_trial_models",
+        ),
+        Flag("--delta", Optional[float], "δ of the ε lower bound, in (0, 1) (default 1e-5).", config="delta"),
+        Flag(
             "--model",
             Optional[Path],
             "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).",
