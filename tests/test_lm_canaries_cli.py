@@ -101,7 +101,7 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     code, stdout, stderr = run_cli([*argv, "--output", tmp_path / "run", "--no-history"])
     assert code == 0, stderr
     data = json.loads((tmp_path / "run" / "results.json").read_text())
-    for quantity, value in (("best of steinke, fdp)", data["bound"]["epsilon"]), ("AUC (statistic)", data["auc"]), ("TPR at 1% FPR", data["tpr_at_1pct_fpr"])):
+    for quantity, value in (("best of steinke)", data["bound"]["epsilon"]), ("AUC (statistic)", data["auc"]), ("TPR at 1% FPR", data["tpr_at_1pct_fpr"])):
         assert re.search(rf"{re.escape(quantity)}[^│]*│ {re.escape(f'{value:.6g}')} ", stdout), (quantity, value, stdout)  # the printed table
     assert data["included"] == list(provenance.included) and data["design"] == "new-tokens" and data["num_canaries"] == 24
     insertion = next(item for item in data["conventions"] if item["name"] == "canary insertion")

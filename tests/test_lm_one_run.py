@@ -60,9 +60,9 @@ def test_the_command_reports_the_calibrated_scores_their_auc_tpr_and_one_run_bou
     best = max(np.mean(inside >= t) for t in np.r_[np.inf, scores] if np.mean(outside >= t) <= 0.01)  # brute force over thresholds
     assert data["tpr_at_1pct_fpr"] == pytest.approx(best)
     # the fine-tune saw each included canary 4 times: a group's bound at δ' = δ (1 + e^{ε₀/4} + ... ), read as a record's by group privacy
-    group = one_run_lower_bound(scores, included, delta=4e-5, confidence=0.95, methods=("steinke", "fdp")).epsilon
+    group = one_run_lower_bound(scores, included, delta=4e-5, confidence=0.95, methods=("steinke",)).epsilon
     step = 1e-5 * sum(np.exp(i * group / 4) for i in range(4))
-    bound = one_run_lower_bound(scores, included, delta=step, confidence=0.95, methods=("steinke", "fdp")).epsilon / 4
+    bound = one_run_lower_bound(scores, included, delta=step, confidence=0.95, methods=("steinke",)).epsilon / 4
     assert data["bound"]["epsilon"] == pytest.approx(bound) and data["flagged"] == (bound > 4.0) and data["canary_copies"] == 4
     assert {item["name"] for item in data["conventions"]} == {"special tokens", "scored span", "canary copies"}
 

@@ -57,8 +57,8 @@ def test_the_report_renders_its_figures_and_shows_the_bound_of_results_json(part
     assert embedded == [(out / name).read_bytes() for name in FIGURES]
     text = _text(dom)
     epsilon, shown = data["bound"]["epsilon"], f"{data['bound']['epsilon']:.4g}"  # the page shows 4 significant digits
-    assert f"best of steinke, fdp): {shown} lower bound at 95% confidence" in text
-    assert re.search(rf"ε lower bound \(lower bound, 95%; \w+ won of steinke, fdp, Bonferroni over \d+ tests\) {re.escape(shown)} ", text)
+    assert f"best of steinke): {shown} lower bound at 95% confidence" in text
+    assert re.search(rf"ε lower bound \(lower bound, 95%; \w+ won of steinke, Bonferroni over \d+ tests\) {re.escape(shown)} ", text)
     assert f"The one-run ε lower bound, {shown} at 95% confidence," in text
     assert f"AUC (in-sample statistic) {sklearn_metrics.roc_auc_score(data['included'], data['scores']):.4g} " in text
     if claim is None:
