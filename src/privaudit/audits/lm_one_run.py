@@ -202,29 +202,11 @@ def _tiny(config: LMOneRunConfig, report: Progress):
 
 def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model, report: Progress):
     """The canaries' membership signals against the synthetic corpus; every input checked before any scoring."""
-    from .._core.conventions import default, explicit
-    from ..canaries.lm_provenance import read_lm_provenance
-    from ..canaries.lm_synthetic import jaccard_similarities, ngram_log_likelihoods, read_synthetic_corpus
+    from .synthetic_text import score_synthetic_files
 
     if model is not None:
         raise ValueError("`--synthetic` audits the released text alone: give it with --provenance and without --model or --base-model")
-    if provenance_file is None:
-        raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
-    record = read_lm_provenance(provenance_file)
-    corpus = read_synthetic_corpus(synthetic)
-    report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
-    if config.synthetic_signal == "ngram":
-        scores = ngram_log_likelihoods(record.prefixes, record.secrets, corpus, n=config.ngram_order, span=record.span)
-        what = f"log-likelihood of the scored span under the add-one word {config.ngram_order}-gram model of the synthetic text"
-    else:
-        scores = jaccard_similarities(record.texts, corpus, n=config.ngram_order)
-        what = f"largest Jaccard similarity of the canary's word {config.ngram_order}-grams with a synthetic record's"
-    how = default if config == dataclasses.replace(config, synthetic_signal="ngram", ngram_order=2) else explicit
-    signal = how(
-        "membership signal",
-        what,
-        "synthetic_signal and ngram_order" if how is explicit else "the one-run bound holds for any signal fixed before the scores are seen",
-    )
+    record, _, scores, signal = score_synthetic_files(provenance_file, synthetic, signal=config.synthetic_signal, n=config.ngram_order, report=report)
     return record, scores, signal
 
 

@@ -10,8 +10,8 @@ so its samples are in-distribution records; where the model has no such
 template, prompting with the first words of the data's lines
 (:func:`~privaudit.canaries.lm.data_prefixes`) plays that part. Each record is
 its prompt and the tokens drawn, decoded together, cut at the first EOS
-token and with line breaks made spaces, so that the corpus is written one
-record a line.
+token, with line breaks made spaces and NUL characters dropped, so that the
+corpus is written as a text file, one record a line.
 
 Every draw comes from a private ``torch.Generator`` seeded by ``seed``: the
 global RNG states are left as they were, and the model's mode too.
@@ -36,14 +36,24 @@ __all__ = ["sample_synthetic_texts", "sample_token_ids"]
 
 
 def sample_token_ids(
-    model, prompts: Sequence[Sequence[int]], *, new_tokens: int, temperature: float = 1.0, top_k: int | None = None, seed: int = 0, allowed=None, generator=None
+    model,
+    prompts: Sequence[Sequence[int]],
+    *,
+    new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    allowed=None,
+    generator=None,
+    stop_token: int | None = None,
 ) -> list[list[int]]:
     """Each prompt's token ids followed by ``new_tokens`` ids drawn from ``model`` at ``temperature`` (``top_k``: only the most likely).
 
     ``allowed`` (optional) is a vector added to the logits (0 for allowed
     tokens, -inf for the others); ``generator`` (optional) a torch Generator
     to draw from instead of one seeded by ``seed``. Prompts of equal length
-    are drawn as one batch, so no padding changes a score.
+    are drawn as one batch, so no padding changes a score; a batch stops
+    early once every row holds ``stop_token`` (when given) after its prompt.
     """
     import torch
 
@@ -68,6 +78,8 @@ def sample_token_ids(
                         logits = torch.full_like(logits, float("-inf")).scatter(-1, kept.indices, kept.values)
                     drawn = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
                     tokens = torch.cat([tokens, drawn], dim=1)
+                    if stop_token is not None and bool((tokens[:, length:] == stop_token).any(dim=1).all()):
+                        break
                 for index, row in zip(rows, tokens.tolist(), strict=True):
                     out[index] = row
     finally:
@@ -101,13 +113,13 @@ def sample_synthetic_texts(
         raise ValueError(
             f"`max_new_tokens` must leave the longest prompt within the model's {limit} positions, got {max_new_tokens} (records of {longest} tokens)"
         )
-    drawn = sample_token_ids(model, rows, new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, seed=seed)
     eos = getattr(tokenizer, "eos_token_id", None)
+    drawn = sample_token_ids(model, rows, new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, seed=seed, stop_token=eos)
     records = []
     for prompt_ids, row in zip(rows, drawn, strict=True):
         new = row[len(prompt_ids) :]
         if eos is not None and eos in new:
             new = new[: new.index(eos)]
         text = tokenizer.decode(row[: len(prompt_ids)] + new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        records.append(" ".join(text.splitlines()))
+        records.append(" ".join(text.replace("\x00", "").splitlines()))
     return records

@@ -280,6 +280,29 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="bos",
         ),
     ),
+    "synthetic-text": (
+        Flag("--synthetic", Optional[Path], "The synthetic text your fine-tuned model generated (UTF-8, one record a line).", run="synthetic"),
+        Flag(
+            "--provenance",
+            Optional[Path],
+            "The provenance JSON of prepare_lm_canaries: the canaries whose echoes are looked for, their scored span, the inclusion coins.",
+            run="provenance",
+        ),
+        Flag(
+            "--synthetic-signal",
+            Optional[str],
+            "ngram (the canary under a word n-gram model of the text, the default) or jaccard (its best match).",
+            config="synthetic_signal",
+        ),
+        Flag("--ngram-order", Optional[int], "n of the word n-grams (default 2).", config="ngram_order"),
+        Flag(
+            "--claimed-epsilon",
+            Optional[float],
+            "The ε your DP generation pipeline claims, reported beside the bound (and flagged if the bound exceeds it).",
+            config="claimed_epsilon",
+        ),
+        Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
+    ),
     "mechanism": (
         Flag(
             "--mechanism",

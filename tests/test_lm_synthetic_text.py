@@ -1,0 +1,135 @@
+"""``privaudit audit synthetic-text``: canaries echoed in text sampled from a really fine-tuned GPT-2, the embedded default's files, refused input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from cli_helpers import assert_refused, run_cli
+
+from privaudit.canaries import lm_synthetic
+from privaudit.canaries.lm_provenance import LMProvenance
+
+WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
+
+
+def _tpr_at_1pct_fpr(scores, included):
+    """Brute force over every threshold: the largest TPR whose FPR is at most 1%."""
+    scores, included = np.asarray(scores), np.asarray(included, dtype=bool)
+    inside, outside = scores[included], scores[~included]
+    return max(np.mean(inside >= t) for t in np.r_[np.inf, scores] if np.mean(outside >= t) <= 0.01)
+
+
+def _audit(synthetic, provenance, out):
+    """results.json of ``privaudit audit synthetic-text`` on the two files."""
+    argv = ["audit", "synthetic-text", "--synthetic", synthetic, "--provenance", provenance, "--output", out, "--no-history"]
+    code, _, err = run_cli(argv)
+    assert code == 0, err
+    return json.loads((out / "results.json").read_text())
+
+
+def test_prefix_suffix_canaries_echo_in_text_sampled_from_a_fine_tuned_gpt2_above_random_token_canaries(tmp_path):
+    """One tiny GPT-2 fine-tuned on privaudit's corpus with both designs' included canaries (64 each, 8 copies), 800 records sampled from it.
+
+    The prefix + high-perplexity suffix canaries' in-distribution prefixes are
+    reached from the data's prompts, and the memorised suffix follows; the
+    random-token canaries ("my secret is ...") are not. Over seeds 0-4 the
+    n-gram signal's TPR at 1% FPR was 0.51-0.58 for prefix + suffix against
+    0.00-0.09 for random tokens (about 32 canaries a side: a standard error
+    near 0.09), so the gap of 0.2 asserted is several standard errors inside.
+    """
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from privaudit.audits.synthetic_text import AUDIT, tiny_synthetic_text
+
+    seed = int(np.random.default_rng().integers(2**31))
+    provenances, synthetic = tiny_synthetic_text(dataclasses.replace(AUDIT.default_config(), seed=seed), designs=("prefix-suffix", "random-tokens"))
+    (tmp_path / "synthetic.txt").write_text("\n".join(synthetic) + "\n", encoding="utf-8")
+    for design, record in provenances.items():
+        record.write(tmp_path / f"{design}.json")
+    results = {design: _audit(tmp_path / "synthetic.txt", tmp_path / f"{design}.json", tmp_path / design) for design in provenances}
+    tpr = {design: _tpr_at_1pct_fpr(data["scores"], data["included"]) for design, data in results.items()}
+    assert all(data["tpr_at_1pct_fpr"] == pytest.approx(tpr[design]) for design, data in results.items())
+    assert all(data["included"] == list(provenances[design].included) for design, data in results.items())
+    assert tpr["prefix-suffix"] - tpr["random-tokens"] >= 0.2, (seed, tpr)
+
+
+def test_the_embedded_default_writes_the_text_and_provenance_it_scored(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from privaudit.audits.synthetic_text import AUDIT
+    from privaudit.report.runs import write_run
+
+    config = dataclasses.replace(AUDIT.tiny_config(), seed=int(np.random.default_rng().integers(2**31)))
+    run = AUDIT.run(config)
+    write_run(tmp_path / "default", run)
+    again = _audit(tmp_path / "default" / "synthetic.txt", tmp_path / "default" / "provenance.json", tmp_path / "again")
+    assert again["scores"] == list(run.result.scores) and again["num_records"] == run.result.num_records == config.num_synthetic
+
+
+@pytest.fixture()
+def files(tmp_path):
+    """A provenance of 40 word canaries (fair coins) and a synthetic corpus of words."""
+    rng = np.random.default_rng()
+    included = rng.random(40) < 0.5
+    included[:2], included[2:4] = True, False
+    record = LMProvenance(
+        design="prefix-suffix",
+        span="secret",
+        prefixes=tuple(" ".join(rng.choice(WORDS, size=3)) + " " for _ in range(40)),
+        secrets=tuple(f"w{int(i)}" for i in rng.integers(0, 10**6, size=40)),
+        included=tuple(bool(value) for value in included),
+        seed=0,
+        inclusion_seed=0,
+        tokenizer={"vocab_size": 1, "vocab_sha256": "0" * 64},
+    )
+    record.write(tmp_path / "provenance.json")
+    (tmp_path / "synthetic.txt").write_text("alpha beta\ngamma w1\n")
+    return tmp_path
+
+
+@pytest.fixture()
+def no_scoring(monkeypatch):
+    """Scoring fails the test: refusals must come before it."""
+
+    def fail(*_args, **_kwargs):
+        raise AssertionError("a canary was scored before the input was refused")
+
+    monkeypatch.setattr(lm_synthetic, "canary_echo_scores", fail)
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "match"),
+    [
+        (b"", [], "`--synthetic`: "),
+        (b" \n\t\n", [], "is empty"),
+        (b"\x89PNG\r\n\x1a\n\xff", [], "is not UTF-8 text"),
+        (b"a record\x00\n", [], "holds NUL bytes"),
+        (None, [], "`--synthetic` must be an existing text file"),
+        (b"a record\n", ["--synthetic-signal", "cosine"], "`synthetic_signal` must be one of 'ngram', 'jaccard'"),
+        (b"a record\n", ["--ngram-order", "0"], "`ngram_order` must be"),
+        (b"a record\n", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
+    ],
+)
+def test_bad_synthetic_text_or_option_is_refused_in_one_line_before_any_scoring(files, no_scoring, content, extra, match):
+    if content is not None:
+        (files / "bad.txt").write_bytes(content)
+    argv = ["audit", "synthetic-text", "--synthetic", files / "bad.txt", "--provenance", files / "provenance.json", "--output", files / "out", "--no-history"]
+    assert_refused(argv + extra, files / "out", match)
+
+
+@pytest.mark.parametrize(
+    ("given", "match"),
+    [
+        (["--synthetic", "synthetic.txt"], "`--synthetic` needs `--provenance`"),
+        (["--provenance", "provenance.json"], "`--synthetic` and `--provenance` must be given together"),
+        (["--synthetic", "synthetic.txt", "--provenance", "synthetic.txt"], "`--provenance`"),
+    ],
+)
+def test_a_missing_or_wrong_provenance_is_refused_before_any_scoring(files, no_scoring, given, match):
+    argv = ["audit", "synthetic-text", "--output", files / "out", "--no-history"] + [
+        files / item if item.endswith((".txt", ".json")) else item for item in given
+    ]
+    assert_refused(argv, files / "out", match)
