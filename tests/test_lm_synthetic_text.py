@@ -111,6 +111,9 @@ def no_scoring(monkeypatch):
         (b"a record\n", ["--synthetic-signal", "cosine"], "`synthetic_signal` must be one of 'ngram', 'jaccard'"),
         (b"a record\n", ["--ngram-order", "0"], "`ngram_order` must be"),
         (b"a record\n", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
+        (b"a record\n", ["--synthetic-signal", "model"], "`synthetic_train` (--synthetic-train) must be given with `synthetic_signal` 'model'"),
+        (b"a record\n", ["--synthetic-signal", "model", "--synthetic-train", "no_such_module:fn"], "`--synthetic-train` 'no_such_module:fn': cannot import"),
+        (b"a record\n", ["--synthetic-train", "test_lm_synthetic_text:train_on_synthetic"], "must be given with `synthetic_signal` 'model', and only with it"),
     ],
 )
 def test_bad_synthetic_text_or_option_is_refused_in_one_line_before_any_scoring(files, no_scoring, content, extra, match):
@@ -133,3 +136,43 @@ def test_a_missing_or_wrong_provenance_is_refused_before_any_scoring(files, no_s
         files / item if item.endswith((".txt", ".json")) else item for item in given
     ]
     assert_refused(argv, files / "out", match)
+
+
+_TRAINED: dict = {}
+
+
+def train_on_synthetic(texts, *, seed):
+    """A user's --synthetic-train function: a tiny GPT-2 and BPE tokenizer fine-tuned on the synthetic records (kept for the test's oracle)."""
+    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2
+
+    tokenizer = bpe_tokenizer(texts, vocab_size=300)
+    model = fine_tune(tiny_gpt2(tokenizer, seed=seed, n_embd=32), tokenizer, texts, steps=20, seed=seed, learning_rate=1e-2)
+    _TRAINED["returned"] = (model, tokenizer)
+    return model, tokenizer
+
+
+def test_the_model_signal_scores_each_canary_by_the_users_model_fine_tuned_on_the_text(files):
+    """Mitchell et al.'s audit of synthetic data: the user's function fine-tunes a model on the text; each score is the canary's span log-likelihood under it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    metrics = pytest.importorskip("sklearn.metrics")
+    from test_lm_canaries import span_log_likelihoods
+
+    record = LMProvenance.from_dict(json.loads((files / "provenance.json").read_text()))
+    rng = np.random.default_rng()
+    echoes = [text for text, keep in zip(record.texts, record.included, strict=True) if keep] * 3
+    lines = [" ".join(rng.choice(WORDS, size=4)) for _ in range(30)] + echoes
+    (files / "synthetic.txt").write_text("\n".join(lines) + "\n")
+    argv = ["audit", "synthetic-text", "--synthetic", files / "synthetic.txt", "--provenance", files / "provenance.json", "--output", files / "out"]
+    code, _, err = run_cli(argv + ["--no-history", "--synthetic-signal", "model", "--synthetic-train", "test_lm_synthetic_text:train_on_synthetic"])
+    assert code == 0, err
+    data = json.loads((files / "out" / "results.json").read_text())
+    model, tokenizer = _TRAINED["returned"]
+    expected = span_log_likelihoods(model, tokenizer, record.prefixes, record.secrets, "secret")  # a plain forward pass per canary
+    np.testing.assert_allclose(data["scores"], expected, rtol=0, atol=1e-4)
+    assert data["auc"] == pytest.approx(metrics.roc_auc_score(record.included, data["scores"]), abs=1e-12)
+    assert [(item["name"], item["decided"]) for item in data["conventions"]] == [
+        ("membership signal", "explicit"),
+        ("special tokens", "checked"),
+        ("scored span", "default"),
+    ]

@@ -206,7 +206,7 @@ def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model,
 
     if model is not None:
         raise ValueError("`--synthetic` audits the released text alone: give it with --provenance and without --model or --base-model")
-    record, _, scores, signal = score_synthetic_files(provenance_file, synthetic, signal=config.synthetic_signal, n=config.ngram_order, report=report)
+    record, _, scores, (signal,) = score_synthetic_files(provenance_file, synthetic, signal=config.synthetic_signal, n=config.ngram_order, report=report)
     return record, scores, signal
 
 

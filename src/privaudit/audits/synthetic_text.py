@@ -35,12 +35,14 @@ from .._core.validation import check_choice, check_count, check_positive, check_
 from ..canaries.lm import DESIGNS
 from ..canaries.lm_provenance import LMProvenance
 from ..canaries.lm_synthetic import SIGNALS
+from ..models.loading import check_import_path
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 
 __all__ = ["AUDIT", "SyntheticTextAudit", "SyntheticTextConfig", "SyntheticTextResult", "score_synthetic_files", "tiny_synthetic_text"]
 
 THREAT_MODEL = "released synthetic text only: the auditor compares each canary with the synthetic corpus (Meeus et al. 2025)"
+MODEL_SIGNAL = "model"  # the canaries scored by a model the user's function fine-tunes on the synthetic text (Mitchell et al.)
 EOS = "<|endoftext|>"
 
 
@@ -51,11 +53,12 @@ class SyntheticTextConfig:
     >>> SyntheticTextConfig(synthetic_signal="cosine")
     Traceback (most recent call last):
     ...
-    ValueError: `synthetic_signal` must be one of 'ngram', 'jaccard', got 'cosine'
+    ValueError: `synthetic_signal` must be one of 'ngram', 'jaccard', 'model', got 'cosine'
     """
 
     synthetic_signal: str = "ngram"
     ngram_order: int = 2
+    synthetic_train: str | None = None  # with synthetic_signal "model": package.module:fn, fn(texts, *, seed) -> (model, tokenizer)
     claimed_epsilon: float | None = None  # the DP guarantee claimed for the generation pipeline (None: no claim)
     delta: float = 1e-5
     confidence: float = 0.95
@@ -77,7 +80,11 @@ class SyntheticTextConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_choice(self.synthetic_signal, "synthetic_signal", SIGNALS)
+        check_choice(self.synthetic_signal, "synthetic_signal", (*SIGNALS, MODEL_SIGNAL))
+        if (self.synthetic_signal == MODEL_SIGNAL) != (self.synthetic_train is not None):
+            raise ValueError("`synthetic_train` (--synthetic-train) must be given with `synthetic_signal` 'model', and only with it")
+        if self.synthetic_train is not None:
+            check_import_path(self.synthetic_train, "synthetic_train")
         check_count(self.ngram_order, "ngram_order", minimum=1, maximum=8)
         if self.claimed_epsilon is not None:
             check_positive(self.claimed_epsilon, "claimed_epsilon")
@@ -140,18 +147,52 @@ class SyntheticTextResult(AuditResult):
         )
 
 
-def score_synthetic_files(provenance_file, synthetic, *, signal: str, n: int, report: Progress = no_progress):
-    """(provenance, corpus, scores, signal convention) of the canaries in ``provenance_file`` against the text in ``synthetic``; both read and checked before any scoring."""
+def score_synthetic_files(provenance_file, synthetic, *, signal: str, n: int, train: str | None = None, seed: int = 0, report: Progress = no_progress):
+    """(provenance, corpus, scores, conventions) of the canaries in ``provenance_file`` against the text in ``synthetic``.
+
+    Both files are read and checked, and the user's training function
+    imported, before any scoring or training.
+    """
     from ..canaries.lm_provenance import read_lm_provenance
-    from ..canaries.lm_synthetic import canary_echo_scores, read_synthetic_corpus, signal_convention
+    from ..canaries.lm_synthetic import read_synthetic_corpus
 
     if provenance_file is None:
         raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
     record = read_lm_provenance(provenance_file)
     corpus = read_synthetic_corpus(synthetic)
+    return (record, corpus, *canary_signals(record, corpus, signal=signal, n=n, train=train, seed=seed, report=report))
+
+
+def canary_signals(record: LMProvenance, corpus: list[str], *, signal: str, n: int, train: str | None = None, seed: int = 0, report: Progress = no_progress):
+    """(scores, conventions): each canary's signal against ``corpus``, by the text's n-grams or by the model ``train`` fine-tunes on it."""
+    from ..canaries.lm_synthetic import canary_echo_scores, signal_convention
+
+    if signal == MODEL_SIGNAL:
+        return _model_scores(record, corpus, train, seed, report)
     report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
     scores = canary_echo_scores(record.prefixes, record.secrets, record.span, corpus, signal=signal, n=n)
-    return record, corpus, scores, signal_convention(signal, n)
+    return scores, (signal_convention(signal, n),)
+
+
+def _model_scores(record: LMProvenance, corpus: list[str], train, seed: int, report: Progress):
+    """The canaries' scored-span log-likelihoods under the model the user's ``train`` fine-tunes on ``corpus`` (Mitchell et al.'s synthetic-data audit)."""
+    from .._core.conventions import explicit
+    from ..models.hf import HFCausalLMScorer
+    from ..models.loading import import_callable
+    from .lm_one_run_scores import canary_log_likelihoods
+
+    function = import_callable(train, "--synthetic-train")
+    report("fine-tuning your model on the synthetic text", detail=f"{len(corpus)} records")
+    returned = function(list(corpus), seed=child_seeds(seed, ["synthetic-train"])["synthetic-train"])
+    if not (isinstance(returned, tuple) and len(returned) == 2 and hasattr(returned[0], "parameters") and callable(returned[1])):
+        raise ValueError(
+            f"`--synthetic-train` {train!r} must return (model, tokenizer): a Hugging Face causal LM and its tokenizer, got {type(returned).__name__}"
+        )
+    scorer = HFCausalLMScorer(*returned, bos="auto", bos_lines=list(corpus), seed=seed)  # the special tokens checked on the text it was trained on
+    report("scoring the canaries", detail=f"{len(record.included)} canaries")
+    scores = canary_log_likelihoods(scorer, record)
+    what = "log-likelihood of the scored span under the model --synthetic-train fine-tuned on the synthetic text"
+    return scores, (explicit("membership signal", what, "synthetic_signal 'model' and synthetic_train"), scorer.special_tokens.convention)
 
 
 def tiny_synthetic_text(
@@ -198,7 +239,7 @@ def tiny_synthetic_text(
 
 def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenance=None, progress: Progress | None = None) -> AuditRun:
     """Score the canaries against the synthetic text (the user's files, or the embedded default's) and bound ε from one run."""
-    from ..canaries.lm_synthetic import canary_echo_scores, signal_convention
+    from ..models.loading import import_callable
     from .lm_one_run import audit_lm_scores
     from .lm_one_run_scores import span_convention
 
@@ -206,16 +247,21 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
     report = progress or no_progress
     artifacts: dict[str, bytes] = {}
     if synthetic is None and provenance is None:
+        if config.synthetic_train is not None:
+            import_callable(config.synthetic_train, "--synthetic-train")  # refused before the embedded default trains anything
         provenances, corpus = tiny_synthetic_text(config, report=report)
         record = provenances[config.design]
-        scores = canary_echo_scores(record.prefixes, record.secrets, record.span, corpus, signal=config.synthetic_signal, n=config.ngram_order)
-        signal = signal_convention(config.synthetic_signal, config.ngram_order)
+        scores, signals = canary_signals(
+            record, corpus, signal=config.synthetic_signal, n=config.ngram_order, train=config.synthetic_train, seed=config.seed, report=report
+        )
         source = "synthetic text sampled from the embedded tiny GPT-2 fine-tuned on privaudit's corpus"
         artifacts = {"synthetic.txt": ("\n".join(corpus) + "\n").encode("utf-8"), "provenance.json": json.dumps(record.to_dict(), indent=2).encode("utf-8")}
     elif synthetic is None:
         raise ValueError("`--synthetic` and `--provenance` must be given together (or neither, to run the embedded default)")
     else:
-        record, corpus, scores, signal = score_synthetic_files(provenance, synthetic, signal=config.synthetic_signal, n=config.ngram_order, report=report)
+        record, corpus, scores, signals = score_synthetic_files(
+            provenance, synthetic, signal=config.synthetic_signal, n=config.ngram_order, train=config.synthetic_train, seed=config.seed, report=report
+        )
         source = f"synthetic corpus {synthetic}"
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
     claimed = config.claimed_epsilon
@@ -239,7 +285,7 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
         included=record.included,
         scores=tuple(float(value) for value in scores),
         seconds=time.perf_counter() - started,
-        conventions=(signal, span_convention(record)),
+        conventions=(*signals, span_convention(record)),
     )
     return AuditRun("synthetic-text", config, result, artifacts=artifacts)
 

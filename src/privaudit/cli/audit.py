@@ -291,8 +291,16 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(
             "--synthetic-signal",
             Optional[str],
-            "ngram (the canary under a word n-gram model of the text, the default) or jaccard (its best match).",
+            "ngram (the canary under a word n-gram model of the text, the default), jaccard (its best match) or model (with --synthetic-train).",
             config="synthetic_signal",
+        ),
+        Flag(
+            "--synthetic-train",
+            Optional[str],
+            "With --synthetic-signal model: your function package.module:fn, fn(texts, *, seed) -> (model, tokenizer), that fine-tunes a "
+            "Hugging Face causal LM on the synthetic records; the canaries are scored by its log-likelihood (Mitchell et al.).",
+            config="synthetic_train",
+            parse=_import_path("--synthetic-train"),
         ),
         Flag("--ngram-order", Optional[int], "n of the word n-grams (default 2).", config="ngram_order"),
         Flag(
@@ -451,6 +459,7 @@ _IMPORT_PATH_OPTIONS = {
     "one-run": ("train",),
     "mechanism": ("mechanism",),
     "mia": ("train", "factory"),
+    "synthetic-text": ("synthetic_train",),
 }
 
 
