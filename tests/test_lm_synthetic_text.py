@@ -22,38 +22,41 @@ def _tpr_at_1pct_fpr(scores, included):
     return max(np.mean(inside >= t) for t in np.r_[np.inf, scores] if np.mean(outside >= t) <= 0.01)
 
 
-def _audit(synthetic, provenance, out):
+def _audit(synthetic, provenance, out, *options):
     """results.json of ``privaudit audit synthetic-text`` on the two files."""
-    argv = ["audit", "synthetic-text", "--synthetic", synthetic, "--provenance", provenance, "--output", out, "--no-history"]
+    argv = ["audit", "synthetic-text", "--synthetic", synthetic, "--provenance", provenance, "--output", out, "--no-history", *options]
     code, _, err = run_cli(argv)
     assert code == 0, err
     return json.loads((out / "results.json").read_text())
 
 
 def test_prefix_suffix_canaries_echo_in_text_sampled_from_a_fine_tuned_gpt2_above_random_token_canaries(tmp_path):
-    """One tiny GPT-2 fine-tuned on privaudit's corpus with both designs' included canaries (64 each, 8 copies), 800 records sampled from it.
+    """Per design, the embedded default: a tiny GPT-2 fine-tuned on privaudit's corpus with 64 canaries (half included, 8 copies), 800 records sampled from it.
 
     The prefix + high-perplexity suffix canaries' in-distribution prefixes are
-    reached from the data's prompts, and the memorised suffix follows; the
-    random-token canaries ("my secret is ...") are not. Over seeds 0-4 the
-    n-gram signal's TPR at 1% FPR was 0.51-0.58 for prefix + suffix against
-    0.00-0.09 for random tokens (about 32 canaries a side: a standard error
-    near 0.09), so the gap of 0.2 asserted is several standard errors inside.
+    reached from the data's prompts and the memorised suffix follows; the
+    random-token canaries ("my secret is ...") are not reached. Over seeds
+    0-2 (benchmarks/lm_synthetic.py) the Jaccard signal's TPR at 1% FPR was
+    0.85-0.96 for prefix + suffix against 0.12-0.25 for random tokens (about
+    30 canaries a side: standard errors near 0.09), so the gap of 0.3 asserted
+    is several standard errors inside; the n-gram signal's AUC was 0.71-0.81
+    against 0.48-0.60, its TPR at 1% FPR 0.65-0.73 against 0.05-0.19 at two
+    seeds of three.
     """
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from privaudit.audits.synthetic_text import AUDIT, tiny_synthetic_text
 
     seed = int(np.random.default_rng().integers(2**31))
-    provenances, synthetic = tiny_synthetic_text(dataclasses.replace(AUDIT.default_config(), seed=seed), designs=("prefix-suffix", "random-tokens"))
-    (tmp_path / "synthetic.txt").write_text("\n".join(synthetic) + "\n", encoding="utf-8")
-    for design, record in provenances.items():
-        record.write(tmp_path / f"{design}.json")
-    results = {design: _audit(tmp_path / "synthetic.txt", tmp_path / f"{design}.json", tmp_path / design) for design in provenances}
-    tpr = {design: _tpr_at_1pct_fpr(data["scores"], data["included"]) for design, data in results.items()}
-    assert all(data["tpr_at_1pct_fpr"] == pytest.approx(tpr[design]) for design, data in results.items())
-    assert all(data["included"] == list(provenances[design].included) for design, data in results.items())
-    assert tpr["prefix-suffix"] - tpr["random-tokens"] >= 0.2, (seed, tpr)
+    tpr = {}
+    for design in ("prefix-suffix", "random-tokens"):
+        provenances, synthetic = tiny_synthetic_text(dataclasses.replace(AUDIT.default_config(), seed=seed, design=design))
+        (tmp_path / f"{design}.txt").write_text("\n".join(synthetic) + "\n", encoding="utf-8")
+        provenances[design].write(tmp_path / f"{design}.json")
+        data = _audit(tmp_path / f"{design}.txt", tmp_path / f"{design}.json", tmp_path / design, "--synthetic-signal", "jaccard")
+        tpr[design] = _tpr_at_1pct_fpr(data["scores"], data["included"])
+        assert data["tpr_at_1pct_fpr"] == pytest.approx(tpr[design]) and data["included"] == list(provenances[design].included)
+    assert tpr["prefix-suffix"] - tpr["random-tokens"] >= 0.3, (seed, tpr)
 
 
 def test_the_embedded_default_writes_the_text_and_provenance_it_scored(tmp_path):
@@ -176,3 +179,11 @@ def test_the_model_signal_scores_each_canary_by_the_users_model_fine_tuned_on_th
         ("special tokens", "checked"),
         ("scored span", "default"),
     ]
+
+
+def test_a_secret_without_words_scores_as_one_unseen_word_not_above_every_echo():
+    synthetic = ["alpha beta", "alpha w7"]
+    prefixes, secrets = ["alpha ", "alpha "], ["\x0c\x1e", "w7"]  # form feed and record separator are whitespace to str.split
+    size = len({"alpha", "beta", "w7"})
+    expected = [np.log(1 / size), np.log((1 + 1) / (2 + size))]  # add-one: "w7" follows "alpha" once of the context's 2
+    np.testing.assert_allclose(lm_synthetic.ngram_log_likelihoods(prefixes, secrets, synthetic, n=2), expected, rtol=1e-12)

@@ -84,7 +84,10 @@ def _check_n(n: int) -> int:
 def ngram_log_likelihoods(prefixes: Sequence[str], secrets: Sequence[str], synthetic: Sequence[str], *, n: int = 2, span: str = "secret") -> np.ndarray:
     """Natural-log likelihood of each canary's scored words under the add-one word n-gram model of ``synthetic``.
 
-    ``span`` "secret" scores the secret's words given the prefix's; "text" every word of the text.
+    ``span`` "secret" scores the secret's words given the prefix's; "text"
+    every word of the text. A span without words (a secret of whitespace
+    characters alone) scores as one word never seen: no evidence of an echo,
+    where the empty sum, 0, would rank it above every echoed canary.
     """
     n = _check_n(n)
     if span not in ("secret", "text"):
@@ -105,6 +108,8 @@ def ngram_log_likelihoods(prefixes: Sequence[str], secrets: Sequence[str], synth
     for index, (prefix, secret) in enumerate(zip(prefixes, secrets, strict=True)):
         words = [_START] * (n - 1) + (prefix + secret).split()
         first = n - 1 + (len(prefix.split()) if span == "secret" else 0)
+        if first >= len(words):  # no word to score (a secret of whitespace alone): no evidence of an echo, one unseen word's score
+            out[index] = np.log(1 / size)
         for end in range(first, len(words)):
             gram = tuple(words[end - n + 1 : end + 1])
             out[index] += np.log((grams[gram] + 1) / (contexts[gram[:-1]] + size))
