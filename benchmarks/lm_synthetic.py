@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,7 @@ def main() -> None:
         "means": _means(runs),
         "paired": paired,
         "paired_means": _means(paired) if paired else {},
-        "versions": library_versions(),
+        "versions": library_versions() | {name: metadata.version(name) for name in ("torch", "transformers", "tokenizers")},
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")

@@ -38,10 +38,10 @@ def test_prefix_suffix_canaries_echo_in_text_sampled_from_a_fine_tuned_gpt2_abov
     random-token canaries ("my secret is ...") are not reached. Over seeds
     0-2 (benchmarks/lm_synthetic.py) the Jaccard signal's TPR at 1% FPR was
     0.85-0.96 for prefix + suffix against 0.12-0.25 for random tokens (about
-    30 canaries a side: standard errors near 0.09), so the gap of 0.3 asserted
-    is several standard errors inside; the n-gram signal's AUC was 0.71-0.81
-    against 0.48-0.60, its TPR at 1% FPR 0.65-0.73 against 0.05-0.19 at two
-    seeds of three.
+    30 canaries a side: a standard error near 0.1 on the gap), so the gap of
+    0.3 asserted is three standard errors inside the smallest seen (0.60);
+    the n-gram signal's TPR at 1% FPR was 0.65-0.75 against 0.05-0.19, its
+    AUC 0.71-0.83 against 0.48-0.60.
     """
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
