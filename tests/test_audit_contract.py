@@ -102,7 +102,7 @@ def test_tiny_config_is_the_embedded_default_with_smaller_sizes(name, monkeypatc
 
 
 # families that take minutes at their embedded default run from a small config derived from the printed default
-_SLOW_AT_DEFAULT = {"secret-sharer", "blackbox", "fl", "panoramia", "one-run", "mia"}
+_SLOW_AT_DEFAULT = {"secret-sharer", "blackbox", "fl", "panoramia", "one-run", "mia", "synthetic-text"}
 
 
 @pytest.mark.parametrize("name", names())

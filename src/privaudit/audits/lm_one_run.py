@@ -156,21 +156,26 @@ def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: flo
     return float(auc), tpr, bound
 
 
-def canary_copies(config: LMOneRunConfig, provenance: LMProvenance, *, embedded: bool) -> tuple[int, Convention]:
+def canary_copies(provenance: LMProvenance, *, given: int | None) -> tuple[int, Convention]:
     """How many times each included canary is in the fine-tuning data: the bound on k copies is a group's, so k is never assumed.
 
-    The embedded default built its data (``canary_repeats``); ``privaudit
-    canaries lm`` records its insertion in the provenance; otherwise
-    ``canary_copies`` must say, and a value that contradicts the provenance
-    is refused.
+    ``privaudit canaries lm`` and the embedded defaults, which build the
+    data, record it in the provenance's ``settings["copies"]``; otherwise
+    ``given`` (``--canary-copies``) must say, and a value that contradicts
+    the provenance is refused.
+
+    >>> from privaudit.canaries.lm_provenance import LMProvenance
+    >>> record = LMProvenance("random-tokens", "secret", ("p ",) * 4, ("a", "b", "c", "d"), (True, False, True, False), 0, 1, {})
+    >>> canary_copies(record, given=3)[0]
+    3
+    >>> canary_copies(record, given=None)
+    Traceback (most recent call last):
+    ...
+    ValueError: `--canary-copies` must be given (an integer >= 1): how many times each included canary is in your fine-tuning data; the provenance does not record it (privaudit canaries lm records it), and k copies bound a group of k, not a record
     """
     from .._core.conventions import checked, explicit
 
-    if embedded:
-        copies = config.canary_repeats
-        return copies, checked("canary copies", str(copies), "the embedded default put each included canary in its fine-tuning data canary_repeats times")
-    recorded = provenance.settings.get("copies") if "positions" in provenance.settings else None
-    given = config.canary_copies
+    recorded = provenance.settings.get("copies")
     if recorded is not None and given is not None and int(recorded) != given:
         raise ValueError(f"`--canary-copies` must agree with the provenance, which inserted each included canary {recorded} time(s), got {given}")
     if given is not None:
@@ -180,7 +185,9 @@ def canary_copies(config: LMOneRunConfig, provenance: LMProvenance, *, embedded:
             "`--canary-copies` must be given (an integer >= 1): how many times each included canary is in your fine-tuning data; "
             "the provenance does not record it (privaudit canaries lm records it), and k copies bound a group of k, not a record"
         )
-    return int(recorded), checked("canary copies", str(recorded), "recorded by privaudit canaries lm in the provenance's insertion settings")
+    return int(recorded), checked(
+        "canary copies", str(recorded), "recorded in the provenance by what built the fine-tuning data (privaudit canaries lm, an embedded default)"
+    )
 
 
 def _scorer(model, tokenizer, config: LMOneRunConfig):
@@ -248,6 +255,7 @@ def _tiny(config: LMOneRunConfig, report: Progress):
     provenance, base, tokenizer = prepare_lm_canaries(
         config.design, tokenizer, count=config.num_canaries, seed=seeds["canaries"], length=config.secret_length, span=config.span, model=base, texts=corpus
     )
+    provenance = dataclasses.replace(provenance, settings={**provenance.settings, "copies": config.canary_repeats})
     report("fine-tuning with the included canaries", detail=f"{config.steps} steps")
     data = list(corpus) + provenance.included_texts() * config.canary_repeats
     tuned = fine_tune(base, tokenizer, data, steps=config.steps, seed=seeds["fine-tune"], learning_rate=config.learning_rate)
@@ -256,29 +264,12 @@ def _tiny(config: LMOneRunConfig, report: Progress):
 
 def _synthetic_scores(config: LMOneRunConfig, provenance_file, synthetic, model, report: Progress):
     """The canaries' membership signals against the synthetic corpus; every input checked before any scoring."""
-    from .._core.conventions import default, explicit
-    from ..canaries.lm_provenance import read_lm_provenance
-    from ..canaries.lm_synthetic import jaccard_similarities, ngram_log_likelihoods, read_synthetic_corpus
+    from .synthetic_text import score_synthetic_files
 
     if model is not None:
         raise ValueError("`--synthetic` audits the released text alone: give it with --provenance and without --model or --base-model")
-    if provenance_file is None:
-        raise ValueError("`--synthetic` needs `--provenance`, the canaries whose echoes are looked for")
-    record = read_lm_provenance(provenance_file)
-    corpus = read_synthetic_corpus(synthetic)
-    copies = canary_copies(config, record, embedded=False)
-    report("comparing the canaries with the synthetic text", detail=f"{len(corpus)} records")
-    if config.synthetic_signal == "ngram":
-        scores = ngram_log_likelihoods(record.prefixes, record.secrets, corpus, n=config.ngram_order, span=record.span)
-        what = f"log-likelihood of the scored span under the add-one word {config.ngram_order}-gram model of the synthetic text"
-    else:
-        scores = jaccard_similarities(record.texts, corpus, n=config.ngram_order)
-        what = f"largest Jaccard similarity of the canary's word {config.ngram_order}-grams with a synthetic record's"
-    how = default if config == dataclasses.replace(config, synthetic_signal="ngram", ngram_order=2) else explicit
-    signal = how(
-        "membership signal",
-        what,
-        "synthetic_signal and ngram_order" if how is explicit else "the one-run bound holds for any signal fixed before the scores are seen",
+    record, _, scores, (signal,), copies = score_synthetic_files(
+        provenance_file, synthetic, signal=config.synthetic_signal, n=config.ngram_order, copies=config.canary_copies, report=report
     )
     return record, scores, signal, copies
 
@@ -302,7 +293,7 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
             record, scorer, base_scorer, source = _tiny(config, report)
         else:
             record, scorer, base_scorer, source, loading = _own_model(config, model, provenance, base_model, report)
-        copies, copies_convention = canary_copies(config, record, embedded=embedded)  # before any scoring
+        copies, copies_convention = canary_copies(record, given=config.canary_copies)  # before any scoring
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (*loading, scorer.special_tokens.convention)

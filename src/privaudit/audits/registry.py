@@ -6,11 +6,11 @@ here. Entries are import paths, imported on first use: listing the families
 imports no optional dependency.
 
 >>> names()
-['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run']
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text']
 >>> get_audit("nope")
 Traceback (most recent call last):
 ...
-ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', got 'nope'
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text', got 'nope'
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ AUDITS: dict[str, str] = {
     "mechanism": "privaudit.audits.mechanism:AUDIT",
     "mia": "privaudit.audits.mia:AUDIT",
     "lm-one-run": "privaudit.audits.lm_one_run:AUDIT",
+    "synthetic-text": "privaudit.audits.synthetic_text:AUDIT",
 }
 
 

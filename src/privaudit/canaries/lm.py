@@ -177,23 +177,15 @@ def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: 
 
     if not temperature > 0:
         raise ValueError(f"`temperature` must be > 0, got {temperature!r}")
+    from .lm_sampling import sample_token_ids
+
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(int(rng.integers(2**62)))
     ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-    tokens = torch.as_tensor([ids] * count, device=device)
     allowed = torch.full((model.get_output_embeddings().weight.shape[0],), float("-inf"), device=device)
     allowed[[i for i in usable_token_ids(tokenizer) if i < len(allowed)]] = 0.0
-    training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for _ in range(length):
-                logits = model(input_ids=tokens).logits[:, -1].double() / temperature + allowed
-                drawn = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
-                tokens = torch.cat([tokens, drawn], dim=1)
-    finally:
-        model.train(training)
-    return [secret_from_ids(tokenizer, row[len(ids) :].tolist()) for row in tokens]
+    rows = sample_token_ids(model, [ids] * count, new_tokens=length, temperature=temperature, allowed=allowed, generator=generator)
+    return [secret_from_ids(tokenizer, row[len(ids) :]) for row in rows]
 
 
 def data_prefixes(texts: Sequence[str], count: int, words: int, rng: np.random.Generator) -> list[str]:
