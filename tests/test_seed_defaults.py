@@ -383,6 +383,29 @@ def test_torch_random_functions_default_to_seed_0():
     _same(text.fit(lines).sample(3), text_explicit.fit(lines, seed=0).sample(3, seed=0))
 
 
+def test_lm_sampling_and_canary_placement_default_to_seed_0():
+    pytest.importorskip("transformers")
+    import torch
+
+    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.canaries.lm_corpus import CorpusRecords, corpus_with_canaries
+    from privaudit.canaries.lm_sampling import sample_synthetic_texts, sample_token_ids
+
+    texts = ["the quick brown fox jumps over the lazy dog", "a list comprehension builds a new list"] * 6
+    tokenizer = bpe_tokenizer(texts, vocab_size=300)
+    model = tiny_gpt2(tokenizer, seed=1, n_embd=16, n_layer=1)
+    prompts = [[5, 6], [7]]
+    first = sample_token_ids(model, prompts, new_tokens=4)
+    assert first == sample_token_ids(model, prompts, new_tokens=4, seed=0)
+    assert first == sample_token_ids(model, prompts, new_tokens=4, seed=torch.Generator().manual_seed(0))  # a Generator is drawn from as it stands
+    assert sample_synthetic_texts(model, tokenizer, ["the", "a"], max_new_tokens=3) == sample_synthetic_texts(
+        model, tokenizer, ["the", "a"], max_new_tokens=3, seed=0
+    )
+    corpus = CorpusRecords(None, list(texts), list(texts), "lines", None)
+    placed = corpus_with_canaries(corpus, ["canary one", "canary two"])
+    assert placed == corpus_with_canaries(corpus, ["canary one", "canary two"], seed=0)
+
+
 # every public function or method with a seed in RANDOM_PACKAGES, and the test above that holds it to its default
 CASES = {
     "privaudit.stats.bounds:epsilon_lower_bound": test_epsilon_lower_bound_is_deterministic_by_default_and_records_seed_0,
@@ -412,6 +435,9 @@ CASES = {
         )
     },
     "privaudit.canaries.lm_provenance:prepare_lm_canaries": test_lm_canaries_default_to_seed_0_and_the_draws_repeat_from_their_generator,
+    "privaudit.canaries.lm_sampling:sample_token_ids": test_lm_sampling_and_canary_placement_default_to_seed_0,
+    "privaudit.canaries.lm_sampling:sample_synthetic_texts": test_lm_sampling_and_canary_placement_default_to_seed_0,
+    "privaudit.canaries.lm_corpus:corpus_with_canaries": test_lm_sampling_and_canary_placement_default_to_seed_0,
     "privaudit.training.fedavg:simulate_fedavg": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     "privaudit.training.fedavg:participation_schedule": test_fedavg_simulation_defaults_to_seed_0_and_records_it,
     # records of the seed their maker used, checked in the maker's case

@@ -184,7 +184,7 @@ def high_temperature_secrets(model, tokenizer, prefix: str, count: int, length: 
     ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
     allowed = torch.full((model.get_output_embeddings().weight.shape[0],), float("-inf"), device=device)
     allowed[[i for i in usable_token_ids(tokenizer) if i < len(allowed)]] = 0.0
-    rows = sample_token_ids(model, [ids] * count, new_tokens=length, temperature=temperature, allowed=allowed, generator=generator)
+    rows = sample_token_ids(model, [ids] * count, new_tokens=length, temperature=temperature, allowed=allowed, seed=generator)
     return [secret_from_ids(tokenizer, row[len(ids) :]) for row in rows]
 
 

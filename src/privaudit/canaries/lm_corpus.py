@@ -71,7 +71,7 @@ def _line_break(text: str) -> bool:
     return len(text.splitlines()) != 1 or text != text.splitlines()[0]
 
 
-def corpus_with_canaries(corpus: CorpusRecords, canaries: Sequence[str], *, seed: int) -> tuple[str, list[int]]:
+def corpus_with_canaries(corpus: CorpusRecords, canaries: Sequence[str], *, seed: int = 0) -> tuple[str, list[int]]:
     """(the corpus text with ``canaries`` inserted, each canary's record index in it); positions uniform under ``seed``."""
     if corpus.text_format == "lines":
         broken = [index for index, text in enumerate(canaries) if _line_break(text)]

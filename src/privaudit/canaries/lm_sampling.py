@@ -42,24 +42,22 @@ def sample_token_ids(
     new_tokens: int,
     temperature: float = 1.0,
     top_k: int | None = None,
-    seed: int = 0,
+    seed=0,
     allowed=None,
-    generator=None,
     stop_token: int | None = None,
 ) -> list[list[int]]:
     """Each prompt's token ids followed by ``new_tokens`` ids drawn from ``model`` at ``temperature`` (``top_k``: only the most likely).
 
     ``allowed`` (optional) is a vector added to the logits (0 for allowed
-    tokens, -inf for the others); ``generator`` (optional) a torch Generator
-    to draw from instead of one seeded by ``seed``. Prompts of equal length
+    tokens, -inf for the others); ``seed`` is an integer that seeds a
+    private torch Generator, or a Generator to draw from as it stands. Prompts of equal length
     are drawn as one batch, so no padding changes a score; a batch stops
     early once every row holds ``stop_token`` (when given) after its prompt.
     """
     import torch
 
     device = next(iter(model.parameters()), torch.empty(0)).device
-    if generator is None:
-        generator = torch.Generator(device=device).manual_seed(seed)
+    generator = seed if isinstance(seed, torch.Generator) else torch.Generator(device=device).manual_seed(int(seed))
     out: list[list[int]] = [[] for _ in prompts]
     lengths = sorted({len(prompt) for prompt in prompts})
     training = model.training
