@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -118,8 +119,14 @@ def test_least_likely_tokens_are_the_base_models_least_likely_after_the_prefix(b
     ids = tokenizer("the ", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
         log_p = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0, -1], dim=-1).numpy()
-    # the usable tokens, found here by brute force: a token whose decoded text tokenises back to it alone
-    usable = [i for i in range(len(tokenizer)) if tokenizer(tokenizer.decode([i]), add_special_tokens=False)["input_ids"] == [i]]
+
+    # the usable tokens, found here by brute force: a token whose decoded text tokenises back to it alone and holds no control character or line break
+    def printable(text):
+        return all(unicodedata.category(char)[0] != "C" and unicodedata.category(char) not in ("Zl", "Zp") for char in text)
+
+    usable = [
+        i for i in range(len(tokenizer)) if tokenizer(tokenizer.decode([i]), add_special_tokens=False)["input_ids"] == [i] and printable(tokenizer.decode([i]))
+    ]
     threshold = np.sort(log_p[usable])[63]  # the 64 least likely of them
     for secret in provenance.secrets:
         (token,) = tokenizer(secret, add_special_tokens=False)["input_ids"]
@@ -169,3 +176,19 @@ def test_bad_arguments_are_refused_naming_the_argument(base, design, kwargs, mat
     _, tokenizer = base
     with pytest.raises(ValueError, match=re.escape(match)):
         prepare_lm_canaries(design, tokenizer, **({"count": 8, "seed": 0} | kwargs))
+
+
+def test_secrets_draw_from_printable_tokens_only_so_a_canary_stays_one_line():
+    from privaudit.canaries.lm import ordinary_token_ids, random_token_secrets, secret_from_ids, usable_token_ids
+
+    texts = ["tab\tseparated\x0cform feed", "line one\nline two\r\nthree", "plain words here and there"] * 10
+    tokenizer = bpe_tokenizer(texts, vocab_size=300)
+    usable = set(usable_token_ids(tokenizer))
+    for token in ordinary_token_ids(tokenizer):  # brute force over the vocabulary
+        text = secret_from_ids(tokenizer, [token])
+        printable = text.isprintable() or (text.strip(" ") == "" and text != "")  # str.isprintable refuses nothing but C*, Z* other than space
+        round_trips = tokenizer(text, add_special_tokens=False)["input_ids"] == [token]
+        assert (token in usable) == (round_trips and printable and not any(c in text for c in "\u2028\u2029")), repr(text)
+    assert any("\n" in secret_from_ids(tokenizer, [token]) for token in ordinary_token_ids(tokenizer))  # the vocabulary has a line break to leave out
+    secrets = random_token_secrets(tokenizer, 200, 3, rng=0)
+    assert all(len(secret.splitlines()) <= 1 and secret.isprintable() for secret in secrets)

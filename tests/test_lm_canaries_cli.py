@@ -151,18 +151,12 @@ def test_a_canary_with_a_line_break_is_refused_for_the_lines_format(user, tmp_pa
     jsonl = CorpusRecords(header=None, records=[{"text": "a"}], texts=["a"], text_format="jsonl", column="text")
     text, positions = corpus_with_canaries(jsonl, ["my secret is x\ny"], seed=0)
     assert json.loads(text.splitlines()[positions[0]]) == {"text": "my secret is x\ny"}
-    # a seed whose random-token draw includes a canary with a line break (byte-level BPE has "\n" as a token), found by the library's own draw
+    # the library draws secrets from printable tokens, so the CLI's draws never need the refusal: byte-level BPE has "\n" as a token, never drawn
     tokenizer = transformers.AutoTokenizer.from_pretrained(user / "base")
-    seed = next(
-        seed
-        for seed in range(500)
-        if any(
-            len(text.splitlines()) != 1 or text.endswith(("\n", "\r"))
-            for text in prepare_lm_canaries("random-tokens", tokenizer, count=8, seed=seed)[0].included_texts()
-        )
-    )
-    argv = ["canaries", "lm", "--base-model", user / "base", "--corpus", user / "corpus.txt", "--design", "random-tokens", "--count", 8, "--seed", seed]
-    assert_refused([*argv, "--output", tmp_path / "out"], tmp_path / "out", "`--format` lines cannot hold")
+    assert "\n" in tokenizer.get_vocab() or "Ċ" in tokenizer.get_vocab()
+    for seed in range(40):
+        texts = prepare_lm_canaries("random-tokens", tokenizer, count=8, seed=seed)[0].texts
+        assert all(len(text.splitlines()) == 1 and not text.endswith(("\n", "\r")) for text in texts), seed
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ score them later is recorded in an :class:`~privaudit.canaries.lm_provenance.LMP
 from __future__ import annotations
 
 import copy
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -77,11 +78,17 @@ def ordinary_token_ids(tokenizer) -> list[int]:
     return sorted(i for i in tokenizer.get_vocab().values() if i not in excluded)
 
 
+def _printable(text: str) -> bool:
+    # control and format characters, and line or paragraph breaks, would split a canary across a line-based corpus's records
+    return all(not unicodedata.category(char).startswith(("C", "Zl", "Zp")) for char in text)
+
+
 def usable_token_ids(tokenizer) -> list[int]:
-    """The ordinary tokens whose text tokenises back to the token alone (a lone byte of a multi-byte character does not): what secrets draw from."""
+    """What secrets draw from: the ordinary tokens whose text tokenises back to the token alone (a lone byte of a multi-byte character does not), without control characters or line breaks."""
     ids = ordinary_token_ids(tokenizer)
-    encoded = tokenizer([secret_from_ids(tokenizer, [i]) for i in ids], add_special_tokens=False)["input_ids"]
-    return [i for i, row in zip(ids, encoded, strict=True) if list(row) == [i]]
+    texts = [secret_from_ids(tokenizer, [i]) for i in ids]
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return [i for i, text, row in zip(ids, texts, encoded, strict=True) if list(row) == [i] and _printable(text)]
 
 
 def secret_from_ids(tokenizer, ids: Sequence[int]) -> str:
