@@ -231,7 +231,8 @@ def _function(path: str) -> Any:
 def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     """One job: train model ``index`` (a reference, or the target when ``index`` = ``num_references``) and score the pool.
 
-    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``.
+    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``, the signals a float64 array
+    (the run store keeps it as a ``.npy`` file beside the run's JSON).
     """
     pool = load_pool(config["dataset"], config["data"], config["label_col"])
     k, index = int(config["num_references"]), int(config["index"])
@@ -246,4 +247,4 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
     signals, convention = model_signals(model, pool.x, pool.y, who)
-    return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}
+    return {"index": index, "seed": seed, "signals": signals, "output_kind": convention.value, "evidence": convention.evidence}
