@@ -154,6 +154,29 @@ def streamed_scoring(num_records, num_references, num_population, seed=0):
     }
 
 
+def orderings(by_references):
+    """The papers' orderings checked on the mean TPR at 1% FPR and AUC: RMIA offline vs LiRA offline at 2 and 4
+    references; online vs offline (LiRA, RMIA) at 16 and 32, offline with as many OUT models (when trained) and
+    with the OUT half of the same models."""
+
+    def value(k, name, metric):
+        return by_references.get(str(k), {}).get(name, {}).get(metric)
+
+    def compare(claim, first, second):
+        row = {"claim": claim}
+        for metric in ("tpr_at_1pct_fpr", "auc"):
+            a, b = value(*first, metric), value(*second, metric)
+            row[metric] = {f"{first[1]}@{first[0]}": a, f"{second[1]}@{second[0]}": b, "holds": None if a is None or b is None else a >= b}
+        return row
+
+    rows = [compare("RMIA offline >= LiRA offline", (k, "rmia-offline"), (k, "lira-offline")) for k in (2, 4)]
+    for k in (16, 32):
+        for family in ("lira", "rmia"):
+            rows.append(compare(f"{family} online >= offline, {k} models each", (k, f"{family}-online"), (k, f"{family}-offline")))
+            rows.append(compare(f"{family} online >= offline, the same {k} models", (k, f"{family}-online"), (k // 2, f"{family}-offline")))
+    return [row for row in rows if any(None not in metric.values() for key, metric in row.items() if key != "claim")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
@@ -225,6 +248,7 @@ def main() -> None:
         "train": "benchmarks/mia.py:train_mlp as --train mia:train_mlp",
         "seeds": seeds,
         "mean": summary,
+        "orderings": orderings(summary["by_references"]),
         "scoring": scoring,
         "streamed_scoring": streamed,
         "per_seed": per_seed,
@@ -234,6 +258,7 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(summary, indent=2))
+    print(json.dumps(report["orderings"], indent=2))
 
 
 if __name__ == "__main__":
