@@ -122,3 +122,54 @@ def test_arrays_of_results_are_kept_as_npy_files_and_checked(tmp_path):
         RunStore(tmp_path).load(2)
     with pytest.raises(ValueError, match="an array's key must be"):
         RunStore(tmp_path).save(4, {"../x": np.zeros(2)})
+
+
+# --- an ordering that must hold: online LiRA beats offline where the IN signal is a narrow band inside the OUT one -----
+#
+# Record x's signal on a model is b_x + N(0, 1) when x is OUT and b_x + N(MU, SPREAD²) when IN (b_x a fixed difficulty).
+# The offline test thresholds the signal, and the IN mass above OUT's 99th percentile is nearly nothing; the
+# likelihood ratio that online LiRA estimates keeps a band around MU instead (Neyman–Pearson), which holds far more.
+MU, SPREAD, FPR = 1.0, 0.2, 0.01
+
+
+def closed_form_tpr(online):
+    """TPR at FPR of the exact tests with known Gaussians: a threshold on the signal (offline) or on the likelihood ratio (online)."""
+    from scipy import optimize, stats
+
+    if not online:
+        return float(stats.norm.sf(stats.norm.isf(FPR), MU, SPREAD))
+    # log LR = a s² + b s + c with a < 0: the region {log LR >= t} is an interval around its peak
+    a, b = 0.5 - 1 / (2 * SPREAD**2), MU / SPREAD**2
+    peak = -b / (2 * a)
+
+    def interval(width):
+        return peak - width, peak + width  # symmetric: log LR is a parabola
+
+    width = optimize.brentq(lambda w: stats.norm.cdf(interval(w)[1]) - stats.norm.cdf(interval(w)[0]) - FPR, 1e-9, 10.0)
+    low, high = interval(width)
+    return float(stats.norm.cdf(high, MU, SPREAD) - stats.norm.cdf(low, MU, SPREAD))
+
+
+@pytest.mark.parametrize("references", [16, 32])
+def test_online_lira_beats_offline_at_16_and_32_references(references, seed=None):  # any seed: None draws a fresh one
+    from privaudit.stats.metrics import tpr_at_fpr
+
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    difficulty = rng.normal(0.0, 3.0, size=n)
+    membership = np.stack([rng.permutation(references) < references // 2 for _ in range(n)], axis=1)
+    reference = difficulty + np.where(membership, MU + SPREAD * rng.normal(size=membership.shape), rng.normal(size=membership.shape))
+    is_member = rng.random(n) < 0.5
+    target = difficulty + np.where(is_member, MU + SPREAD * rng.normal(size=n), rng.normal(size=n))
+
+    def tpr(online):
+        scores = lira_scores_streamed(target, reference, membership, online=online, global_variance=True, chunk_records=4096)
+        return float(tpr_at_fpr(scores[is_member], scores[~is_member], FPR)[0])
+
+    best, threshold_only = closed_form_tpr(online=True), closed_form_tpr(online=False)
+    assert best > 20 * threshold_only + 0.05  # the closed forms: the band holds far more than the tail
+    error = np.sqrt(best * (1 - best) / is_member.sum())  # binomial sd of a TPR near the optimum
+    online, offline = tpr(online=True), tpr(online=False)
+    assert online > offline + 6 * error, (online, offline, best, threshold_only)
+    # and neither beats the exact likelihood-ratio test by more than its sampling error
+    assert max(online, offline) <= best + 6 * error
