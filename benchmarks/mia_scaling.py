@@ -14,11 +14,7 @@ work and the runner's per-job cost does not dominate). Two throughputs:
 
 The scaling efficiency is throughput at 2 workers / (2 × throughput at 1).
 The load average before each measurement is recorded: on a shared machine
-other jobs take cores too, and where Linux's scheduler shares the CPU
-between sessions (``sched_autogroup``, recorded), the local pool's workers
-share their session's part while Ray's, started in sessions of their own,
-get more of a busy machine: only runs on a quiet machine compare the two.
-Results go to ``benchmarks/results/mia_scaling.json``.
+other jobs take cores too. Results go to ``benchmarks/results/mia_scaling.json``.
 """
 
 from __future__ import annotations
@@ -76,14 +72,6 @@ def measure(jobs, backend, workers):
     return {"wall_s": wall, "models_per_s": len(jobs) / wall, "steady_models_per_s": steady, "save_times_s": saves, "load_average_1min_before": load}
 
 
-def _autogroup():
-    """Whether Linux shares the CPU between sessions first (None where this cannot be read)."""
-    try:
-        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text(encoding="utf-8").strip() == "1"
-    except OSError:
-        return None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=8, help="reference models trained per measurement")
@@ -124,7 +112,6 @@ def main() -> None:
         "best_of_repeats": summary,
         "runs": runs,
         "cpu_count": os.cpu_count(),
-        "sched_autogroup": _autogroup(),
         "machine": {"platform": platform.platform(), "cpu": _cpu_name(), "python": platform.python_version()},
         "versions": library_versions(),
         "mean_load_average_before": float(np.mean([entry["load_average_1min_before"] for entries in runs.values() for entry in entries])),
