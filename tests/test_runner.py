@@ -129,3 +129,16 @@ def test_ray_backend_matches_local(tmp_path):
         assert store.done() == set(range(4))
     finally:
         ray.shutdown()
+
+
+def test_local_workers_end_after_run_all_returns(tmp_path):
+    import multiprocessing
+    import time
+
+    results = run_all(noisy_task, _configs(3), store=RunStore(tmp_path), max_workers=2)
+    assert results == [noisy_task(config) for config in _configs(3)]
+    # the pool is shut down without waiting: its workers exit on their own, none is left behind
+    deadline = time.monotonic() + 60
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

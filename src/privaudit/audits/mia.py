@@ -30,6 +30,7 @@ ValueError: `num_references` must be an even integer >= 4, got 3
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import tempfile
 import time
@@ -41,8 +42,9 @@ import numpy as np
 from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
 from ..runner import RunStore, check_backend, run_all
-from ..stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
+from ..stats.mia import loss_scores
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_scores_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
@@ -227,26 +229,28 @@ class MIAResult(AuditResult):
         )
 
 
-def attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndarray, population: np.ndarray, config: MIAConfig) -> dict[str, np.ndarray]:
+def attack_scores(target: np.ndarray, reference: Any, membership: np.ndarray, population: np.ndarray, config: MIAConfig) -> dict[str, np.ndarray]:
     """Every attack's scores of the records outside ``population``, from the signals of all records.
 
     ``target`` (n,) and ``reference`` (k, n) are φ on the target and the
-    references; ``membership`` (k, n) the references' training sets. With
-    query augmentations they are (A, n) and (k, A, n), one row per view.
+    references (``reference`` may be k memory-mapped rows: the attacks read
+    it in chunks of records, :mod:`privaudit.stats.mia_stream`);
+    ``membership`` (k, n) the references' training sets. With query
+    augmentations they are (A, n) and (k, A, n), one row per view.
     """
     if np.ndim(target) == 2:
         from .mia_augment import augmented_attack_scores
 
-        return augmented_attack_scores(target, reference, membership, population, config)
-    evaluated = ~population
-    x = (target[evaluated], reference[:, evaluated], membership[:, evaluated])
-    z = (target[population], reference[:, population], membership[:, population])
+        return augmented_attack_scores(target, np.asarray(reference), membership, population, config)
+    records, z = np.flatnonzero(~population), np.flatnonzero(population)
+    lira = functools.partial(lira_scores_streamed, target, reference, membership, global_variance=config.global_variance, records=records)
+    rmia = functools.partial(rmia_scores_streamed, target, reference, membership, population=z, records=records, gamma=config.gamma)
     return {
-        "loss": loss_scores(x[0]),
-        "lira-online": lira_online_scores(*x, global_variance=config.global_variance),
-        "lira-offline": lira_offline_scores(*x, global_variance=config.global_variance),
-        "rmia-online": rmia_scores(*x, *z, gamma=config.gamma),
-        "rmia-offline": rmia_scores(*x, *z, gamma=config.gamma, offline_a=config.offline_a),
+        "loss": loss_scores(target[records]),
+        "lira-online": lira(online=True),
+        "lira-offline": lira(online=False),
+        "rmia-online": rmia(),
+        "rmia-offline": rmia(offline_a=config.offline_a),
     }
 
 
@@ -402,17 +406,18 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     wall = time.perf_counter() - start
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
+    signals: list[np.ndarray]  # one row per model, the target's last
     if config.reference_models is not None:
-        signals, membership = _user_references(config, pool)
-        k = len(membership)
+        references, membership = _user_references(config, pool)
+        signals, k = list(references), len(membership)
     else:
         k = config.num_references
-        signals = np.array([result["signals"] for result in results], dtype=np.float64)
+        signals = [result["signals"] for result in results]  # rows memory-mapped from the store's .npy files
         population, target_members, membership = draws(config.seed, len(pool.y), k, num_population)
     target_conventions: tuple[Convention, ...] = ()
     if config.model is not None:  # the user's target: its own signals and membership
         target_signals, population, target_members, target_conventions = _user_target(config, len(pool.y), num_population)
-        signals = np.concatenate([signals, target_signals[None]])
+        signals = [*signals, target_signals]
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
     summaries = attack_summaries(scores, is_member, config.confidence)
@@ -451,14 +456,16 @@ class MIAAudit(Audit):
     tiny_overrides = {"num_references": 4, "epochs": 20}
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
-        # every model's signals on the pool, held as parsed JSON floats (about 64 bytes each) before the attacks
+        # the models' signals stay in the store's .npy files and are streamed: a chunk of records at a time,
+        # plus per record the membership draws (1 byte per reference) and a few float64 vectors (scores, ratios)
         if config.model_kind == "huggingface":  # a text pool
             from .mia_signals_lm import read_text_pool
 
             records = len(read_text_pool(str(config.data)))
         else:
             records = len(pool_of(config).y)
-        return 64 * records * (config.num_references + 1), f"`num_references` = {config.num_references} on {records} records"
+        working = working_bytes(config.num_references, min(records, DEFAULT_CHUNK_RECORDS))
+        return working + records * (config.num_references + 64), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
         self,

@@ -328,7 +328,8 @@ def _function(path: str) -> Any:
 def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     """One job: train model ``index`` (a reference, or the target when ``index`` = ``num_references``) and score the pool.
 
-    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``.
+    Returns ``{"index", "seed", "signals", "output_kind", "evidence"}``, the signals a float64 array
+    (the run store keeps it as a ``.npy`` file beside the run's JSON).
     """
     pool = pool_of(config)
     k, index = int(config["num_references"]), int(config["index"])
@@ -346,4 +347,4 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     views = augment_spec(config, pool)
     if views is not None:  # every view of every record; the output kind was checked on the records themselves
         signals = signals_on_views(lambda x: model_signals(model, x, pool.y, who)[0], pool.x, views)
-    return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}
+    return {"index": index, "seed": seed, "signals": signals, "output_kind": convention.value, "evidence": convention.evidence}

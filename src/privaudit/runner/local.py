@@ -10,6 +10,7 @@ resource tracker then sees its pipe close and exits too.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -64,10 +65,11 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str, Any]:
-    """Run ``task(config)`` in a worker, with PyTorch (if importable) limited to one thread.
+    """Run ``task(config)`` in a worker, with PyTorch (if importable) and the BLAS/OpenMP pools loaded so far limited to one thread.
 
-    Several workers each running a multi-threaded PyTorch would oversubscribe
-    the cores, so every run sets ``torch.set_num_threads(1)`` first.
+    Several workers each running a multi-threaded PyTorch or BLAS would
+    oversubscribe the cores, so every run sets ``torch.set_num_threads(1)``
+    and runs under ``threadpoolctl.threadpool_limits(1)`` (when installed).
 
     >>> call_task(dict, {"seed": 1})
     {'seed': 1}
@@ -79,7 +81,14 @@ def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str,
     else:
         if torch.get_num_threads() != 1:
             torch.set_num_threads(1)
-    result = task(config)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        limits: Any = contextlib.nullcontext()
+    else:
+        limits = threadpool_limits(1)
+    with limits:
+        result = task(config)
     if not isinstance(result, dict):
         raise TypeError(f"the task must return a dict, got {type(result).__name__}")
     return result
@@ -98,8 +107,8 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
     context = multiprocessing.get_context("spawn")
     failure = None
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
-    with pool as executor:
-        futures = {executor.submit(call_task, task, config): index for index, config in jobs}
+    try:
+        futures = {pool.submit(call_task, task, config): index for index, config in jobs}
         for future in concurrent.futures.as_completed(futures):
             if future.cancelled():
                 continue
@@ -112,6 +121,10 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
                         other.cancel()
                 continue
             save(index, future.result())
+    finally:
+        # every run is saved or failed by now: the workers exit (seconds for a process that imported
+        # scikit-learn) while the caller goes on to its attacks and report; the pool still joins them
+        pool.shutdown(wait=False, cancel_futures=True)
     if failure is not None:
         index, error = failure
         raise RuntimeError(f"run {index} failed: {type(error).__name__}: {error}") from error

@@ -187,19 +187,34 @@ def _need(counts: NDArray[np.int64], minimum: int, side: str, option: str, name:
         )
 
 
-def _gaussian_fit(signals: Floats, mask: NDArray[np.bool_], global_variance: bool, side: str) -> tuple[Floats, Floats]:
-    """Per-record mean and standard deviation of the masked signals (maximum likelihood), or one pooled deviation."""
+def _moments(signals: Floats, mask: NDArray[np.bool_], global_variance: bool, side: str) -> tuple[Floats, Floats, NDArray[np.int64]]:
+    """Per record: mean of the masked signals, sum of their squared deviations from it, and their count."""
     counts = mask.sum(axis=0)
     minimum, option = (1, "") if global_variance else (2, "or set global_variance=True")
     _need(counts, minimum, side, option)
-    if global_variance and not (counts >= 2).any():
+    mean = np.where(mask, signals, 0.0).sum(axis=0) / counts
+    squares = np.where(mask, (signals - mean) ** 2, 0.0).sum(axis=0)
+    return mean, squares, counts
+
+
+def _pooled_std(squares: float, count: int, some_two: bool, side: str) -> float:
+    """The global deviation: the residual variance pooled over all records, each around its own mean."""
+    if not some_two:
         raise ValueError(
             f"`membership` must put some record {side} of at least 2 reference models: the global variance is pooled around each record's own mean"
         )
-    mean = np.where(mask, signals, 0.0).sum(axis=0) / counts
-    squares = np.where(mask, (signals - mean) ** 2, 0.0).sum(axis=0)
+    return float(np.sqrt(squares / count))
+
+
+def _gaussian_fit(signals: Floats, mask: NDArray[np.bool_], global_variance: bool, side: str, pooled: float | None = None) -> tuple[Floats, Floats]:
+    """Per-record mean and standard deviation of the masked signals (maximum likelihood), or one pooled deviation.
+
+    ``pooled`` is the global deviation when it was pooled over more records than these (chunks of records).
+    """
+    mean, squares, counts = _moments(signals, mask, global_variance, side)
     if global_variance:
-        std = np.full(mean.shape, np.sqrt(squares.sum() / counts.sum()))
+        deviation = _pooled_std(float(squares.sum()), int(counts.sum()), bool((counts >= 2).any()), side) if pooled is None else pooled
+        std = np.full(mean.shape, deviation)
     else:
         std = np.sqrt(squares / counts)
     if not (std > 0).all():
@@ -207,6 +222,18 @@ def _gaussian_fit(signals: Floats, mask: NDArray[np.bool_], global_variance: boo
             f"`reference_signals` must vary across the {side} reference models of each record (a Gaussian needs a spread); {int((std <= 0).sum())} record(s) have none"
         )
     return mean, std
+
+
+def _lira(
+    target: Floats, reference: Floats, member: NDArray[np.bool_], *, online: bool, global_variance: bool, pooled: dict[str, float] | None = None
+) -> Floats:
+    """LiRA's scores of checked arrays; ``pooled`` the global deviations by side ("IN", "OUT") when fitted on more records."""
+    fit = pooled or {}
+    mean_out, std_out = _gaussian_fit(reference, ~member, global_variance, "OUT", fit.get("OUT"))
+    if not online:
+        return np.asarray(stats.norm.logcdf((target - mean_out) / std_out), dtype=np.float64)
+    mean_in, std_in = _gaussian_fit(reference, member, global_variance, "IN", fit.get("IN"))
+    return np.asarray(stats.norm.logpdf(target, mean_in, std_in) - stats.norm.logpdf(target, mean_out, std_out), dtype=np.float64)
 
 
 def loss_scores(target_signals: ArrayLike) -> Floats:
@@ -224,10 +251,7 @@ def lira_online_scores(target_signals: ArrayLike, reference_signals: ArrayLike, 
     Each record needs at least 2 IN and 2 OUT references (1 with
     ``global_variance``, where one pooled σ_in and one σ_out serve all records).
     """
-    target, reference, member = _check(target_signals, reference_signals, membership)
-    mean_in, std_in = _gaussian_fit(reference, member, global_variance, "IN")
-    mean_out, std_out = _gaussian_fit(reference, ~member, global_variance, "OUT")
-    return np.asarray(stats.norm.logpdf(target, mean_in, std_in) - stats.norm.logpdf(target, mean_out, std_out), dtype=np.float64)
+    return _lira(*_check(target_signals, reference_signals, membership), online=True, global_variance=global_variance)
 
 
 def lira_offline_scores(target_signals: ArrayLike, reference_signals: ArrayLike, membership: ArrayLike, *, global_variance: bool = False) -> Floats:
@@ -235,9 +259,7 @@ def lira_offline_scores(target_signals: ArrayLike, reference_signals: ArrayLike,
 
     Each record needs at least 2 OUT references (1 with ``global_variance``).
     """
-    target, reference, member = _check(target_signals, reference_signals, membership)
-    mean_out, std_out = _gaussian_fit(reference, ~member, global_variance, "OUT")
-    return np.asarray(stats.norm.logcdf((target - mean_out) / std_out), dtype=np.float64)
+    return _lira(*_check(target_signals, reference_signals, membership), online=False, global_variance=global_variance)
 
 
 def _log_mean(log_values: Floats, mask: NDArray[np.bool_], side: str, name: str) -> Floats:
@@ -290,9 +312,16 @@ def rmia_scores(
         offline_a = check_fraction(offline_a, "offline_a")
     elif population_membership is None:
         raise ValueError("`population_membership` is needed for online RMIA (offline_a=None): Pr(z) averages IN and OUT references")
-    # ratio of x: log Pr(x|θ) − log Pr(x); the same for every z
-    ratio_x = special.log_expit(target) - _log_prior(reference, member, offline_a, "membership")
-    ratio_z = np.sort(special.log_expit(z_target) - _log_prior(z_reference, z_member, offline_a, "population_membership"))
-    # LR(x, z) >= γ  <=>  ratio_z <= ratio_x − log γ
-    dominated = np.searchsorted(ratio_z, ratio_x - log_gamma, side="right")
-    return np.asarray(dominated / ratio_z.size, dtype=np.float64)
+    ratio_z = np.sort(_rmia_ratio(z_target, z_reference, z_member, offline_a, "population_membership"))
+    return _dominated(_rmia_ratio(target, reference, member, offline_a, "membership"), ratio_z, log_gamma)
+
+
+def _rmia_ratio(target: Floats, reference: Floats, member: NDArray[np.bool_], offline_a: float | None, name: str) -> Floats:
+    """log Pr(x|θ) − log Pr(x) of each record: the part of LR(x, z) that is x's alone."""
+    return np.asarray(special.log_expit(target) - _log_prior(reference, member, offline_a, name), dtype=np.float64)
+
+
+def _dominated(ratio_x: Floats, sorted_ratio_z: Floats, log_gamma: float) -> Floats:
+    """The fraction of population samples each x dominates: LR(x, z) >= γ  <=>  ratio_z <= ratio_x − log γ."""
+    dominated = np.searchsorted(sorted_ratio_z, ratio_x - log_gamma, side="right")
+    return np.asarray(dominated / sorted_ratio_z.size, dtype=np.float64)
