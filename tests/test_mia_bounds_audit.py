@@ -126,10 +126,6 @@ def test_leave_one_out_pools_every_trial_models_slots(tmp_path):
     assert "3 trial models" in run.result.headline().label and "never trial models" in run.result.threat_model
 
 
-def test_attack_mode_stays_a_statistic():
-    assert MIAConfig().mode == "attack"  # the default: no bound where membership may not be randomised
-
-
 @pytest.mark.parametrize(
     ("flags", "match"),
     [
