@@ -48,6 +48,7 @@ from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
+from .mia_user import user_references, user_target
 
 __all__ = [
     "AUDIT",
@@ -319,49 +320,6 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     return [dict(base, num_population=num_population, index=index) for index in range(models)]
 
 
-def _target_conventions(output: Convention, membership: Convention) -> tuple[Convention, ...]:
-    """The target's membership (given) and output kind (checked on its outputs, or given with --model-output)."""
-    return (membership, dataclasses.replace(output, name="target output kind"))
-
-
-def _user_target(config: MIAConfig, num_records: int, num_population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[Convention, ...]]:
-    """(φ of every record on the user's target, population mask, target membership, how its membership and output kind were decided)."""
-    from ..models.loading import load_model
-    from ..stats.mia import logit_confidence_from_loss
-    from .mia_augment import augment_spec, signals_on_views
-    from .mia_training import target_members, user_target_draws
-
-    pool = pool_of(config)
-    members, membership = target_members(pool, members=config.members, members_col=config.members_col, id_col=config.id_col)
-    if int((~members).sum()) < num_population + 5 or int(members.sum()) < 5:
-        raise ValueError(
-            f"`--members` (or `--members-col`) must leave at least 5 members and {num_population + 5} non-members in the pool "
-            f"({num_population} population samples, `population_fraction` = {config.population_fraction:g}, and non-members to attack), "
-            f"got {int(members.sum())} members of {num_records}"
-        )
-    target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output, trusted=config.trusted).decide_output(pool.x)
-    signals = signals_on_views(lambda x: logit_confidence_from_loss(target.loss(x, pool.y)), pool.x, augment_spec(config, pool))
-    population, in_target = user_target_draws(config.seed, members, num_population)
-    assert target.output_convention is not None  # decide_output records it
-    return signals, population, in_target, _target_conventions(target.output_convention, membership)
-
-
-def _user_references(config: MIAConfig, pool: Any) -> tuple[np.ndarray, np.ndarray]:
-    from .mia_augment import augment_spec
-    from .mia_training import read_reference_models
-
-    return read_reference_models(
-        str(config.reference_models),
-        str(config.reference_membership),
-        pool,
-        kind=config.model_kind,
-        factory=config.factory,
-        output=config.model_output,
-        trusted=config.trusted,
-        views=augment_spec(config, pool),
-    )
-
-
 def _conventions(config: MIAConfig, output_kinds: set[tuple[str, str]], target: tuple[Convention, ...]) -> tuple[Convention, ...]:
     if config.data is None:
         label = default("label column", "the embedded dataset's target", f"scikit-learn's {config.dataset} labels")
@@ -408,7 +366,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     num_population = int(round(config.population_fraction * len(pool.y)))
     signals: list[np.ndarray]  # one row per model, the target's last
     if config.reference_models is not None:
-        references, membership = _user_references(config, pool)
+        references, membership = user_references(config, pool)
         signals, k = list(references), len(membership)
     else:
         k = config.num_references
@@ -416,7 +374,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         population, target_members, membership = draws(config.seed, len(pool.y), k, num_population)
     target_conventions: tuple[Convention, ...] = ()
     if config.model is not None:  # the user's target: its own signals and membership
-        target_signals, population, target_members, target_conventions = _user_target(config, len(pool.y), num_population)
+        target_signals, population, target_members, target_conventions = user_target(config, len(pool.y), num_population)
         signals = [*signals, target_signals]
     scores = attack_scores(signals[k], signals[:k], membership, population, config)
     is_member = target_members[~population]
@@ -497,9 +455,9 @@ class MIAAudit(Audit):
 
         check_bound_pool(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.model is not None:  # the user's target and its members, checked (and scored) before any model trains
-            _user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
+            user_target(config, len(pool.y), int(round(config.population_fraction * len(pool.y))))
         if config.reference_models is not None:  # and the user's references with their membership matrix
-            _user_references(config, pool)
+            user_references(config, pool)
         if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
             preflight(config.train, pool)
         trainer = f"--train {config.train}" if config.train else "the built-in MLP"
