@@ -97,3 +97,21 @@ def test_a_partial_results_file_gets_the_generic_section(partly_echoed):
     del data["scores"]
     section = section_for(data, out)
     assert section.title.startswith("lm-one-run") and section.audit == "lm-one-run"
+
+
+@needs_chromium
+def test_the_synthetic_text_report_renders_the_same_figures_and_its_bound(partly_echoed, tmp_path):
+    out = tmp_path / "synthetic-run"
+    argv = ["audit", "synthetic-text", "--synthetic", partly_echoed / "synthetic.txt", "--provenance", partly_echoed / "provenance.json"]
+    code, _, stderr = run_cli([*argv, "--canary-copies", "2", "--claimed-epsilon", "0.05", "--output", out, "--no-history"])
+    assert code == 0, stderr
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    dom, stderr = rendered_dom(chromium(), out / "report.html")
+    assert not CONSOLE.search(stderr), stderr[-2000:]
+    embedded = [base64.b64decode(item) for item in re.findall(r'src="data:image/png;base64,([^"]+)"', dom)]
+    assert embedded == [(out / name).read_bytes() for name in FIGURES]
+    text = _text(dom)
+    shown = f"{data['bound']['epsilon']:.4g}"
+    assert "Released synthetic text (" in text and f"The one-run ε lower bound, {shown} at 95% confidence," in text
+    assert "copies of each included canary in the fine-tuning data 2 " in text and data["canary_copies"] == 2
+    assert f"AUC (in-sample statistic) {sklearn_metrics.roc_auc_score(data['included'], data['scores']):.4g} " in text

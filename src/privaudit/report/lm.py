@@ -1,4 +1,4 @@
-"""Figures and report section of the LM one-run audit (``privaudit audit lm-one-run``).
+"""Figures and report sections of the LM one-run audit (``privaudit audit lm-one-run``) and of released synthetic text (``privaudit audit synthetic-text``).
 
 Each figure draws what the audit computed (:mod:`privaudit.audits.lm_one_run`):
 
@@ -28,7 +28,7 @@ from .plotting import new_figure, save_figure
 from .provenance import provenance
 from .sections import generic_section, headline_fields, typed_result
 
-__all__ = ["bound_caption", "figures", "plot_bound_and_claim", "section"]
+__all__ = ["bound_caption", "figures", "plot_bound_and_claim", "section", "synthetic_section"]
 
 
 def plot_bound_and_claim(epsilon: float, path: Any, *, claimed_epsilon: float | None, delta: float, confidence: float) -> Any:
@@ -71,7 +71,7 @@ def figures(run) -> dict:
     out_scores = [score for score, inside in zip(result.scores, result.included, strict=True) if not inside]
     fpr, tpr = roc_points(result.scores, result.included)
     floor = 0.5 / max(len(in_scores), len(out_scores))  # half of one canary's rate stands in for 0 on log axes
-    what = f"{result.design} canaries, {'calibrated ' if result.calibrated else ''}score"
+    what = f"{result.design} canaries, {'calibrated ' if getattr(result, 'calibrated', False) else ''}score"
     return {
         "scores.png": lambda path: plot_score_histograms(in_scores, out_scores, path, title=f"{what}: included (in) and excluded (out)"),
         "roc.png": lambda path: plot_roc_loglog(fpr, tpr, path, floor=floor, title=f"ROC (AUC {result.auc:.3f}, TPR at 1% FPR {result.tpr_at_1pct_fpr:.3f})"),
@@ -88,8 +88,33 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     result = typed_result(LMOneRunResult, data)
     if result is None:
         return generic_section(data, directory)
-    bound, claim = result.bound, result.claimed_epsilon
     source = f"synthetic text {result.synthetic}" if result.synthetic else (result.model or result.model_source)
+    rows = [
+        ("scored by", source),
+        ("calibrated by the base model", result.base_model if result.calibrated else "no"),
+        ("provenance", result.provenance or "drawn by the embedded default"),
+    ]
+    return _one_run_section(data, directory, result, "lm-one-run", f"LM fine-tuning in one run ({result.design} canaries)", rows)
+
+
+def synthetic_section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a ``synthetic-text`` results dict: the same figures and numbers, for canaries' echoes in released text."""
+    from ..audits.synthetic_text import SyntheticTextResult
+
+    result = typed_result(SyntheticTextResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    rows = [
+        ("membership signal", result.config.synthetic_signal),
+        ("synthetic records", result.num_records),
+        ("scored against", result.source),
+        ("provenance", result.provenance or "drawn by the embedded default"),
+    ]
+    return _one_run_section(data, directory, result, "synthetic-text", f"Released synthetic text ({result.design} canaries)", rows)
+
+
+def _one_run_section(data: dict, directory: Path | None, result: Any, audit: str, title: str, rows: list[tuple[str, Any]]) -> ReportSection:
+    bound, claim = result.bound, result.claimed_epsilon
     details: list[tuple[str, Any]] = [
         (
             f"ε lower bound ({bound.kind}, {bound.confidence:.0%}; {bound.method} won of {', '.join(bound.methods)}, Bonferroni over {bound.num_tests} tests)",
@@ -100,20 +125,19 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         ("AUC (in-sample statistic)", result.auc),
         ("TPR at 1% FPR (in-sample statistic)", result.tpr_at_1pct_fpr),
         ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
+        ("copies of each included canary in the fine-tuning data", result.canary_copies),
         ("design, scored span", f"{result.design}, {'the secret given its prefix' if result.span == 'secret' else 'the whole text'}"),
-        ("scored by", source),
-        ("calibrated by the base model", result.base_model if result.calibrated else "no"),
-        ("provenance", result.provenance or "drawn by the embedded default"),
+        *rows,
     ]
     flag = f"Claim rejected: the one-run lower bound exceeds the claimed ε = {claim:g}." if result.flagged else None
     return ReportSection(
-        title=f"LM fine-tuning in one run ({result.design} canaries)",
-        audit="lm-one-run",
+        title=title,
+        audit=audit,
         **headline_fields(result.headline()),
         meaning=(
             "Canaries were each added to the fine-tuning data by a recorded fair coin; with the stated confidence, the fine-tuning "
-            "is no better than ε-DP for one example like a canary. A bound of 0 means these canaries showed no memorisation this "
-            "test can tell from chance, not that the fine-tuning is private."
+            "is no better than ε-DP for one example like a canary (canaries in several copies: by group privacy). A bound of 0 means "
+            "these canaries showed no memorisation this test can tell from chance, not that the fine-tuning is private."
         ),
         not_meaning=(
             "A bound below the claim does not prove the claim: one run with m canaries cannot reach a large ε. The AUC and TPR at "

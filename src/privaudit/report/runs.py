@@ -36,6 +36,7 @@ FIGURES: dict[str, str] = {
     "mechanism": "privaudit.report.mechanism:figures",
     "mia": "privaudit.report.mia:figures",
     "lm-one-run": "privaudit.report.lm:figures",
+    "synthetic-text": "privaudit.report.lm:figures",
 }
 
 

@@ -61,6 +61,7 @@ ADAPTERS: dict[str, Adapter | str] = {
         ("mia", "mia"),
     )
 }
+ADAPTERS["synthetic-text"] = "privaudit.report.lm:synthetic_section"
 
 
 def register_adapter(audit: str, adapter: Adapter) -> Adapter:
@@ -122,6 +123,7 @@ FAMILY_OF_RESULT_TYPE = {
     "MechanismAuditResult": "mechanism",
     "LMOneRunResult": "lm-one-run",
     "MIAResult": "mia",
+    "SyntheticTextResult": "synthetic-text",
 }
 
 
