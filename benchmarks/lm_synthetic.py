@@ -40,7 +40,9 @@ def _rows(provenances, synthetic, config, seed, seconds):
     for design, record in provenances.items():
         for signal in SIGNALS:
             scores = canary_echo_scores(record.prefixes, record.secrets, record.span, synthetic, signal=signal, n=config.ngram_order)
-            auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence)
+            # each included canary is in the fine-tuning data settings["copies"] times: the bound is a record's, by group privacy
+            copies = int(record.settings["copies"])
+            auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence, copies=copies)
             row = {"seed": seed, "design": design, "signal": signal, "auc": auc, "tpr_at_1pct_fpr": tpr, "epsilon_lower_bound": bound.epsilon}
             rows.append(row | {"num_in": int(sum(record.included)), "num_records": len(synthetic), "seconds": seconds})
             print(json.dumps(row), flush=True)
