@@ -121,3 +121,22 @@ def test_the_embedded_default_is_reproducible_from_its_seed_and_leaves_the_globa
     second = AUDIT.run(config).result
     assert first.scores == second.scores and first.included == second.included
     assert list(first.included) == draw_inclusion(12, 0.5, first.inclusion_seed).tolist()
+
+
+def test_the_command_keeps_the_libraries_log_records_off_stderr_and_in_the_record(tmp_path):
+    # a fresh process: transformers is first imported inside the audit, where it attaches its own stderr handler
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    from privaudit.audits.lm_one_run import AUDIT
+
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps(dataclasses.asdict(AUDIT.tiny_config())))
+    command = [sys.executable, "-m", "privaudit", "audit", "lm-one-run", "--config", config, "--output", tmp_path / "run", "--no-history"]
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    captured = json.loads((tmp_path / "run" / "results.json").read_text())["captured_warnings"]
+    assert any(item["source"].startswith("transformers") for item in captured)  # resizing the embeddings for new tokens logs a warning

@@ -206,6 +206,23 @@ def run_capturing(audit: Audit, config: Any, **options: Any) -> AuditRun:
     """
     from .._core.capture import capture_library_output
 
+    _configure_library_loggers(audit.requires)
     with capture_library_output() as captured:
         run = audit.run(config, **options)
     return dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))
+
+
+def _configure_library_loggers(requires: tuple[str, ...]) -> None:
+    """Give the libraries an audit imports lazily their loggers now: the capture reroutes loggers that exist when it starts.
+
+    transformers attaches its own stderr handler the first time its logger
+    is asked for, which would otherwise happen inside the audit, past the
+    capture.
+    """
+    import importlib.util
+
+    if "transformers" in requires and importlib.util.find_spec("transformers") is not None:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.get_logger("transformers")
+
