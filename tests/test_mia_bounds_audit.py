@@ -94,6 +94,7 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     assert headline.kind == "lower bound" and headline.confidence == 0.95 and "300 canaries" in headline.label and "δ = 1e-05" in headline.label
     report = (output / "report.html").read_text(encoding="utf-8")
     assert "ε lower bound (canary mode" in stdout and "ε lower bound (canary mode" in report and "mislabeled canaries, each included by a fair coin" in report
+    assert "not (ε, δ)-DP for any ε below the bound" in report and "not a bound on ε" not in report  # the page reads the bound as one
     conventions = {item["name"]: item for item in data["conventions"]}
     assert conventions["bound δ"]["value"] == "1e-05" and conventions["bound δ"]["decided"] == "default"
     assert conventions["audited records"]["value"] == "300 mislabeled pool records" and conventions["output kind"]["value"] == "logits"

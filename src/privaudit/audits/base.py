@@ -225,4 +225,3 @@ def _configure_library_loggers(requires: tuple[str, ...]) -> None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.get_logger("transformers")
-

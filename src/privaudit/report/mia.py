@@ -105,18 +105,32 @@ def section(data: dict, directory: Any) -> Any:
         ("population samples z (never in the target)", result.num_population),
         ("reference models", result.num_references),
     ]
+    meaning = (
+        "How well each attack tells the target's training records from records it never saw, on this pool: the fraction of members "
+        "found (TPR) when at most 1% of non-members are wrongly accused; the table lists the records most exposed."
+    )
+    not_meaning = (
+        "These are statistics of this target and these attacks, not a bound on ε and no guarantee: a stronger attack may do better, "
+        "and a record missing from the table may still be exposed."
+    )
+    if result.bound is not None:  # a bound mode: membership drawn by fair coins
+        bound = result.bound
+        details.insert(0, (f"ε lower bound ({bound.kind}, {bound.confidence:.0%}, δ = {bound.delta:g}; {bound.num_canaries} audited slots)", bound.epsilon))
+        meaning = (
+            f"Each audited record was put in training by a fair coin ({result.mode} mode); with the stated confidence, the training "
+            "procedure run here is not (ε, δ)-DP for any ε below the bound. The attacks' AUC and TPR over the audited records are "
+            "statistics beside it."
+        )
+        not_meaning = (
+            "A bound of 0 means this attack told the coins from chance no better than a DP training would, not that the training is "
+            "private; the bound is of the training procedure as run here (its --train, on this pool), not of another model."
+        )
     return ReportSection(
         title="Membership inference (LOSS, LiRA, RMIA)",
         audit="mia",
         **headline_fields(result.headline()),
-        meaning=(
-            "How well each attack tells the target's training records from records it never saw, on this pool: the fraction of members "
-            "found (TPR) when at most 1% of non-members are wrongly accused; the table lists the records most exposed."
-        ),
-        not_meaning=(
-            "These are statistics of this target and these attacks, not a bound on ε and no guarantee: a stronger attack may do better, "
-            "and a record missing from the table may still be exposed."
-        ),
+        meaning=meaning,
+        not_meaning=not_meaning,
         threat_model=result.threat_model,
         details=tuple(details),
         tables=(vulnerability_table(result),) if result.most_vulnerable else (),
