@@ -116,6 +116,16 @@ def _mechanism(result: Any, output: Path) -> str:
 
 def _lm_one_run(result: Any, output: Path) -> str:
     bound, claim = result.bound, result.claimed_epsilon
+    if hasattr(result, "calibrated"):
+        title, last = (
+            f"LM fine-tuning in one run ({result.design} canaries, {result.span} scored)",
+            ["calibrated by the base model", "yes" if result.calibrated else "no"],
+        )
+    else:  # released synthetic text
+        title, last = (
+            f"Released synthetic text ({result.design} canaries, {result.config.synthetic_signal} signal)",
+            ["synthetic records", str(result.num_records)],
+        )
     rows = [
         [f"ε lower bound ({bound.kind}, {bound.confidence:.0%}, δ = {bound.delta:g}; best of {', '.join(bound.methods)})", format_value(float(bound.epsilon))],
         ["claimed ε", "not given (--claimed-epsilon)" if claim is None else format_value(float(claim))],
@@ -123,9 +133,10 @@ def _lm_one_run(result: Any, output: Path) -> str:
         ["AUC (statistic)", format_value(float(result.auc))],
         ["TPR at 1% FPR (statistic)", format_value(float(result.tpr_at_1pct_fpr))],
         ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
-        ["calibrated by the base model", "yes" if result.calibrated else "no"],
+        ["copies of each included canary (a record's ε by group privacy when > 1)", str(result.canary_copies)],
+        last,
     ]
-    return render_table(f"LM fine-tuning in one run ({result.design} canaries, {result.span} scored), results in {output}", ["quantity", "value"], rows)
+    return render_table(f"{title}, results in {output}", ["quantity", "value"], rows)
 
 
 _TABLES = {
@@ -137,6 +148,7 @@ _TABLES = {
     "one-run": _one_run,
     "mechanism": _mechanism,
     "lm-one-run": _lm_one_run,
+    "synthetic-text": _lm_one_run,
 }
 
 
