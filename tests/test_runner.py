@@ -21,6 +21,16 @@ def noisy_task(config: dict) -> dict:
     return {"index": config["index"], "value": float(rng.normal())}
 
 
+def warning_task(config: dict) -> dict:
+    """A task whose library warns and logs, as scikit-learn's optimiser does when it stops before converging."""
+    import logging
+    import warnings
+
+    warnings.warn(f"not converged in run {config['index'] % 2}", UserWarning, stacklevel=1)
+    logging.getLogger("somelibrary").warning("a log record")
+    return {"index": config["index"]}
+
+
 def failing_task(config: dict) -> dict:
     if config["index"] == 1:
         raise ValueError("boom")
@@ -142,3 +152,15 @@ def test_local_workers_end_after_run_all_returns(tmp_path):
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def test_workers_library_warnings_reach_the_callers_capture_not_the_store(tmp_path, capfd):
+    from privaudit._core.capture import capture_library_output
+
+    with capture_library_output() as captured:
+        results = run_all(warning_task, _configs(3), store=RunStore(tmp_path), max_workers=2)
+    assert results == [{"index": index} for index in range(3)]  # the warnings are not part of a result
+    counts = {(item.category, item.message): item.count for item in captured.items}
+    assert counts == {("UserWarning", "not converged in run 0"): 2, ("UserWarning", "not converged in run 1"): 1, ("WARNING", "a log record"): 3}
+    assert "not converged" not in capfd.readouterr().err  # nothing printed by the workers
+    assert all("_library_warnings" not in json.loads(path.read_text()) for path in tmp_path.glob("run-*.json"))

@@ -28,9 +28,9 @@ import dataclasses
 import logging
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-__all__ = ["VALIDITY_NOTES", "CapturedWarning", "Capture", "capture_library_output"]
+__all__ = ["VALIDITY_NOTES", "CapturedWarning", "Capture", "capture_library_output", "record_elsewhere"]
 
 #: Library messages that bear on a number's validity -> what privaudit says about them.
 VALIDITY_NOTES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -85,9 +85,9 @@ class Capture:
 
     _seen: dict[tuple[str, str, str], int] = dataclasses.field(default_factory=dict)
 
-    def add(self, source: str, category: str, message: str) -> None:
+    def add(self, source: str, category: str, message: str, count: int = 1) -> None:
         key = (source, category, " ".join(message.split())[:2000])
-        self._seen[key] = self._seen.get(key, 0) + 1
+        self._seen[key] = self._seen.get(key, 0) + count
 
     @property
     def items(self) -> tuple[CapturedWarning, ...]:
@@ -104,6 +104,25 @@ class _Collector(logging.Handler):
             self.capture.add(record.name, record.levelname, record.getMessage())
 
 
+# the captures open in this process, innermost last: what another process captured is added to the innermost
+_ACTIVE: list[Capture] = []
+
+
+def record_elsewhere(items: Iterable[CapturedWarning]) -> None:
+    """Add what was captured in another process (a runner's worker) to the capture open here; without one, warn once per item.
+
+    >>> with capture_library_output() as captured:
+    ...     record_elsewhere([CapturedWarning("sklearn/x.py:1", "ConvergenceWarning", "not converged", 3)])
+    >>> [(item.category, item.count) for item in captured.items]
+    [('ConvergenceWarning', 3)]
+    """
+    for item in items:
+        if _ACTIVE:
+            _ACTIVE[-1].add(item.source, item.category, item.message, item.count)
+        else:
+            warnings.warn(f"{item.category} from {item.source} ({item.count}x): {item.message}", UserWarning, stacklevel=2)
+
+
 @contextlib.contextmanager
 def capture_library_output() -> Iterator[Capture]:
     """Collect the warnings and WARNING+ log records raised inside the block; nothing reaches stderr.
@@ -118,6 +137,7 @@ def capture_library_output() -> Iterator[Capture]:
     for logger in loggers:
         logger.handlers = [collector]
         logger.propagate = False
+    _ACTIVE.append(capture)
     try:
         with warnings.catch_warnings(record=True) as recorded:
             warnings.simplefilter("always")
@@ -125,6 +145,7 @@ def capture_library_output() -> Iterator[Capture]:
         for item in recorded:
             capture.add(_where(item.filename, item.lineno), item.category.__name__, str(item.message))
     finally:
+        _ACTIVE.remove(capture)
         for logger, handlers, propagate in saved:
             logger.handlers = handlers
             logger.propagate = propagate

@@ -19,8 +19,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .._core.capture import record_elsewhere
 from .._core.validation import check_choice, check_count
-from .local import call_task, run_local
+from .local import WARNINGS_KEY, call_task, run_local
 from .store import RunStore
 
 __all__ = ["BACKENDS", "RunStore", "call_task", "check_backend", "run_all"]
@@ -107,6 +108,9 @@ def run_all(
 
     def save(index: int, result: dict) -> None:
         nonlocal finished
+        if WARNINGS_KEY in result:  # the worker's library warnings go to the caller's capture, not into the store
+            result = dict(result)
+            record_elsewhere(result.pop(WARNINGS_KEY))
         store.save(index, result, config=configs[index])
         finished += 1
         if progress is not None:

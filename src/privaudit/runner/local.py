@@ -21,7 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["call_task", "die_with_parent", "run_local"]
+from .._core.capture import capture_library_output
+
+__all__ = ["WARNINGS_KEY", "call_task", "die_with_parent", "run_local"]
+
+#: The key under which :func:`call_task` returns what the libraries warned about in the worker (taken off before a run is saved).
+WARNINGS_KEY = "_library_warnings"
 
 _PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL = 0.5  # seconds between two looks at the parent's PID
@@ -87,10 +92,12 @@ def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str,
         limits: Any = contextlib.nullcontext()
     else:
         limits = threadpool_limits(1)
-    with limits:
+    with limits, capture_library_output() as captured:  # the workers' library warnings reach the caller's record, not stderr
         result = task(config)
     if not isinstance(result, dict):
         raise TypeError(f"the task must return a dict, got {type(result).__name__}")
+    if captured.items:
+        result = {**result, WARNINGS_KEY: captured.items}
     return result
 
 
