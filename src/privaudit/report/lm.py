@@ -73,7 +73,7 @@ def figures(run) -> dict:
     floor = 0.5 / max(len(in_scores), len(out_scores))  # half of one canary's rate stands in for 0 on log axes
     what = f"{result.design} canaries, {'calibrated ' if getattr(result, 'calibrated', False) else ''}score"
     return {
-        "scores.png": lambda path: plot_score_histograms(in_scores, out_scores, path, title=f"{what}: included (in) and excluded (out)"),
+        "scores.png": lambda path: plot_score_histograms(in_scores, out_scores, path, title=f"{what}: in against out"),
         "roc.png": lambda path: plot_roc_loglog(fpr, tpr, path, floor=floor, title=f"ROC (AUC {result.auc:.3f}, TPR at 1% FPR {result.tpr_at_1pct_fpr:.3f})"),
         "bound.png": lambda path: plot_bound_and_claim(
             result.bound.epsilon, path, claimed_epsilon=result.claimed_epsilon, delta=result.bound.delta, confidence=result.bound.confidence
@@ -91,7 +91,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     source = f"synthetic text {result.synthetic}" if result.synthetic else (result.model or result.model_source)
     rows = [
         ("scored by", source),
-        ("calibrated by the base model", result.base_model if result.calibrated else "no"),
+        ("calibrated by the base model", (result.base_model or "yes, the embedded default's base model") if result.calibrated else "no"),
         ("provenance", result.provenance or "drawn by the embedded default"),
     ]
     return _one_run_section(data, directory, result, "lm-one-run", f"LM fine-tuning in one run ({result.design} canaries)", rows)
