@@ -92,22 +92,17 @@ class LMOneRunConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class LMOneRunResult(AuditResult):
-    """AUC, TPR at 1% FPR and the one-run ε lower bound of the canaries' scores, beside the claimed ε.
+class CanaryOneRunResult(AuditResult):
+    """What every one-run audit of LM canaries reports: AUC, TPR at 1% FPR and the one-run ε lower bound, beside the claimed ε.
 
     ``scores`` (higher: more likely included) and ``included`` are in the
-    provenance's order; ``calibrated`` says whether the base model's
-    log-likelihood was subtracted.
+    provenance's order; ``canary_copies`` is how many times each included
+    canary was in the fine-tuning data (the bound is a record's, by group
+    privacy). A family says what was scored in :meth:`scored_from`.
     """
 
-    config: LMOneRunConfig
-    model: str | None  # the --model directory (None: the embedded tiny GPT-2, or the synthetic corpus)
-    provenance: str | None
-    base_model: str | None
-    synthetic: str | None  # the --synthetic corpus whose echoes of the canaries are scored
     design: str
     span: str
-    calibrated: bool
     num_canaries: int
     num_in: int
     auc: float
@@ -119,21 +114,60 @@ class LMOneRunResult(AuditResult):
     canary_seed: int
     included: tuple[bool, ...]
     scores: tuple[float, ...]
-    model_source: str
     seconds: float
-    threat_model: str = THREAT_MODEL
-    canary_copies: int = 1  # each included canary's copies in the fine-tuning data: the bound is a record's, by group privacy
+    canary_copies: int = dataclasses.field(default=1, kw_only=True)
+
+    def scored_from(self, copies: str) -> str:
+        raise NotImplementedError
 
     def headline(self) -> Headline:
         copies = f"; {self.canary_copies} copies each, a record's ε by group privacy" if self.canary_copies > 1 else ""
         return Headline(
             value=self.bound.epsilon,
-            label=f"ε lower bound from one fine-tuning run ({self.design} canaries{copies}; best of {', '.join(self.bound.methods)})",
+            label=f"ε lower bound {self.scored_from(copies)}",
             kind=self.bound.kind,
             confidence=self.bound.confidence,
             valid=self.bound.valid,
             flag=self.flagged,
         )
+
+
+def canary_result_fields(record: LMProvenance, scores: Any, *, delta: float, confidence: float, copies: int, claimed: float | None) -> dict[str, Any]:
+    """The :class:`CanaryOneRunResult` fields of the provenance's canaries and their scores: the statistics and the bound, computed once."""
+    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=delta, confidence=confidence, copies=copies)
+    return {
+        "design": record.design,
+        "span": record.span,
+        "num_canaries": len(record.included),
+        "num_in": int(sum(record.included)),
+        "auc": auc,
+        "tpr_at_1pct_fpr": tpr,
+        "bound": bound,
+        "claimed_epsilon": claimed,
+        "flagged": None if claimed is None else bool(bound.epsilon > claimed),
+        "inclusion_seed": record.inclusion_seed,
+        "canary_seed": int(record.settings.get("canary_seed", record.seed)),
+        "included": record.included,
+        "scores": tuple(float(value) for value in scores),
+        "canary_copies": copies,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class LMOneRunResult(CanaryOneRunResult):
+    """The one-run audit of a fine-tuned LM's canaries; ``calibrated`` says whether the base model's log-likelihood was subtracted."""
+
+    config: LMOneRunConfig
+    model: str | None  # the --model directory (None: the embedded tiny GPT-2, or the synthetic corpus)
+    provenance: str | None
+    base_model: str | None
+    synthetic: str | None  # the --synthetic corpus whose echoes of the canaries are scored
+    calibrated: bool
+    model_source: str
+    threat_model: str = dataclasses.field(default=THREAT_MODEL, kw_only=True)
+
+    def scored_from(self, copies: str) -> str:
+        return f"from one fine-tuning run ({self.design} canaries{copies}; best of {', '.join(self.bound.methods)})"
 
 
 def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float, copies: int = 1) -> tuple[float, float, OneRunLowerBound]:
@@ -297,32 +331,18 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (*loading, scorer.special_tokens.convention)
-    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence, copies=copies)
-    claimed = config.claimed_epsilon
+    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon)
     return LMOneRunResult(
+        **fields,
         config=config,
         model=None if model is None else str(model),
         provenance=None if provenance is None else str(provenance),
         base_model=None if base_model is None else str(base_model),
         synthetic=None if synthetic is None else str(synthetic),
-        design=record.design,
-        span=record.span,
         calibrated=base_scorer is not None,
-        num_canaries=len(record.included),
-        num_in=int(sum(record.included)),
-        auc=auc,
-        tpr_at_1pct_fpr=tpr,
-        bound=bound,
-        claimed_epsilon=claimed,
-        flagged=None if claimed is None else bool(bound.epsilon > claimed),
-        inclusion_seed=record.inclusion_seed,
-        canary_seed=int(record.settings.get("canary_seed", record.seed)),
-        included=record.included,
-        scores=tuple(float(value) for value in scores),
         model_source=source,
         seconds=time.perf_counter() - started,
         conventions=(*conventions, span_convention(record), copies_convention, *insertion_convention(record)),
-        canary_copies=copies,
         threat_model=THREAT_MODEL if synthetic is None else SYNTHETIC_THREAT_MODEL,
     )
 

@@ -36,8 +36,8 @@ from ..canaries.lm import DESIGNS
 from ..canaries.lm_provenance import LMProvenance
 from ..canaries.lm_synthetic import SIGNALS
 from ..models.loading import check_import_path
-from ..stats.one_run_combined import OneRunLowerBound
-from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .base import Audit, AuditRun, Progress, no_progress
+from .lm_one_run import CanaryOneRunResult
 
 __all__ = ["AUDIT", "SyntheticTextAudit", "SyntheticTextConfig", "SyntheticTextResult", "score_synthetic_files", "tiny_synthetic_text"]
 
@@ -112,44 +112,18 @@ class SyntheticTextConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class SyntheticTextResult(AuditResult):
-    """AUC, TPR at 1% FPR and the one-run ε lower bound of the canaries' signals in the synthetic text, beside the claimed ε.
-
-    ``scores`` (higher: more likely included) and ``included`` are in the provenance's order.
-    """
+class SyntheticTextResult(CanaryOneRunResult):
+    """The one-run audit of the canaries' echoes in released synthetic text."""
 
     config: SyntheticTextConfig
     synthetic: str | None  # the --synthetic file (None: the embedded default's sampled text)
     provenance: str | None
     source: str
-    design: str
-    span: str
     num_records: int
-    num_canaries: int
-    num_in: int
-    auc: float
-    tpr_at_1pct_fpr: float
-    bound: OneRunLowerBound
-    claimed_epsilon: float | None
-    flagged: bool | None
-    inclusion_seed: int
-    canary_seed: int
-    included: tuple[bool, ...]
-    scores: tuple[float, ...]
-    seconds: float
-    threat_model: str = THREAT_MODEL
-    canary_copies: int = 1  # each included canary's copies in the fine-tuning data: the bound is a record's, by group privacy
+    threat_model: str = dataclasses.field(default=THREAT_MODEL, kw_only=True)
 
-    def headline(self) -> Headline:
-        copies = f"; {self.canary_copies} copies each, a record's ε by group privacy" if self.canary_copies > 1 else ""
-        return Headline(
-            value=self.bound.epsilon,
-            label=f"ε lower bound from released synthetic text ({self.design} canaries, {self.config.synthetic_signal} signal{copies})",
-            kind=self.bound.kind,
-            confidence=self.bound.confidence,
-            valid=self.bound.valid,
-            flag=self.flagged,
-        )
+    def scored_from(self, copies: str) -> str:
+        return f"from released synthetic text ({self.design} canaries, {self.config.synthetic_signal} signal{copies})"
 
 
 def score_synthetic_files(
@@ -251,7 +225,7 @@ def tiny_synthetic_text(
 def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenance=None, progress: Progress | None = None) -> AuditRun:
     """Score the canaries against the synthetic text (the user's files, or the embedded default's) and bound ε from one run."""
     from ..models.loading import import_callable
-    from .lm_one_run import audit_lm_scores, canary_copies
+    from .lm_one_run import canary_copies, canary_result_fields
     from .lm_one_run_scores import span_convention
 
     started = time.perf_counter()
@@ -282,30 +256,16 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
             report=report,
         )
         source = f"synthetic corpus {synthetic}"
-    auc, tpr, bound = audit_lm_scores(scores, record.included, delta=config.delta, confidence=config.confidence, copies=copies[0])
-    claimed = config.claimed_epsilon
+    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon)
     result = SyntheticTextResult(
+        **fields,
         config=config,
         synthetic=None if synthetic is None else str(synthetic),
         provenance=None if provenance is None else str(provenance),
         source=source,
-        design=record.design,
-        span=record.span,
         num_records=len(corpus),
-        num_canaries=len(record.included),
-        num_in=int(sum(record.included)),
-        auc=auc,
-        tpr_at_1pct_fpr=tpr,
-        bound=bound,
-        claimed_epsilon=claimed,
-        flagged=None if claimed is None else bool(bound.epsilon > claimed),
-        inclusion_seed=record.inclusion_seed,
-        canary_seed=int(record.settings.get("canary_seed", record.seed)),
-        included=record.included,
-        scores=tuple(float(value) for value in scores),
         seconds=time.perf_counter() - started,
         conventions=(*signals, span_convention(record), copies[1]),
-        canary_copies=copies[0],
     )
     return AuditRun("synthetic-text", config, result, artifacts=artifacts)
 
