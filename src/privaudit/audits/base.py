@@ -33,6 +33,8 @@ from typing import Any, ClassVar, Protocol
 from .._core.capture import CapturedWarning
 from .._core.conventions import Convention
 from .._core.results import Result
+from ..stats.ceiling import Ceiling
+from ..stats.verdict import Verdict
 
 __all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
 
@@ -85,10 +87,19 @@ class AuditResult(Result):
     (:mod:`privaudit._core.conventions`); ``captured_warnings`` what the
     libraries it called warned about while it ran
     (:mod:`privaudit._core.capture`). The report shows both.
+
+    ``claim_verdict`` is the headline bound held against the user's claim on
+    the same quantity (None: no claim given, or no bound to hold against
+    one); ``ceiling`` the largest value the bound's design could have shown;
+    ``sanity_warnings`` checks of the inputs that warn and change no number
+    (:mod:`privaudit.audits.verdicts`).
     """
 
     conventions: tuple[Convention, ...] = dataclasses.field(default=(), kw_only=True)
     captured_warnings: tuple[CapturedWarning, ...] = dataclasses.field(default=(), kw_only=True)
+    claim_verdict: Verdict | None = dataclasses.field(default=None, kw_only=True)
+    ceiling: Ceiling | None = dataclasses.field(default=None, kw_only=True)
+    sanity_warnings: tuple[str, ...] = dataclasses.field(default=(), kw_only=True)
 
     def headline(self) -> Headline:
         raise NotImplementedError

@@ -60,6 +60,7 @@ from .._core.validation import check_choice, check_count, check_noise_multiplier
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
 from ..observation.gradient import check_canary_rate
 from ..observation.one_run import MIN_CANARIES, check_inclusion_prob, collect_one_run_observations, draw_inclusion
+from ..stats.ceiling import ceiling_of, make_ceiling
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
 from ..stats.one_run_combined import METHODS, OneRunLowerBound, one_run_lower_bound
@@ -67,6 +68,7 @@ from ..stats.one_run_fdp import OneRunFDPBound, epsilon_one_run_fdp
 from ..stats.one_run_gaussian import OneRunGaussianBound, epsilon_one_run_gaussian
 from ..stats.pld import SubsampledGaussian
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import check_claim_fields, claim_of, own_or_user_claim, with_verdict
 
 __all__ = [
     "AUDIT",
@@ -128,6 +130,8 @@ class OneRunAuditConfig:
     confidence: float = 0.95
     seed: int = 0
     train: str | None = None  # black-box only: "package.module:fn", the user's training (see privaudit.audits.blackbox)
+    claimed_epsilon: float | None = None  # the user's end-to-end claim; None: privaudit's accountant when it ran the DP-SGD, else no verdict
+    claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self):
         from ..data.tabular import DATASET_NAMES
@@ -154,6 +158,7 @@ class OneRunAuditConfig:
         check_positive(self.canary_norm, "canary_norm")
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         if self.train is not None:
             from ..models.loading import check_import_path
 
@@ -279,7 +284,7 @@ class OneRunAuditResult(AuditResult):
             kind=self.bound.kind,
             confidence=self.bound.confidence,
             valid=self.bound.valid,
-            flag=self.flagged,
+            flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
         )
 
     def side_by_side(self) -> dict[str, Any]:
@@ -481,7 +486,7 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
     canary = (
         claimed if rate == config.sampling_rate else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps)
     )
-    return OneRunAuditResult(
+    result = OneRunAuditResult(
         config=config,
         threat_model=THREAT_MODELS[config.threat_model],
         score=SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
@@ -492,7 +497,7 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         gaussian=bounds["gaussian"],
         claimed_epsilon=float(claimed),
         canary_epsilon=float(canary),
-        flagged=bool(bounds["bound"].epsilon > canary),
+        flagged=False,
         num_canaries=config.num_canaries,
         num_in=int(included.sum()),
         inclusion_seed=seeds["inclusion"],
@@ -501,6 +506,19 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         test_accuracy=accuracy,
         model=audited,
     )
+    return _with_verdict(result, config, bounds["bound"], None if config.train is not None else float(canary))
+
+
+def _with_verdict(result: OneRunAuditResult, config: OneRunAuditConfig, bound: OneRunLowerBound, accountant: float | None) -> OneRunAuditResult:
+    """The end-to-end verdict against the user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries; the ceiling."""
+    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
+    family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
+    value = ceiling_of(bound, method=family)
+    ceiling = make_ceiling(
+        bound.epsilon, value, raise_with="more canaries", design=f"m = {bound.num_canaries} canaries, {bound.confidence:.0%}, {bound.num_tests} Bonferroni tests"
+    )
+    result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+    return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 
 class OneRunAudit(Audit):

@@ -27,6 +27,7 @@ from .._core.resources import check_memory
 from ..audits.base import run_capturing
 from ..audits.registry import get_audit, names
 from .app import audit_app
+from .claims import claim_flags
 from .options import (
     HistoryOption,
     JsonOption,
@@ -262,10 +263,12 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             Optional[str],
             "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
             "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
-            "with the included canaries appended. The claimed ε uses the config's noise_multiplier, sampling_rate and num_steps.",
+            "with the included canaries appended. The accountant's ε for the config's noise_multiplier, sampling_rate and num_steps is shown as "
+            "evidence only; the verdict is against --claimed-epsilon.",
             config="train",
             parse=_import_path("--train"),
         ),
+        *claim_flags("your training (privaudit's own DP-SGD: its accountant, when not given)"),
     ),
     "lm-one-run": (
         Flag(
@@ -580,6 +583,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
 
     def command(**options: Any) -> None:
         from ..report.runs import write_run
+        from ..report.verdict import verdict_lines
         from .tables import table_for
 
         audit = get_audit(name)
@@ -610,6 +614,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
         record(data)
         report_captured(run.result.captured_warnings, verbose=options["verbose"])
         emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
+        if not options["as_json"]:
+            for line in verdict_lines(data):
+                emit(line)
         status = getattr(audit, "exit_status", None)  # a family whose verdict is the exit status, as a test runner's
         if status is not None and status(run.result):
             raise typer.Exit(status(run.result))

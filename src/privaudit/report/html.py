@@ -74,7 +74,9 @@ class ReportSection:
     ``conventions`` holds the :class:`~privaudit._core.conventions.Convention`
     values the result decided about the user's model or data;
     ``captured_warnings`` the :class:`~privaudit._core.capture.CapturedWarning`
-    values of what libraries warned about while the audit ran.
+    values of what libraries warned about while the audit ran; ``verdict``
+    the lines of :func:`privaudit.report.verdict.verdict_lines` (the claim's
+    verdict, the bound's ceiling, the sanity warnings).
 
     >>> ReportSection(title="t", audit="a", value=1.0, label="l", kind="guess", meaning="", not_meaning="", threat_model="")
     Traceback (most recent call last):
@@ -100,6 +102,7 @@ class ReportSection:
     seeds: dict = dataclasses.field(default_factory=dict)
     conventions: tuple = ()
     captured_warnings: tuple = ()
+    verdict: tuple = ()
     versions: dict = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
 
@@ -278,6 +281,8 @@ def _section(index: int, section: ReportSection) -> str:
     parts = [f'<section id="audit-{index}"><h2>{_text(section.title)}</h2>', _headline(section)]
     if section.flag:
         parts.append(f'<p class="flag">{_text(section.flag)}</p>')
+    if section.verdict:
+        parts.append("<h3>Verdict</h3><ul>" + "".join(f"<li>{_text(line)}</li>" for line in section.verdict) + "</ul>")
     parts.append(f"<p><strong>What it means.</strong> {_text(section.meaning)}</p>")
     parts.append(f"<p><strong>What it does not mean.</strong> {_text(section.not_meaning)}</p>")
     parts.append(f"<p><strong>Threat model.</strong> {_text(section.threat_model)}</p>")

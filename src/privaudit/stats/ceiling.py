@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -29,10 +30,43 @@ from .one_run import _check_delta, _largest_rejected, check_guess_counts
 from .one_run_combined import METHODS as _ONE_RUN_METHODS
 from .one_run_fdp import _check_family, fdp_candidates
 
-__all__ = ["TOLERANCE", "at_ceiling", "ceiling_note", "ceiling_of", "lower_bound_ceiling", "one_run_ceiling"]
+__all__ = ["TOLERANCE", "Ceiling", "at_ceiling", "make_ceiling", "ceiling_note", "ceiling_of", "lower_bound_ceiling", "one_run_ceiling"]
 
 #: A bound within this fraction of its ceiling is "at its ceiling".
 TOLERANCE = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Ceiling:
+    """A bound's ceiling, as results record it.
+
+    ``value`` is the bound a perfect attack would get on the same design
+    (``design`` says which: canaries, samples per side, confidence,
+    Bonferroni count); ``at_ceiling`` whether ``bound`` is within 10% of it;
+    ``raise_with`` what would raise the ceiling ("more canaries").
+    """
+
+    value: float
+    bound: float
+    at_ceiling: bool
+    raise_with: str
+    design: str = ""
+
+    @property
+    def note(self) -> str | None:
+        """The sentence the report and the console print when the bound is at its ceiling."""
+        return ceiling_note(self.bound, self.value, raise_with=self.raise_with)
+
+
+def make_ceiling(bound: float, value: float | None, *, raise_with: str, design: str = "") -> Ceiling | None:
+    """The :class:`Ceiling` of ``bound`` (None when the design has none to report).
+
+    >>> make_ceiling(2.5, 2.6, raise_with="more canaries").at_ceiling
+    True
+    """
+    if value is None:
+        return None
+    return Ceiling(value=float(value), bound=float(bound), at_ceiling=at_ceiling(bound, value), raise_with=raise_with, design=design)
 
 
 def at_ceiling(bound: float, ceiling: float | None, tolerance: float = TOLERANCE) -> bool:
@@ -131,6 +165,8 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
         )
     family = method if method is not None else "gdp"
     if name == "OneRunLowerBound":  # its candidates record the guesses made, which ties can cut below the design's
+        if method is None and "fdp" in result.methods and getattr(result, "fdp_family", "gdp") != "gdp":
+            return None  # a PLD family by name only: the caller must pass the family
         return one_run_ceiling(
             result.num_canaries, delta=result.delta, confidence=result.confidence, methods=result.methods, family=family, num_guesses=num_guesses
         )

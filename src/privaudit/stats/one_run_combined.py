@@ -39,6 +39,8 @@ from .one_run_gaussian import epsilon_one_run_gaussian
 __all__ = ["METHODS", "OneRunLowerBound", "one_run_lower_bound"]
 
 METHODS = ("steinke", "fdp", "gaussian")
+#: The family each winning method tested; "fdp" tests the family it was given.
+WINNER_FAMILY = {"steinke": "eps-delta", "gaussian": "gaussian"}
 DEFAULT_METHODS = ("steinke", "fdp")
 
 
@@ -48,7 +50,10 @@ class OneRunLowerBound(Result):
 
     ``candidates`` holds, per test, (method, guesses made, right guesses, ε);
     the Gaussian method records -1 for both counts. ``method`` names the
-    winner and ``kind`` what its number is.
+    winner and ``kind`` what its number is; ``family`` the privacy family
+    the winner tested (:data:`WINNER_FAMILY`: ``"eps-delta"`` for Steinke's
+    test, the f-DP family for ``"fdp"``, ``"gaussian"``), and
+    ``fdp_family`` the family the "fdp" method was asked to test.
     """
 
     epsilon: float
@@ -64,6 +69,7 @@ class OneRunLowerBound(Result):
     family: str
     inclusion_prob: float
     candidates: tuple[tuple[str, int, int, float], ...]
+    fdp_family: str = "gdp"
 
 
 def _check_methods(methods: Any) -> tuple[str, ...]:
@@ -165,7 +171,8 @@ def one_run_lower_bound(
         num_in=int(member.sum()),
         num_tests=num_tests,
         methods=chosen,
-        family=_family_name(checked_family),
+        family=WINNER_FAMILY.get(best[0], _family_name(checked_family)),
+        fdp_family=_family_name(checked_family),
         inclusion_prob=inclusion,
         candidates=tuple(candidates),
     )

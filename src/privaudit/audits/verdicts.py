@@ -1,0 +1,122 @@
+"""What every family adds to its result around the headline bound: the claim's verdict, the ceiling, the sanity warnings.
+
+* **The claim is the user's.** Configs carry ``claimed_epsilon`` and
+  ``claimed_delta`` (``--claimed-epsilon``/``--claimed-delta``); an
+  accountant's ε for the settings a config names is evidence, never the
+  yardstick, except where privaudit itself ran the DP training with known
+  settings (its own reference DP-SGD): that claim's source says so.
+* **Like for like.** :func:`privaudit.stats.verdict.compare` refuses unlike
+  quantities; the conversions are in :mod:`privaudit.stats.conversions`'s
+  callers, each described in the verdict's ``conversion``.
+* **Sanity checks warn and never change a number**
+  (:func:`auc_warnings`).
+
+>>> claim_of(None, 1e-5, delta=1e-5) is None
+True
+>>> claim_of(4.0, None, delta=1e-5)
+Claim(epsilon=4.0, delta=1e-05, quantity='end-to-end', source='user')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..stats.ceiling import Ceiling
+from ..stats.verdict import OWN_ACCOUNTANT, Claim, Verdict, compare
+
+__all__ = ["NO_SIGNAL", "auc_warnings", "check_claim_fields", "claim_of", "own_or_user_claim", "with_verdict"]
+
+NO_SIGNAL = "no signal: check that the model was trained on the corpus with the canaries"
+
+
+def check_claim_fields(claimed_epsilon: Any, claimed_delta: Any) -> None:
+    """Refuse a claimed δ without a claimed ε, and values out of range (messages name `claimed_epsilon`/`claimed_delta`).
+
+    >>> check_claim_fields(None, 1e-5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `claimed_delta` needs `claimed_epsilon` (--claimed-epsilon): a δ alone is no claim
+    """
+    if claimed_epsilon is None:
+        if claimed_delta is not None:
+            raise ValueError("`claimed_delta` needs `claimed_epsilon` (--claimed-epsilon): a δ alone is no claim")
+        return
+    Claim(epsilon=claimed_epsilon, delta=0.0 if claimed_delta is None else claimed_delta)
+
+
+def claim_of(claimed_epsilon: Any, claimed_delta: Any, *, delta: float, quantity: str = "end-to-end") -> Claim | None:
+    """The user's claim (None when none was given); its δ defaults to the audit's ``delta``, the δ of the bound."""
+    if claimed_epsilon is None:
+        return None
+    return Claim(epsilon=claimed_epsilon, delta=delta if claimed_delta is None else claimed_delta, quantity=quantity)
+
+
+def own_or_user_claim(user: Claim | None, accountant_epsilon: float | None, *, delta: float, quantity: str = "end-to-end") -> Claim | None:
+    """The user's claim when given; else, where privaudit ran the DP training itself, its accountant's ε for those settings, labelled so."""
+    if user is not None or accountant_epsilon is None or not accountant_epsilon > 0.0:
+        return user
+    return Claim(epsilon=float(accountant_epsilon), delta=delta, quantity=quantity, source=OWN_ACCOUNTANT)
+
+
+def verdict_of(bound: float, *, bound_delta: float, quantity: str, claim: Claim | None, conversion: str | None = None) -> Verdict | None:
+    """The verdict of ``bound`` against ``claim``, or None without a claim."""
+    if claim is None:
+        return None
+    return compare(bound, bound_delta=bound_delta, quantity=quantity, claim=claim, conversion=conversion)
+
+
+def with_verdict(
+    result: Any,
+    *,
+    bound: float,
+    bound_delta: float,
+    quantity: str,
+    claim: Claim | None,
+    conversion: str | None = None,
+    ceiling: Ceiling | None = None,
+    warnings: tuple[str, ...] = (),
+) -> Any:
+    """``result`` with its verdict against ``claim`` (none without one), its ceiling and its sanity warnings."""
+    verdict = verdict_of(bound, bound_delta=bound_delta, quantity=quantity, claim=claim, conversion=conversion)
+    return dataclasses.replace(result, claim_verdict=verdict, ceiling=ceiling, sanity_warnings=tuple(result.sanity_warnings) + tuple(warnings))
+
+
+def auc_warnings(auc: float, margin: float, *, members_higher: bool, dp_claim: bool, canary_audit: bool) -> tuple[str, ...]:
+    """Warnings about an AUC that contradicts the setting; they change no number.
+
+    ``margin`` is the AUC's confidence margin (half the width of its
+    interval). ``members_higher``: the canaries or a claim say members score
+    higher. ``canary_audit``: canaries were inserted, so a model trained on
+    them without DP shows a signal.
+
+    >>> auc_warnings(0.3, 0.05, members_higher=True, dp_claim=False, canary_audit=False)[0][:40]
+    'AUC 0.3 is at or below 1/2 - its margin '
+    >>> auc_warnings(0.51, 0.05, members_higher=True, dp_claim=False, canary_audit=True) == (NO_SIGNAL + " (AUC 0.51, within its margin 0.05 of 1/2)",)
+    True
+    >>> auc_warnings(0.51, 0.05, members_higher=True, dp_claim=True, canary_audit=True)
+    ()
+    """
+    warnings: list[str] = []
+    if members_higher and auc <= 0.5 - margin:
+        warnings.append(
+            f"AUC {auc:.3g} is at or below 1/2 - its margin ({0.5 - margin:.3g}) where members should score higher:"
+            " check the inclusion flags, the members list and the score direction"
+        )
+    elif canary_audit and not dp_claim and abs(auc - 0.5) <= margin:
+        warnings.append(f"{NO_SIGNAL} (AUC {auc:.3g}, within its margin {margin:.3g} of 1/2)")
+    return tuple(warnings)
+
+
+def auc_margin(num_in: int, num_out: int, confidence: float = 0.95) -> float:
+    """Half-width of the AUC's normal interval under no signal (Hanley–McNeil's null variance), at ``confidence``.
+
+    Under H0 the Mann–Whitney AUC has variance (n₁ + n₀ + 1)/(12 n₁ n₀).
+
+    >>> round(auc_margin(100, 100), 4)
+    0.0804
+    """
+    from scipy import stats  # imported where used: scipy.stats alone takes a third of a second
+
+    variance = (num_in + num_out + 1) / (12.0 * num_in * num_out)
+    return float(stats.norm.isf((1.0 - confidence) / 2.0) * variance**0.5)

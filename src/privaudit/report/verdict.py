@@ -1,0 +1,53 @@
+"""The verdict block of every report section and console: the claim's verdict, the ceiling and the sanity warnings.
+
+Read from a results dict, so ``privaudit report`` on an old run and the
+command that just ran print the same lines.
+
+>>> verdict_lines({"ceiling": {"value": 2.6, "bound": 2.5, "at_ceiling": True, "raise_with": "more canaries", "design": "m = 170"}})[0]
+'no claim given: no verdict (pass --claimed-epsilon and --claimed-delta)'
+>>> verdict_lines({})
+()
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..stats.ceiling import ceiling_note
+from ..stats.verdict import Verdict, describe_verdict
+
+__all__ = ["verdict_lines"]
+
+
+def _number(value: Any) -> float:
+    return float(value)  # JSON's "inf" string included
+
+
+def ceiling_line(ceiling: dict[str, Any]) -> str:
+    """The ceiling beside its bound, and the note when the bound is at it.
+
+    >>> ceiling_line({"value": "inf", "bound": 1.0, "at_ceiling": False, "raise_with": "more canaries", "design": ""})
+    'ceiling: none (the design puts no limit on the bound)'
+    """
+    value, bound = _number(ceiling["value"]), _number(ceiling["bound"])
+    if not math.isfinite(value):
+        return "ceiling: none (the design puts no limit on the bound)"
+    design = f" ({ceiling['design']})" if ceiling.get("design") else ""
+    line = f"ceiling: ε ≥ {bound:.3g} of at most {value:.3g}, what a perfect attack would show on this design{design}"
+    note = ceiling_note(bound, value, raise_with=str(ceiling.get("raise_with", "a larger design")))
+    return line + (f"; {note}" if note else "")
+
+
+def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
+    """The verdict, ceiling and warning lines of a results dict (none for a result that bounds nothing)."""
+    lines: list[str] = []
+    verdict, ceiling = data.get("claim_verdict"), data.get("ceiling")
+    if isinstance(verdict, dict):
+        lines.append(describe_verdict(Verdict.from_dict(verdict)))
+    elif isinstance(ceiling, dict):
+        lines.append(describe_verdict(None))
+    if isinstance(ceiling, dict):
+        lines.append(ceiling_line(ceiling))
+    lines.extend(f"warning: {text}" for text in data.get("sanity_warnings") or ())
+    return tuple(lines)
