@@ -60,6 +60,7 @@ from ..runner import RunStore, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import bound_ceiling, check_claim_fields, claim_of, own_or_user_claim, with_verdict
 
 __all__ = [
     "AUDIT",
@@ -109,10 +110,13 @@ class BlackBoxConfig:
     train: str | None = None  # "package.module:fn", the user's training function (see the module docstring)
     data: str | None = None  # the user's .npz/.csv/.parquet dataset instead of `dataset` (--data)
     label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
+    claimed_epsilon: float | None = None  # the user's end-to-end claim; None: the accountant's for privaudit's own DP-SGD, else no verdict
+    claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self):
         from .._core.labelled import LABELLED_SUFFIXES
 
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         if self.data is not None and not str(self.data).lower().endswith(LABELLED_SUFFIXES):
             raise ValueError(f"`data` (--data) must be a .npz, .csv or .parquet file, got {self.data!r}")
         if self.label_col is not None and (self.data is None or not str(self.data).lower().endswith((".csv", ".parquet"))):
@@ -141,7 +145,9 @@ class BlackBoxResult(AuditResult):
 
     ``epsilon_lower_bound`` is the GDP-based bound (split threshold),
     ``epsilon_lower_bound_eps_delta`` the (ε, δ) one; ``claimed_epsilon`` is
-    ε(δ) of DP-SGD's accounting for the same noise and steps (sampling 1).
+    ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1):
+    evidence, and the claim only when privaudit ran that DP-SGD itself (no
+    ``--train``). The verdict (``claim_verdict``) is against the user's claim.
     ``num_trained`` models were trained by this call (the rest were resumed);
     ``models_per_minute`` counts those over ``wall_time_s``.
     """
@@ -171,7 +177,7 @@ class BlackBoxResult(AuditResult):
             kind=self.bound.kind,
             confidence=self.confidence,
             valid=self.bound.valid,
-            flag=self.epsilon_lower_bound > self.claimed_epsilon,
+            flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
         )
 
 
@@ -389,7 +395,7 @@ def run_blackbox_audit(
     eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - already
-    return BlackBoxResult(
+    result = BlackBoxResult(
         epsilon_lower_bound=gdp.epsilon,
         epsilon_lower_bound_eps_delta=eps_delta.epsilon,
         claimed_epsilon=claimed,
@@ -409,6 +415,9 @@ def run_blackbox_audit(
         config=config,
         conventions=dataset_conventions(config),
     )
+    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
+    ceiling = bound_ceiling(gdp, raise_with="more trained models per side (num_models_per_side)")
+    return with_verdict(result, bound=gdp.epsilon, bound_delta=gdp.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
 
 
 class BlackBoxAudit(Audit):

@@ -58,6 +58,7 @@ from ..stats.conversions import gaussian_epsilon, gdp_epsilon
 from ..stats.pld import StepToEndEstimate, SubsampledGaussian, step_to_end_epsilon
 from ..training.dpsgd import BUGS, DPSGDConfig
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import bound_ceiling, check_claim_fields, claim_of, own_or_user_claim, with_verdict
 
 __all__ = [
     "AUDIT",
@@ -148,9 +149,12 @@ class DPSGDAuditConfig:
     input_score: str = "dot"  # white-box-input only: dot (the paper's) or debiased
     weights: str | None = None  # the user's module only: safetensors or a torch.save'd state dict (--weights)
     label_col: str | None = None  # a .csv or .parquet dataset only: the label column (--label-col); unset: decided by check or refused
+    claimed_epsilon: float | None = None  # the user's end-to-end claim, converted to per step; None: privaudit's accountant, per step
+    claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self):
         _check_model_and_data(self)
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
         check_choice(self.input_canary, "input_canary", INPUT_CANARY_KINDS)
         check_choice(self.input_score, "input_score", INPUT_SCORES)
@@ -239,7 +243,7 @@ class DPSGDAuditResult(AuditResult):
             kind=bound.kind,
             confidence=bound.confidence,
             valid=bound.valid,
-            flag=self.flagged,
+            flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
         )
 
 
@@ -405,7 +409,24 @@ def _train_and_audit(config: DPSGDAuditConfig) -> tuple[DPSGDAuditResult, Gradie
         model=audited,
         conventions=data.conventions,
     )
-    return result, observations
+    return _with_step_verdict(result, config), observations
+
+
+def _with_step_verdict(result: DPSGDAuditResult, config: DPSGDAuditConfig) -> DPSGDAuditResult:
+    """The per-step bound against a per-step claim: the user's end-to-end claim converted with q and T, or privaudit's accountant's per step."""
+    from ..stats.claim_conversion import conversion_text, per_step_claim
+
+    user, conversion = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None
+    if user is not None:
+        step = per_step_claim(user, sampling_rate=config.sampling_rate, num_steps=config.num_steps, canary_rate=config.canary_rate, delta=config.delta)
+        conversion = conversion_text(user, step, sampling_rate=config.sampling_rate, num_steps=config.num_steps, canary_rate=config.canary_rate)
+        user = step
+    claim = own_or_user_claim(user, result.claimed_step_epsilon, delta=config.delta, quantity="per-step")
+    bound = cast(EpsilonLowerBound, result.step_bounds["gdp_clopper_pearson"])
+    family: Any = "gdp" if config.canary_rate == 1.0 else SubsampledGaussian(sampling_prob=config.canary_rate, num_steps=1)
+    ceiling = bound_ceiling(bound, raise_with="more canary observations (more steps or canaries per step)", method=family)
+    result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="per-step", claim=claim, conversion=conversion, ceiling=ceiling)
+    return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 
 def audited_model_and_data(config: DPSGDAuditConfig):

@@ -60,7 +60,6 @@ from .._core.validation import check_choice, check_count, check_noise_multiplier
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
 from ..observation.gradient import check_canary_rate
 from ..observation.one_run import MIN_CANARIES, check_inclusion_prob, collect_one_run_observations, draw_inclusion
-from ..stats.ceiling import ceiling_of, make_ceiling
 from ..stats.conversions import gaussian_epsilon
 from ..stats.one_run import OneRunSweep, epsilon_one_run_sweep
 from ..stats.one_run_combined import METHODS, OneRunLowerBound, one_run_lower_bound
@@ -68,7 +67,7 @@ from ..stats.one_run_fdp import OneRunFDPBound, epsilon_one_run_fdp
 from ..stats.one_run_gaussian import OneRunGaussianBound, epsilon_one_run_gaussian
 from ..stats.pld import SubsampledGaussian
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .verdicts import check_claim_fields, claim_of, own_or_user_claim, with_verdict
+from .verdicts import bound_ceiling, check_claim_fields, claim_of, own_or_user_claim, with_verdict
 
 __all__ = [
     "AUDIT",
@@ -513,10 +512,7 @@ def _with_verdict(result: OneRunAuditResult, config: OneRunAuditConfig, bound: O
     """The end-to-end verdict against the user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries; the ceiling."""
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
     family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
-    value = ceiling_of(bound, method=family)
-    ceiling = make_ceiling(
-        bound.epsilon, value, raise_with="more canaries", design=f"m = {bound.num_canaries} canaries, {bound.confidence:.0%}, {bound.num_tests} Bonferroni tests"
-    )
+    ceiling = bound_ceiling(bound, raise_with="more canaries", method=family)
     result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
     return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 

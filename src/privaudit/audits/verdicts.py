@@ -120,3 +120,15 @@ def auc_margin(num_in: int, num_out: int, confidence: float = 0.95) -> float:
 
     variance = (num_in + num_out + 1) / (12.0 * num_in * num_out)
     return float(stats.norm.isf((1.0 - confidence) / 2.0) * variance**0.5)
+
+
+def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesses: Any = None) -> Ceiling | None:
+    """The :class:`~privaudit.stats.ceiling.Ceiling` of a core bound result (an EpsilonLowerBound or a one-run bound), with its design in words."""
+    from ..stats.ceiling import ceiling_of, make_ceiling
+
+    value = ceiling_of(bound, method=method, num_guesses=num_guesses)
+    if hasattr(bound, "num_out"):
+        design = f"{bound.num_in} in and {bound.num_out} out, {bound.confidence:.0%}, {bound.num_tests} Bonferroni test(s)"
+    else:
+        design = f"m = {bound.num_canaries} canaries, {bound.confidence:.0%}, {bound.num_tests} Bonferroni tests"
+    return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)

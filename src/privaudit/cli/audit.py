@@ -179,6 +179,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "The label column of a .csv (needs a header row) or .parquet --data; overrides the config's label_col.",
             config="label_col",
         ),
+        *claim_flags("your DP-SGD training (default: privaudit's accountant for the settings it runs)", quantity="end to end; converted to one step with the config's q and T"),
     ),
     "blackbox": (
         Flag(
@@ -188,7 +189,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "fn(x_train, y_train, *, seed) -> model. x_train is float32 (n, d) and y_train is int64 (n,), the config's dataset with the canary in half the runs. "
             "The model is a torch.nn.Module returning logits, an object with predict_proba, or a predict_proba function. "
             "fn must be a module-level function that worker processes can import (from the current directory or the Python path). "
-            "The claimed ε uses the config's noise_multiplier and num_steps at sampling rate 1, so set them to match your training.",
+            "The accountant's ε for the config's noise_multiplier and num_steps is evidence only; the verdict is against --claimed-epsilon.",
             config="train",
             parse=_import_path("--train"),
         ),
@@ -205,6 +206,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--backend", str, "local (process pool) or ray.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+        *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),
     ),
     "panoramia": (
         Flag("--model", Optional[Path], "Your classifier: a privaudit classifier's state_dict (default), or a file of --model-kind.", run="model"),
@@ -583,7 +585,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
 
     def command(**options: Any) -> None:
         from ..report.runs import write_run
-        from ..report.verdict import verdict_lines
+        from ..report.verdict import console_lines
         from .tables import table_for
 
         audit = get_audit(name)
@@ -615,7 +617,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
         report_captured(run.result.captured_warnings, verbose=options["verbose"])
         emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
         if not options["as_json"]:
-            for line in verdict_lines(data):
+            for line in console_lines(data):
                 emit(line)
         status = getattr(audit, "exit_status", None)  # a family whose verdict is the exit status, as a test runner's
         if status is not None and status(run.result):

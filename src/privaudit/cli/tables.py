@@ -51,7 +51,7 @@ def _blackbox(result: Any, output: Path) -> str:
     rows = [
         [f"ε lower bound (GDP, Clopper–Pearson, {settings.confidence:.0%})", format_value(float(result.epsilon_lower_bound))],
         ["ε lower bound ((ε, δ), Clopper–Pearson)", format_value(float(result.epsilon_lower_bound_eps_delta))],
-        [f"claimed ε (δ = {settings.delta:g})", format_value(float(result.claimed_epsilon))],
+        [f"accountant's ε for the config's σ and steps (δ = {settings.delta:g}; evidence)", format_value(float(result.claimed_epsilon))],
         ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
         ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],
     ]
@@ -91,8 +91,8 @@ def _one_run(result: Any, output: Path) -> str:
         for name, bound in result.side_by_side().items()
     ]
     rows += [
-        [f"claimed ε of the run (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g})", format_value(float(result.claimed_epsilon))],
-        ["flagged (bound exceeds the claim)", "yes" if result.flagged else "no"],
+        [f"accountant's ε for the config's settings (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g}; evidence)", format_value(float(result.claimed_epsilon))],
+        ["flagged (bound exceeds the claim)", "—" if result.claim_verdict is None else ("yes" if result.flagged else "no")],
         ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
         ["inclusion seed", str(result.inclusion_seed)],
     ]
@@ -152,9 +152,33 @@ _TABLES = {
 }
 
 
+def verdict_table(result: Any) -> str:
+    """The claim's verdict and the ceiling beside the bound ("" for a result that bounds nothing)."""
+    verdict, ceiling = getattr(result, "claim_verdict", None), getattr(result, "ceiling", None)
+    if verdict is None and ceiling is None:
+        return ""
+    rows: list[list[str]] = []
+    if verdict is None:
+        rows.append(["claim", "no claim given (--claimed-epsilon): no verdict"])
+    else:
+        claim = verdict.claim
+        rows += [
+            ["claim", f"ε = {claim.epsilon:g}, δ = {claim.delta:g} ({claim.source})"],
+            ["quantity of bound and claim", verdict.quantity + (f" ({verdict.conversion})" if verdict.conversion else "")],
+            ["bound / claimed ε", format_value(float(verdict.ratio))],
+            ["flagged (bound exceeds the claim)", "yes" if verdict.flagged else "no"],
+        ]
+    if ceiling is not None:
+        rows.append(["ceiling (a perfect attack on this design)", format_value(float(ceiling.value))])
+        rows.append(["bound at its ceiling (within 10%)", f"yes: {ceiling.raise_with} would raise it" if ceiling.at_ceiling else "no"])
+    return render_table("Verdict", ["quantity", "value"], rows)
+
+
 def table_for(run: Any, output: Path) -> str:
-    """The printed table of an audit run; the headline alone for a family without its own table."""
+    """The printed table of an audit run (the headline alone for a family without its own table), then the verdict's."""
     if run.audit in _TABLES:
-        return _TABLES[run.audit](run.result, output)
-    headline = run.result.headline()
-    return render_table(f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]])
+        text = _TABLES[run.audit](run.result, output)
+    else:
+        headline = run.result.headline()
+        text = render_table(f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]])
+    return text + verdict_table(run.result)

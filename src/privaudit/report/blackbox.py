@@ -25,7 +25,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
         threat_model=result.threat_model,
         details=(
-            ("claimed ε (accountant)", result.claimed_epsilon),
+            ("accountant's ε for the config's σ and steps (evidence; the claim only for privaudit's own DP-SGD)", result.claimed_epsilon),
             ("(ε, δ) Clopper–Pearson bound", result.epsilon_lower_bound_eps_delta),
             ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
             ("δ", result.delta),

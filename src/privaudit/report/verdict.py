@@ -17,7 +17,7 @@ from typing import Any
 from ..stats.ceiling import ceiling_note
 from ..stats.verdict import Verdict, describe_verdict
 
-__all__ = ["verdict_lines"]
+__all__ = ["console_lines", "verdict_lines"]
 
 
 def _number(value: Any) -> float:
@@ -49,5 +49,21 @@ def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
         lines.append(describe_verdict(None))
     if isinstance(ceiling, dict):
         lines.append(ceiling_line(ceiling))
+    lines.extend(f"warning: {text}" for text in data.get("sanity_warnings") or ())
+    return tuple(lines)
+
+
+def console_lines(data: dict[str, Any]) -> tuple[str, ...]:
+    """What the console prints under the table: the ceiling's note when the bound is at it, and one line per sanity warning.
+
+    >>> console_lines({"ceiling": {"value": 2.6, "bound": 2.5, "at_ceiling": True, "raise_with": "more canaries"}, "sanity_warnings": ["no signal"]})[1]
+    'warning: no signal'
+    """
+    lines: list[str] = []
+    ceiling = data.get("ceiling")
+    if isinstance(ceiling, dict):
+        note = ceiling_note(_number(ceiling["bound"]), _number(ceiling["value"]), raise_with=str(ceiling.get("raise_with", "a larger design")))
+        if note:
+            lines.append(note)
     lines.extend(f"warning: {text}" for text in data.get("sanity_warnings") or ())
     return tuple(lines)
