@@ -31,6 +31,7 @@ from ..canaries.lm import DESIGNS
 from ..canaries.lm_provenance import SPANS, LMProvenance
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import check_claim_fields
 
 __all__ = ["AUDIT", "LMOneRunAudit", "LMOneRunConfig", "LMOneRunResult", "audit_lm_scores"]
 
@@ -61,7 +62,8 @@ class LMOneRunConfig:
     base_steps: int = 30
     steps: int = 40
     learning_rate: float = 3e-3
-    claimed_epsilon: float | None = None  # the DP guarantee the user claims for the fine-tuning (None: no claim)
+    claimed_epsilon: float | None = None  # the DP guarantee the user claims for the fine-tuning, end to end, per record (None: no claim)
+    claimed_delta: float | None = None  # its δ; None: `delta`
     delta: float = 1e-5
     confidence: float = 0.95
     bos: str = "auto"
@@ -82,8 +84,7 @@ class LMOneRunConfig:
         check_count(self.base_steps, "base_steps", minimum=1)
         check_count(self.steps, "steps", minimum=1)
         check_positive(self.learning_rate, "learning_rate")
-        if self.claimed_epsilon is not None:
-            check_positive(self.claimed_epsilon, "claimed_epsilon")
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_choice(self.bos, "bos", BOS)
@@ -132,10 +133,30 @@ class CanaryOneRunResult(AuditResult):
         )
 
 
-def canary_result_fields(record: LMProvenance, scores: Any, *, delta: float, confidence: float, copies: int, claimed: float | None) -> dict[str, Any]:
-    """The :class:`CanaryOneRunResult` fields of the provenance's canaries and their scores: the statistics and the bound, computed once."""
+def canary_result_fields(
+    record: LMProvenance, scores: Any, *, delta: float, confidence: float, copies: int, claimed: float | None, claimed_delta: float | None = None
+) -> dict[str, Any]:
+    """The :class:`CanaryOneRunResult` fields of the provenance's canaries and their scores: the statistics and the bound, computed once.
+
+    With them: the bound's verdict against the user's end-to-end claim on a
+    record (none without a claim), its ceiling (every guess right on the
+    same m, confidence and copies) and the AUC's sanity warnings.
+    """
+    from ..stats.ceiling import make_ceiling, one_run_record_ceiling
+    from .verdicts import auc_margin, auc_warnings, claim_of, verdict_of
+
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=delta, confidence=confidence, copies=copies)
+    claim = claim_of(claimed, claimed_delta, delta=delta)
+    conversion = f"the bound on a group of {copies} copies converted to one record's ε by group privacy" if copies > 1 else None
+    value = one_run_record_ceiling(len(record.included), copies=copies, delta=delta, confidence=confidence, methods=bound.methods)
+    design = f"m = {len(record.included)} canaries, {confidence:.0%}, {bound.num_tests} Bonferroni tests" + (f", {copies} copies" if copies > 1 else "")
+    num_in = int(sum(record.included))
+    margin = auc_margin(num_in, len(record.included) - num_in, confidence)
+    verdict = verdict_of(bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, conversion=conversion)
     return {
+        "claim_verdict": verdict,
+        "ceiling": make_ceiling(bound.epsilon, value, raise_with="more canaries", design=design),
+        "sanity_warnings": auc_warnings(auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=True),
         "design": record.design,
         "span": record.span,
         "num_canaries": len(record.included),
@@ -144,7 +165,7 @@ def canary_result_fields(record: LMProvenance, scores: Any, *, delta: float, con
         "tpr_at_1pct_fpr": tpr,
         "bound": bound,
         "claimed_epsilon": claimed,
-        "flagged": None if claimed is None else bool(bound.epsilon > claimed),
+        "flagged": None if verdict is None else verdict.flagged,
         "inclusion_seed": record.inclusion_seed,
         "canary_seed": int(record.settings.get("canary_seed", record.seed)),
         "included": record.included,
@@ -331,7 +352,7 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (*loading, scorer.special_tokens.convention)
-    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon)
+    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta)
     return LMOneRunResult(
         **fields,
         config=config,

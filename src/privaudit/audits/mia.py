@@ -47,6 +47,7 @@ from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_scores_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import check_claim_fields
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
 from .mia_user import user_references, user_target
 
@@ -117,8 +118,13 @@ class MIAConfig:
     num_canaries: int = 200  # canaries of mode "canary"
     num_trial_models: int = 4  # trial models of mode "leave-one-out"
     delta: float = 1e-5  # δ of the bound
+    claimed_epsilon: float | None = None  # bound modes: the user's end-to-end claim for the training (None: no verdict)
+    claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self) -> None:
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
+        if self.claimed_epsilon is not None and self.mode == "attack":
+            raise ValueError("`claimed_epsilon` (--claimed-epsilon) needs a bound mode (--mode canary or leave-one-out): attack mode bounds no ε")
         if self.train is not None:
             from ..models.loading import check_import_path
 

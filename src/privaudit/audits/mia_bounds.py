@@ -63,6 +63,7 @@ from ..runner import RunStore, run_all
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from .base import Headline
+from .verdicts import auc_margin, auc_warnings, bound_ceiling, claim_of, with_verdict
 
 __all__ = [
     "BOUND_METHODS",
@@ -265,6 +266,7 @@ def bound_headline(result: Any) -> Headline:
         kind=bound.kind,
         confidence=bound.confidence,
         valid=bound.valid,
+        flag=None if result.claim_verdict is None else result.claim_verdict.flagged,
     )
 
 
@@ -349,5 +351,17 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
         bound=bound,
         conventions=conventions,
     )
+    result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == BOUND_ATTACK), member)
     observations = {"scores": {name: values.ravel() for name, values in scores.items()}, "is_member": member, "record_ids": ids}
     return AuditRun(AUDIT.name, config, result, observations=observations)
+
+
+def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float, member: np.ndarray) -> Any:
+    """The bound against the user's end-to-end claim, its ceiling, and the AUC's sanity warnings (which change no number)."""
+    margin = auc_margin(int(member.sum()), int((~member).sum()), config.confidence)
+    claim = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta)
+    warnings = auc_warnings(auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=config.mode == "canary")
+    raise_with = "more canaries (--canaries)" if config.mode == "canary" else "more trial models (--trial-models)"
+    return with_verdict(
+        result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=bound_ceiling(bound, raise_with=raise_with), warnings=warnings
+    )

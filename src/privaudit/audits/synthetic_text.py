@@ -38,6 +38,7 @@ from ..canaries.lm_synthetic import SIGNALS
 from ..models.loading import check_import_path
 from .base import Audit, AuditRun, Progress, no_progress
 from .lm_one_run import CanaryOneRunResult
+from .verdicts import check_claim_fields
 
 __all__ = ["AUDIT", "SyntheticTextAudit", "SyntheticTextConfig", "SyntheticTextResult", "score_synthetic_files", "tiny_synthetic_text"]
 
@@ -59,7 +60,8 @@ class SyntheticTextConfig:
     synthetic_signal: str = "ngram"
     ngram_order: int = 2
     synthetic_train: str | None = None  # with synthetic_signal "model": package.module:fn, fn(texts, *, seed) -> (model, tokenizer)
-    claimed_epsilon: float | None = None  # the DP guarantee claimed for the generation pipeline (None: no claim)
+    claimed_epsilon: float | None = None  # the DP guarantee claimed for the generation pipeline, end to end, per record (None: no claim)
+    claimed_delta: float | None = None  # its δ; None: `delta`
     delta: float = 1e-5
     confidence: float = 0.95
     design: str = "prefix-suffix"
@@ -87,8 +89,7 @@ class SyntheticTextConfig:
         if self.synthetic_train is not None:
             check_import_path(self.synthetic_train, "synthetic_train")
         check_count(self.ngram_order, "ngram_order", minimum=1, maximum=8)
-        if self.claimed_epsilon is not None:
-            check_positive(self.claimed_epsilon, "claimed_epsilon")
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_choice(self.design, "design", DESIGNS)
@@ -256,7 +257,7 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
             report=report,
         )
         source = f"synthetic corpus {synthetic}"
-    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon)
+    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta)
     result = SyntheticTextResult(
         **fields,
         config=config,

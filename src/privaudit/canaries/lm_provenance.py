@@ -107,7 +107,38 @@ class LMProvenance:
             raise ValueError(f"`{source}`: prefixes, secrets and included must have one entry per canary, at least 4")
         if record.design == "new-tokens" and not record.new_tokens:
             raise ValueError(f"`{source}`: a new-tokens provenance must list its new tokens")
+        check_inclusion_draw(record, source)
         return record
+
+
+def check_inclusion_draw(record: LMProvenance, source: str = "--provenance") -> None:
+    """Refuse ``included`` flags that are not the draw the provenance records (its inclusion seed and probability).
+
+    The writer (:func:`prepare_lm_canaries`) draws ``default_rng(inclusion_seed).random(m) < p``
+    and records p in ``settings["inclusion_prob"]``; flags edited, inverted
+    or shuffled since then would make every number wrong without a sign. A
+    provenance that records no p (one built by hand) records no draw, and is
+    not checked.
+
+    >>> record = LMProvenance("random-tokens", "secret", ("p ",) * 4, ("a",) * 4, (False, True, True, True), 0, 3, {}, settings={"inclusion_prob": 0.5})
+    >>> check_inclusion_draw(record)
+    Traceback (most recent call last):
+    ...
+    ValueError: `--provenance`: its inclusion flags are not the draw of its inclusion_seed 3 (3 of 4 differ); the provenance was edited after it was written: use the file privaudit wrote
+    """
+    probability = record.settings.get("inclusion_prob")
+    if probability is None:
+        return
+    if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not 0.0 < float(probability) < 1.0:
+        raise ValueError(f"`{source}`: settings.inclusion_prob must be a number in (0, 1), got {probability!r}")
+    drawn = np.random.default_rng(record.inclusion_seed).random(len(record.included)) < float(probability)
+    differ = int(np.sum(drawn != np.asarray(record.included, dtype=bool)))
+    if differ:
+        what = "all inverted" if differ == len(record.included) else f"{differ} of {len(record.included)} differ"
+        raise ValueError(
+            f"`{source}`: its inclusion flags are not the draw of its inclusion_seed {record.inclusion_seed} ({what});"
+            " the provenance was edited after it was written: use the file privaudit wrote"
+        )
 
 
 def read_lm_provenance(path, source: str = "--provenance") -> LMProvenance:

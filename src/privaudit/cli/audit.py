@@ -303,12 +303,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "With --synthetic: ngram (the canary under a word n-gram model of the text, the default) or jaccard (its best match).",
             config="synthetic_signal",
         ),
-        Flag(
-            "--claimed-epsilon",
-            Optional[float],
-            "The ε your DP fine-tuning claims, reported beside the bound (and flagged if the bound exceeds it).",
-            config="claimed_epsilon",
-        ),
+        *claim_flags("your DP fine-tuning", quantity="end to end, for one record"),
         Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
         Flag(
             "--canary-copies",
@@ -347,12 +342,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=_import_path("--synthetic-train"),
         ),
         Flag("--ngram-order", Optional[int], "n of the word n-grams (default 2).", config="ngram_order"),
-        Flag(
-            "--claimed-epsilon",
-            Optional[float],
-            "The ε your DP generation pipeline claims, reported beside the bound (and flagged if the bound exceeds it).",
-            config="claimed_epsilon",
-        ),
+        *claim_flags("your DP generation pipeline", quantity="end to end, for one record"),
         Flag(
             "--canary-copies",
             Optional[int],
@@ -427,6 +417,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="num_trial_models",
         ),
         Flag("--delta", Optional[float], "δ of the ε lower bound, in (0, 1) (default 1e-5).", config="delta"),
+        *claim_flags("your training (with --mode canary or leave-one-out)"),
         Flag(
             "--model",
             Optional[Path],
