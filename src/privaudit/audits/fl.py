@@ -38,6 +38,7 @@ from ..stats.conversions import gaussian_epsilon
 from ..stats.one_shot import CosineLowerBound, GaussianityCheck, OneShotEstimate, anderson_gaussianity, epsilon_lower_bound_cosines, epsilon_one_shot
 from ..training.fedavg import FedAvgConfig, FedAvgRun, model_dimension, simulate_fedavg
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from .verdicts import bound_ceiling, check_claim_fields, claim_of, own_or_user_claim, with_verdict
 
 __all__ = [
     "AUDIT",
@@ -84,8 +85,11 @@ class FLAuditConfig:
     memory_budget_mb: float = 256.0
     seed: int = 0
     training: FedAvgConfig = FedAvgConfig()
+    claimed_epsilon: float | None = None  # the user's claim for a client, end to end; None: privaudit's accountant for the simulation it ran
+    claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self):
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         check_choice(self.dataset, "dataset", ("digits",))
         check_count(self.num_canaries, "num_canaries", minimum=2)
         check_count(self.num_unobserved, "num_unobserved", minimum=2)
@@ -250,7 +254,21 @@ def _train_and_estimate(config: FLAuditConfig) -> tuple[FLAuditResult, list[FedA
         results.append(_estimate_run(run, config, training, population, without))
         runs.append(run)
     result = FLAuditResult(config=config, threat_models=dict(THREAT_MODELS), runs=tuple(results), seed=config.seed)
-    return result, runs
+    return _with_verdict(result, config), runs
+
+
+def _with_verdict(result: FLAuditResult, config: FLAuditConfig) -> FLAuditResult:
+    """The largest ε_lo of the headline run (most participations) against the user's claim, else the accountant's for the simulation privaudit ran.
+
+    The ε_est headline is an estimate and is never held against a claim.
+    The ceiling is reported for the all-iterates bound (a Clopper–Pearson
+    bound on held-out canaries); the final-model bound's exact null test has none here.
+    """
+    worst = max(result.runs, key=lambda run: run.participations)
+    bound = max((worst.final.lower_bound, worst.all.lower_bound), key=lambda item: item.epsilon)
+    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), worst.analytical_epsilon, delta=config.delta)
+    ceiling = bound_ceiling(bound, raise_with="more canaries (num_canaries, num_unobserved)") if isinstance(bound, EpsilonLowerBound) else None
+    return with_verdict(result, bound=bound.epsilon, bound_delta=config.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
 
 
 def run_labels(result: FLAuditResult) -> list[str]:

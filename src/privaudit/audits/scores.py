@@ -39,7 +39,7 @@ import numpy as np
 
 from .._core.conventions import Convention, default, explicit
 from .._core.seeding import check_seed
-from .._core.validation import as_scores, check_choice, check_positive
+from .._core.validation import as_scores, check_choice, check_count, check_positive
 from ..stats.auc import gdp_auc_lower_bound
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gdp_mu
@@ -47,7 +47,9 @@ from ..stats.metrics import roc_auc, roc_curve, tpr_at_fpr
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ..stats.thresholds import Bonferroni
 from ..stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
+from ..stats.verdict import QUANTITIES, Claim
 from .base import AuditResult, AuditRun, Headline
+from .verdicts import auc_margin, auc_warnings, bound_ceiling, check_claim_fields, claim_of, with_verdict
 
 __all__ = [
     "FPR_LEVELS",
@@ -168,7 +170,7 @@ class ScoresResult(AuditResult):
         return next((item.value for item in self.conventions if item.name == "score direction"), HIGHER)
 
     def headline(self) -> Headline:
-        flag = None if self.claimed_epsilon is None else self.bound.epsilon > self.claimed_epsilon
+        flag = None if self.claim_verdict is None else self.claim_verdict.flagged
         return Headline(
             value=self.bound.epsilon,
             label=f"ε lower bound ({self.bound.method}, {self.bound.interval}, δ = {self.bound.delta:g})",
@@ -230,6 +232,39 @@ def direction_warning(result: ScoresResult, options: tuple[str, str] = ("directi
     )
 
 
+def _scores_claim(
+    claimed_epsilon: float | None, claimed_delta: float | None, quantity: str | None, rate: float | None, steps: int | None, *, delta: float
+) -> tuple[Claim | None, str | None]:
+    """The claim on the scores' own quantity, and how it was converted (None: it was not)."""
+    from ..stats.claim_conversion import conversion_text, per_step_claim
+
+    check_claim_fields(claimed_epsilon, claimed_delta)
+    if quantity is not None:
+        check_choice(quantity, "quantity", QUANTITIES)
+    if claimed_epsilon is None:
+        return None, None
+    if quantity is None:
+        raise ValueError(
+            "`--quantity` must be given with `--claimed-epsilon`: what the scores measure (per-step: one step observed, e.g. an in-loop auditor's; "
+            "end-to-end: the final model); a bound is never compared with a claim on another quantity"
+        )
+    claim = claim_of(claimed_epsilon, claimed_delta, delta=delta)
+    assert claim is not None
+    if quantity == "end-to-end":
+        return claim, None
+    if quantity != "per-step" or rate is None or steps is None:
+        raise ValueError(
+            f"`--quantity` {quantity} scores cannot be compared with an end-to-end claim"
+            + (": give `--claim-sampling-rate` and `--claim-steps` (the q and T of the training) to convert the claim to one step" if quantity == "per-step" else "")
+        )
+    rate = check_positive(rate, "claim_sampling_rate")
+    if rate > 1.0:
+        raise ValueError(f"`--claim-sampling-rate` must be in (0, 1], got {rate:g}")
+    steps = check_count(steps, "claim_steps", minimum=1)
+    step = per_step_claim(claim, sampling_rate=rate, num_steps=steps, canary_rate=1.0, delta=delta)
+    return step, conversion_text(claim, step, sampling_rate=rate, num_steps=steps, canary_rate=1.0)
+
+
 def audit_scores(
     in_scores,
     out_scores,
@@ -244,6 +279,10 @@ def audit_scores(
     claimed_epsilon: float | None = None,
     source: dict[str, str] | None = None,
     direction: str | Convention | None = None,
+    claimed_delta: float | None = None,
+    quantity: str | None = None,
+    claim_sampling_rate: float | None = None,
+    claim_steps: int | None = None,
 ) -> AuditRun:
     """Metrics, the ε bound of ``method`` and, with ``one_run``, the one-run bound (membership drawn by fair coins).
 
@@ -251,10 +290,18 @@ def audit_scores(
     Convention (:func:`score_direction`), or None: privaudit's default,
     higher. "lower" negates the scores first; a numeric ``threshold`` is on
     the scale of the scores as given (members at or below it).
+
+    A claim (``claimed_epsilon``, ``claimed_delta``) is end to end; it is
+    compared only with a bound on the same ``quantity`` (what the scores
+    measure, never guessed): with "per-step" scores it is first converted
+    to the per-step claim it implies for the training's
+    ``claim_sampling_rate`` and ``claim_steps``
+    (:mod:`privaudit.stats.claim_conversion`).
     """
     seed = check_seed(seed)
-    if claimed_epsilon is not None:
-        claimed_epsilon = check_positive(claimed_epsilon, "claimed_epsilon", allow_zero=True)
+    claim, conversion = _scores_claim(claimed_epsilon, claimed_delta, quantity, claim_sampling_rate, claim_steps, delta=delta)
+    if claim is not None:
+        claimed_epsilon = claim.epsilon  # the trade-off figure draws the claim on the scores' own quantity
     convention = direction if isinstance(direction, Convention) else score_direction(direction)
     if convention.name != "score direction" or convention.value not in (HIGHER, LOWER):
         raise ValueError(f"`direction` must be a score-direction Convention ({HIGHER!r} or {LOWER!r}), got {convention.describe()!r}")
@@ -291,6 +338,12 @@ def audit_scores(
         tradeoff=tradeoff,
         auc_upper=auc_upper,
         conventions=(convention,),
+    )
+    margin = auc_margin(result.num_in, result.num_out, confidence)
+    warnings = auc_warnings(result.auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=False)
+    ceiling = bound_ceiling(bound, raise_with="more scores per side", method=method)
+    result = with_verdict(
+        result, bound=bound.epsilon, bound_delta=bound.delta, quantity=quantity or "end-to-end", claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
     )
     config = {"delta": delta, "method": bound.method, "interval": interval, "confidence": confidence, "threshold": bound.threshold_strategy, "seed": seed}
     config["direction"] = convention.value

@@ -208,6 +208,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
         *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),
     ),
+    "fl": claim_flags("the DP-FedAvg simulation, for a client (default: privaudit's accountant for the settings it runs)"),
     "panoramia": (
         Flag("--model", Optional[Path], "Your classifier: a privaudit classifier's state_dict (default), or a file of --model-kind.", run="model"),
         Flag(

@@ -10,7 +10,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .app import app
+from ..report.verdict import console_lines
 from .options import JsonOption, emit, format_value, render_table
+from .tables import verdict_table
 
 
 @app.command()
@@ -188,7 +190,26 @@ def bound(
     one_run: Annotated[bool, typer.Option("--one-run", help="Membership was drawn by independent fair coins before training: add the one-run bound.")] = False,
     claimed_epsilon: Annotated[
         Optional[float],
-        typer.Option("--claimed-epsilon", help="The ε the mechanism claims at --delta: flagged if the bound exceeds it, drawn on the trade-off plot."),
+        typer.Option(
+            "--claimed-epsilon",
+            help="The end-to-end ε the training claims, in (0, inf): compared with the bound on the same quantity (--quantity), flagged if the bound exceeds it, drawn on the trade-off plot.",
+        ),
+    ] = None,
+    claimed_delta: Annotated[
+        Optional[float], typer.Option("--claimed-delta", help="The δ of --claimed-epsilon's claim, in [0, 1) (default: --delta).")
+    ] = None,
+    quantity: Annotated[
+        Optional[str],
+        typer.Option(
+            "--quantity",
+            help="What the scores measure, needed with --claimed-epsilon: per-step (one step observed, e.g. an in-loop auditor's scores) or end-to-end (the final model).",
+        ),
+    ] = None,
+    claim_sampling_rate: Annotated[
+        Optional[float], typer.Option("--claim-sampling-rate", help="With --quantity per-step: the training's sampling rate q, to convert the claim to one step.")
+    ] = None,
+    claim_steps: Annotated[
+        Optional[int], typer.Option("--claim-steps", help="With --quantity per-step: the training's number of steps T, to convert the claim to one step.")
     ] = None,
     output: Annotated[
         Optional[Path], typer.Option("--output", help="Directory for results.json, report.html and the ROC, histogram and trade-off figures.")
@@ -220,6 +241,10 @@ def bound(
         claimed_epsilon=claimed_epsilon,
         source=source,
         direction=direction,
+        claimed_delta=claimed_delta,
+        quantity=quantity,
+        claim_sampling_rate=claim_sampling_rate,
+        claim_steps=claim_steps,
     )
     result: Any = run.result  # a ScoresResult
     if output is not None:
@@ -232,6 +257,8 @@ def bound(
         data["epsilon_eps_delta"] = result.bound_eps_delta.epsilon
     if result.one_run is not None:
         data["one_run"] = result.one_run.to_dict()
+    full = result.to_dict()
+    data.update({key: full[key] for key in ("claim_verdict", "ceiling", "sanity_warnings")})
     if as_json:
         text = json.dumps(data, indent=2)
     else:
@@ -253,9 +280,7 @@ def bound(
                     format_value(result.one_run.epsilon),
                 ]
             )
-        if result.claimed_epsilon is not None:
-            rows.append(["claim rejected (bound > claimed ε)", "yes" if result.headline().flag else "no"])
-        text = render_table("Epsilon lower bound", ["quantity", "value"], rows)
+        text = render_table("Epsilon lower bound", ["quantity", "value"], rows) + verdict_table(result)
         if output is not None:
             text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
     if not result.bound.valid:
@@ -264,3 +289,6 @@ def bound(
     if warning is not None:
         typer.echo(f"warning: {warning}", err=True)
     emit(text)
+    if not as_json:
+        for line in console_lines(full):
+            emit(line)
