@@ -37,6 +37,7 @@ from .._core.readers import read_csv_rows
 from .._core.validation import as_scores, check_count, check_probability
 from ..stats.exposure import epsilon_from_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 from .base import AuditResult, AuditRun, Headline
+from .verdicts import check_claim_fields, claim_of, exposure_verdict
 
 __all__ = ["CanaryExposure", "ExposureAuditResult", "audit_exposure", "read_canary_table", "sampled_guessing_upper"]
 
@@ -105,6 +106,8 @@ def audit_exposure(
     confidence: float = 0.95,
     extrapolate: bool = False,
     source: dict[str, str] | None = None,
+    claimed_epsilon: float | None = None,
+    claimed_delta: float | None = None,
 ) -> AuditRun:
     """Exposure of each canary among the references, the baselines and, with ``insertions``, the ε lower bound.
 
@@ -112,6 +115,7 @@ def audit_exposure(
     >= 1 per canary, a single integer for all, or None) are carried into the
     result; losses are lower for more likely sequences.
     """
+    check_claim_fields(claimed_epsilon, claimed_delta)
     canaries = as_scores(canary_losses, "canary_losses")
     references = as_scores(reference_losses, "reference_losses")
     confidence = check_probability(confidence, "confidence")
@@ -171,6 +175,7 @@ def audit_exposure(
         epsilon_bound=bound,
         extrapolation=extrapolation,
     )
+    result = exposure_verdict(result, bound, claim_of(claimed_epsilon, claimed_delta, delta=0.0))
     config = {"confidence": confidence, "extrapolate": bool(extrapolate), "insertions_known": counts is not None}
     return AuditRun("exposure", config, result, observations={"ranked": ranked, "fitted": fitted})
 

@@ -34,6 +34,7 @@ from ..stats.exposure import epsilon_from_exposure
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .secret_sharer_measure import MeasuredCanaries, exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
 from .secret_sharer_own import run_own_model
+from .verdicts import check_claim_fields, claim_of, exposure_verdict
 
 __all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
 
@@ -69,9 +70,12 @@ class SecretSharerConfig:
     secure_canaries: bool = False
     bos: str = "auto"
     bos_corpus: str | None = None
+    claimed_epsilon: float | None = None  # the user's claim for a record, end to end; the exposure bound is a pure ε
+    claimed_delta: float | None = None  # its δ; None: 0 (a pure bound cannot refute δ > 0)
 
     def __post_init__(self):
         CanaryFormat(self.template)  # validates the template
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
         check_choice(self.bos, "bos", BOS_CHOICES)
         if not self.schedule or min(int(count) for count in self.schedule) <= 0:
             raise ValueError(f"`schedule` repetition counts must all be >= 1, got {self.schedule!r}")
@@ -213,6 +217,7 @@ def _run(config, say, started: float, device) -> AuditRun:
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
+    result = exposure_verdict(result, result.epsilon_bound, claim_of(config.claimed_epsilon, config.claimed_delta, delta=0.0))
     observations = {
         "reference_bits": reference_bits,
         "canary_bits": canary_bits,

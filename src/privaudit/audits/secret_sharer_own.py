@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .base import AuditResult, AuditRun, Headline
 from .secret_sharer_measure import exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
+from .verdicts import claim_of, exposure_verdict
 
 __all__ = ["MAX_EXACT", "OwnModelSecretSharerResult", "run_own_model"]
 
@@ -147,6 +148,8 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         "canary_seed": record.provenance.seed,
         "bos": config.bos,
         "bos_corpus": config.bos_corpus,
+        "claimed_epsilon": config.claimed_epsilon,
+        "claimed_delta": config.claimed_delta,
     }
     fit = measured.fit
     result = OwnModelSecretSharerResult(
@@ -163,6 +166,7 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         seconds=time.perf_counter() - started,
         conventions=(scorer.special_tokens.convention, scorer.scored_span(fmt)),
     )
+    result = exposure_verdict(result, result.epsilon_bound, claim_of(config.claimed_epsilon, config.claimed_delta, delta=0.0))
     observations = {
         "reference_bits": measured.reference_bits,
         "canary_bits": measured.canary_bits,

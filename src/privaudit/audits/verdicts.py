@@ -133,3 +133,24 @@ def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesse
     else:
         design = f"m = {bound.num_canaries} canaries, {bound.confidence:.0%}, {bound.num_tests} Bonferroni tests"
     return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)
+
+
+def exposure_verdict(result: Any, bound: dict[str, Any] | None, claim: Claim | None) -> Any:
+    """``result`` with the verdict and ceiling of its exposure bound, a pure ε for one record (group privacy already applied).
+
+    A pure bound (δ = 0) cannot refute a claim with δ > 0: there is then no
+    verdict, and a warning says why.
+    """
+    from ..stats.ceiling import exposure_ceiling, make_ceiling
+
+    if bound is None:
+        return result
+    value = exposure_ceiling(bound["num_canaries"], bound["num_references"], quantile=bound["quantile"], confidence=bound["confidence"], duplicates=bound["duplicates"])
+    design = f"{bound['num_canaries']} canaries among {bound['num_references']} references, {bound['confidence']:.0%}, groups of {bound['duplicates']}"
+    ceiling = make_ceiling(bound["epsilon"], value, raise_with="more canaries and more references", design=design)
+    warnings: tuple[str, ...] = ()
+    if claim is not None and claim.delta > 0.0:
+        warnings = (f"the exposure bound is a pure ε (δ = 0): it cannot refute the claimed (ε = {claim.epsilon:g}, δ = {claim.delta:g}); no verdict",)
+        claim = None
+    conversion = f"the bound on a group of {bound['duplicates']} insertions divided by {bound['duplicates']} (group privacy, pure ε)" if bound["duplicates"] > 1 else None
+    return with_verdict(result, bound=bound["epsilon"], bound_delta=0.0, quantity="end-to-end", claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings)

@@ -142,6 +142,7 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="bos_corpus",
             parse=str,
         ),
+        *claim_flags("your training, for a record (the exposure bound is a pure ε: it meets only a claim with δ = 0)"),
     ),
     "dpsgd": (
         Flag(

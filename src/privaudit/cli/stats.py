@@ -34,6 +34,13 @@ def exposure(
         Optional[int], typer.Option("--insertions", help="Every canary was inserted this many times (enables the ε bound, for a group of that size).")
     ] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the ε lower bound, in (0, 1).")] = 0.95,
+    claimed_epsilon: Annotated[
+        Optional[float],
+        typer.Option("--claimed-epsilon", help="The ε your training claims for a record, end to end, in (0, inf): compared with the ε bound (a pure ε)."),
+    ] = None,
+    claimed_delta: Annotated[
+        Optional[float], typer.Option("--claimed-delta", help="Its δ, in [0, 1) (default 0): a pure bound cannot refute a claim with δ > 0.")
+    ] = None,
     output: Annotated[Optional[Path], typer.Option("--output", help="Directory for results.json, report.html and the exposure figure.")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -61,7 +68,17 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    run = audit_exposure(canary_losses, reference_losses, texts=texts, insertions=counts, confidence=confidence, extrapolate=extrapolate, source=source)
+    run = audit_exposure(
+        canary_losses,
+        reference_losses,
+        texts=texts,
+        insertions=counts,
+        confidence=confidence,
+        extrapolate=extrapolate,
+        source=source,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+    )
     result: Any = run.result  # an ExposureAuditResult
     if output is not None:
         from ..report.runs import write_run
@@ -74,6 +91,8 @@ def exposure(
         payload["canaries"] = to_plain(result.canaries)
         payload["baselines"] = result.baselines
         payload["epsilon_bound"] = result.epsilon_bound
+        full = result.to_dict()
+        payload.update({key: full[key] for key in ("claim_verdict", "ceiling", "sanity_warnings")})
         emit(json.dumps(payload, indent=2))
         return
     fitted = result.extrapolation
@@ -106,9 +125,12 @@ def exposure(
         text += (
             f"skew-normal fit: Kolmogorov-Smirnov statistic {fitted['ks_statistic']:.4g} (p = {fitted['ks_pvalue']:.3g}, optimistic: fitted on the same data)\n"
         )
+    text += verdict_table(result)
     if output is not None:
         text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
     emit(text)
+    for line in console_lines(result.to_dict()):
+        emit(line)
 
 
 def _parse_threshold(text: str):

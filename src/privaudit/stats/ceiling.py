@@ -30,7 +30,7 @@ from .one_run import _check_delta, _largest_rejected, check_guess_counts
 from .one_run_combined import METHODS as _ONE_RUN_METHODS
 from .one_run_fdp import _check_family, fdp_candidates
 
-__all__ = ["TOLERANCE", "Ceiling", "at_ceiling", "make_ceiling", "ceiling_note", "ceiling_of", "lower_bound_ceiling", "one_run_ceiling", "one_run_record_ceiling"]
+__all__ = ["TOLERANCE", "Ceiling", "at_ceiling", "make_ceiling", "ceiling_note", "ceiling_of", "exposure_ceiling", "lower_bound_ceiling", "one_run_ceiling", "one_run_record_ceiling"]
 
 #: A bound within this fraction of its ceiling is "at its ceiling".
 TOLERANCE = 0.1
@@ -132,6 +132,29 @@ def one_run_record_ceiling(num_canaries: Any, *, copies: Any, delta: Any, confid
     if step >= 1.0:
         return 0.0
     return one_run_ceiling(num_canaries, delta=step, **options) / copies
+
+
+def exposure_ceiling(num_canaries: Any, num_references: Any, *, quantile: Any = 0.5, confidence: Any = 0.95, duplicates: Any = 1) -> float:
+    """The ceiling of :func:`~privaudit.stats.exposure.epsilon_from_exposure`: every canary's loss below every reference's.
+
+    Then the k = ceil(q m) canaries at or below the threshold give the TPR's
+    Clopper–Pearson lower bound from k of m, and no reference does: the
+    FPR's upper bound from 0 of n; ε = ln(TPR_lo / FPR_up) / duplicates.
+
+    >>> round(exposure_ceiling(10, 10_000), 3)
+    6.229
+    """
+    from .intervals import _lower, _upper
+
+    m = check_count(num_canaries, "num_canaries", minimum=1)
+    n = check_count(num_references, "num_references", minimum=1)
+    confidence = check_probability(confidence, "confidence")
+    copies = check_count(duplicates, "duplicates", minimum=1)
+    k = max(1, math.ceil(float(quantile) * m))
+    level = 1.0 - (1.0 - confidence) / 2.0
+    tpr_lower = float(_lower(np.int64(k), np.int64(m), level, "clopper-pearson"))
+    fpr_upper = float(_upper(np.int64(0), np.int64(n), level, "clopper-pearson"))
+    return max(0.0, math.log(tpr_lower) - math.log(fpr_upper)) / copies
 
 
 def lower_bound_ceiling(
