@@ -28,6 +28,7 @@ import numpy as np
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_probability
 from ..stats.bounds import EpsilonLowerBound
+from ..stats.ceiling import at_ceiling
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .mechanism_checks import Prepared, prepare
 
@@ -198,7 +199,25 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         total_samples=total,
         conventions=prepared.conventions,
     )
-    return result, _figure_data(outcome_test, claim)
+    return _with_verdict(result, claim, config), _figure_data(outcome_test, claim)
+
+
+def _with_verdict(result: MechanismAuditResult, claim: Any, config: MechanismAuditConfig) -> MechanismAuditResult:
+    """The claim's verdict as every family records it (per release, at the claim's δ), and the best ceiling of the tests.
+
+    The claim is the user's (``--epsilon``/``--claimed-epsilon``) or the
+    mechanism's own ``claim`` attribute, which the user's code declares.
+    """
+    from ..stats.verdict import Claim as VerdictClaim
+    from .verdicts import bound_ceiling, with_verdict
+
+    source = "user" if config.epsilon is not None or config.rho is not None else "the mechanism's own `claim` attribute"
+    verdict_claim = VerdictClaim(epsilon=claim.tested_epsilon, delta=claim.delta, quantity="per-release", source=source)
+    conversion = f"the ρ = {claim.rho:g} zCDP claim read as (ε, δ)-DP at δ = {claim.delta:g}" if claim.rho is not None else None
+    ceilings = [bound_ceiling(test.bound, raise_with="more held-out samples (--samples)") for test in result.tests]
+    best = max((item for item in ceilings if item is not None), key=lambda item: item.value, default=None)
+    ceiling = None if best is None else dataclasses.replace(best, bound=result.epsilon, at_ceiling=at_ceiling(result.epsilon, best.value))
+    return with_verdict(result, bound=result.epsilon, bound_delta=claim.delta, quantity="per-release", claim=verdict_claim, conversion=conversion, ceiling=ceiling)
 
 
 def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: Any, pilot_d: np.ndarray, pilot_n: np.ndarray, rng: Any, seed: int) -> Any:

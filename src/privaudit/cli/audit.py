@@ -374,6 +374,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag("--relation", Optional[str], "Neighbouring relation of the claim when D' is searched: add-remove or replace.", config="relation"),
         Flag("--epsilon", Optional[float], "Claimed epsilon (> 0); default: the mechanism's own `claim` attribute.", config="epsilon"),
         Flag("--delta", Optional[float], "Claimed delta, in [0, 1) (0: pure DP).", config="delta"),
+        Flag("--claimed-epsilon", Optional[float], "The same as --epsilon, the spelling every other command uses.", config="epsilon"),
+        Flag("--claimed-delta", Optional[float], "The same as --delta, the spelling every other command uses.", config="delta"),
         Flag("--rho", Optional[float], "A rho-zCDP claim instead of --epsilon, tested as (epsilon, delta)-DP at --delta.", config="rho"),
         Flag("--samples", Optional[int], "Held-out samples per dataset, bounded.", config="samples"),
         Flag("--pilot-samples", Optional[int], "Pilot samples per dataset, for the statistics and thresholds.", config="pilot_samples"),
@@ -582,6 +584,12 @@ def make_audit_command(name: str) -> Callable[..., None]:
         from .tables import table_for
 
         audit = get_audit(name)
+        given: dict[str, Flag] = {}
+        for flag in flags:  # two spellings of one key (mechanism's --epsilon and --claimed-epsilon) must agree
+            if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False:
+                other = given.setdefault(flag.config, flag)
+                if other is not flag and options[other.parameter] != options[flag.parameter]:
+                    raise ValueError(f"`{other.option}` and `{flag.option}` are one setting: give one of them, got {options[other.parameter]!r} and {options[flag.parameter]!r}")
         overrides = {
             flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
             for flag in flags
