@@ -1,8 +1,9 @@
 """A local history of audits (SQLite), to see privacy regressions across releases of a model.
 
 Every audit command appends its ``results.json`` to the store: the model it
-audited (``--model-id``, by default the dataset and architecture of its
-configuration), the audit family, an optional release label, the time, the
+audited (``--model-id``, by default its identity: the user's model's path
+and content hash, ``--train``'s function and its data's hash, or the
+embedded dataset and architecture; :func:`default_model_id`), the audit family, an optional release label, the time, the
 headline number of its report section (:func:`privaudit.report.sections.section_for`:
 value, label, kind, confidence, validity) and the full JSON. Only JSON text
 is stored, never pickle.
@@ -162,18 +163,19 @@ def check_label(value, name: str) -> str | None:
 
 
 def default_model_id(data: dict) -> str:
-    """A model name from a results dict: its dataset and architecture, else its audit family.
+    """The audited model's identity in a results dict (:func:`privaudit.history_ids.model_identity`), cut to a label.
+
+    The user's model is its path's name and a content hash; ``--train`` its
+    function and the data's hash; only privaudit's embedded models go by
+    their dataset and architecture, so two different models audited by the
+    same family are never compared as releases of one.
 
     >>> default_model_id({"audit": "dpsgd", "config": {"dataset": "digits", "architecture": "mlp"}})
     'digits/mlp'
     """
-    config = data.get("config") or {}
-    if not isinstance(config, dict):
-        config = {}
-    parts = [str(config[key]) for key in ("dataset", "architecture") if key in config]
-    if not parts and isinstance(config.get("model"), str):  # a user's model file
-        parts = [Path(config["model"]).name]
-    return printable("/".join(parts) or str(data.get("audit", "model")))[:MAX_LABEL]
+    from .history_ids import model_identity
+
+    return printable(model_identity(data))[:MAX_LABEL]
 
 
 def _finite(value) -> float | None:

@@ -104,6 +104,22 @@ class AuditResult(Result):
     def headline(self) -> Headline:
         raise NotImplementedError
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """Config fields that did not apply to this run: the embedded default's, beside the user's data or model.
+
+        :meth:`to_dict` leaves them out of ``config``, so that results.json
+        records what ran and nothing that did not (reading it back fills them
+        with their defaults, which did not apply either).
+        """
+        return frozenset()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        inert = self.inert_config_fields()
+        if inert and isinstance(out.get("config"), dict):
+            out["config"] = {key: value for key, value in out["config"].items() if key not in inert}
+        return out
+
     @classmethod
     def validate(cls, data: Mapping[str, Any]):
         """The result from a results dict; pydantic's ValidationError when a field is missing or of the wrong type."""

@@ -170,6 +170,17 @@ class BlackBoxResult(AuditResult):
     bound_eps_delta: EpsilonLowerBound
     config: BlackBoxConfig
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """The embedded dataset beside the user's --data; the built-in model's settings beside the user's --train.
+
+        ``noise_multiplier`` and ``num_steps`` stay with --train: the
+        accountant's ε shown as evidence is computed from them.
+        """
+        inert = {"dataset"} if self.config.data is not None else set()
+        if self.config.train is not None:
+            inert |= {"architecture", "clip_norm", "learning_rate"}
+        return frozenset(inert)
+
     def headline(self) -> Headline:
         return Headline(
             value=self.epsilon_lower_bound,

@@ -38,6 +38,9 @@ __all__ = ["AUDIT", "LMOneRunAudit", "LMOneRunConfig", "LMOneRunResult", "audit_
 BOS = ("auto", "prepend", "none")
 SIGNALS = ("ngram", "jaccard")
 SYNTHETIC_THREAT_MODEL = "released synthetic text only: the auditor compares each canary with the synthetic corpus (Meeus et al. 2025)"
+#: The settings that build the embedded default (its canaries, corpus, tokenizer and training): a provenance and the user's model replace them.
+EMBEDDED_ONLY = frozenset({"design", "num_canaries", "secret_length", "span", "canary_repeats", "corpus_chars", "vocab_size", "base_steps", "steps", "learning_rate"})
+
 THREAT_MODEL = "black-box, final model: the auditor scores canary texts by the fine-tuned model's log-likelihood (and the base model's, when given)"
 
 
@@ -189,6 +192,12 @@ class LMOneRunResult(CanaryOneRunResult):
 
     def scored_from(self, copies: str) -> str:
         return f"from one fine-tuning run ({self.design} canaries{copies}; best of {', '.join(self.bound.methods)})"
+
+    def inert_config_fields(self) -> frozenset[str]:
+        """With the user's model or synthetic text, the settings that build the embedded default did not apply."""
+        if self.model is None and self.provenance is None and self.synthetic is None:
+            return frozenset()
+        return EMBEDDED_ONLY
 
 
 def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float, copies: int = 1) -> tuple[float, float, OneRunLowerBound]:

@@ -216,6 +216,16 @@ class MIAResult(AuditResult):
     mode: str = "attack"
     bound: OneRunLowerBound | None = None  # the ε lower bound of a bound mode (None in mode "attack")
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """The embedded dataset beside the user's --data; the built-in MLP's epochs beside the user's --train or --model."""
+        config = self.config
+        inert = set()
+        if config.data is not None:
+            inert.add("dataset")
+        if config.train is not None or config.model is not None or config.reference_models is not None:
+            inert.add("epochs")
+        return frozenset(inert)
+
     def attack(self, name: str) -> AttackSummary:
         """The summary of attack ``name`` (one of :data:`ATTACKS`)."""
         check_choice(name, "attack", [summary.attack for summary in self.attacks])

@@ -286,6 +286,10 @@ class OneRunAuditResult(AuditResult):
             flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
         )
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """The built-in model's architecture and optimiser settings beside the user's --train."""
+        return frozenset({"architecture", "clip_norm", "learning_rate"}) if self.config.train is not None else frozenset()
+
     def side_by_side(self) -> dict[str, Any]:
         """Each method's bound, by name (those that apply), then the headline."""
         bounds = {"steinke": self.steinke, "fdp_gdp": self.fdp_gdp, "fdp_pld": self.fdp_pld, "gaussian": self.gaussian}

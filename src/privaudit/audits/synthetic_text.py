@@ -126,6 +126,15 @@ class SyntheticTextResult(CanaryOneRunResult):
     def scored_from(self, copies: str) -> str:
         return f"from released synthetic text ({self.design} canaries, {self.config.synthetic_signal} signal{copies})"
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """With the user's synthetic text and provenance, the settings that build and sample the embedded default did not apply."""
+        if self.synthetic is None and self.provenance is None:
+            return frozenset()
+        return frozenset(
+            {"design", "num_canaries", "secret_length", "canary_repeats", "corpus_chars", "line_words", "vocab_size", "base_steps", "steps", "learning_rate"}
+            | {"num_synthetic", "prompt_words", "max_new_tokens", "temperature", "top_k"}
+        )
+
 
 def score_synthetic_files(
     provenance_file, synthetic, *, signal: str, n: int, copies: int | None, train: str | None = None, seed: int = 0, report: Progress = no_progress
