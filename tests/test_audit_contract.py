@@ -15,6 +15,7 @@ from privaudit.cli import main
 from privaudit.history import HistoryStore
 from privaudit.report.runs import write_run
 from privaudit.schemas import load_schema
+from verdict_helpers import assert_like_for_like
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -44,6 +45,7 @@ def test_family_runs_writes_validates_round_trips_renders_and_records(name, tmp_
     assert on_disk == data and on_disk["audit"] == name and on_disk["schema_version"] == 1
     jsonschema.Draft202012Validator(load_schema()).validate(on_disk)
     assert audit.result_from_dict(on_disk) == run.result  # from_dict gives back an equal result
+    assert_like_for_like(run.result)
     headline = run.result.headline()
     assert headline.kind in ("lower bound", "estimate", "statistic", "approximate lower bound", "credible bound") and isinstance(headline.valid, bool)
     assert isinstance(getattr(run.result, "threat_model", None) or getattr(run.result, "threat_models", None), (str, dict))
