@@ -20,6 +20,13 @@ Every maker takes ``bug`` and returns ``fn(dataset, size, rng)``, vectorised.
   PLD accountant; the bug divides the noise by n twice;
 * ``clamped-count``: a count where each record contributes at most 1; the
   bug forgets the clamp.
+
+Beyond :data:`REFERENCES`, for the tightness benchmark and the search tests:
+``replace_histogram`` (a 10-bin Laplace histogram whose noise is calibrated
+for add/remove, claimed under replace-one: true ε = 2ε), ``clipped_mean``
+(a replace-one mean whose bug forgets the lower clip) and ``em_median``
+(the exponential mechanism's median without its /2), with
+:func:`em_median_probabilities` for exact enumeration.
 """
 
 from __future__ import annotations
@@ -113,6 +120,57 @@ def clamped_count(bug: bool) -> Callable:
         contributions = dataset if bug else np.clip(dataset, 0.0, 1.0)
         return contributions.sum() + rng.laplace(0.0, 1.0 / EPSILON, size)
 
+    return mechanism
+
+
+HISTOGRAM_BINS = 10
+
+
+def replace_histogram(bug: bool) -> Callable:
+    """Counts of the records (bin indices) in ``HISTOGRAM_BINS`` bins plus Laplace noise: scale 2/ε is ε-DP under replace-one; the bug uses 1/ε."""
+    scale = (1.0 if bug else 2.0) / EPSILON
+
+    def mechanism(dataset, size, rng):
+        bins = np.clip(np.round(dataset), 0, HISTOGRAM_BINS - 1).astype(np.int64)
+        return np.bincount(bins, minlength=HISTOGRAM_BINS) + rng.laplace(0.0, scale, (size, HISTOGRAM_BINS))
+
+    mechanism.neighbouring = "replace"
+    return mechanism
+
+
+def clipped_mean(bug: bool) -> Callable:
+    """The mean of records clipped to [0, 1] plus Laplace noise of scale 1/(nε): ε-DP under replace-one; the bug clips only from above."""
+
+    def mechanism(dataset, size, rng):
+        data = np.minimum(dataset, 1.0) if bug else np.clip(dataset, 0.0, 1.0)
+        return data.mean() + rng.laplace(0.0, 1.0 / (data.size * EPSILON), size)
+
+    mechanism.neighbouring = "replace"
+    return mechanism
+
+
+MEDIAN_CANDIDATES = 10
+
+
+def em_median_probabilities(dataset: np.ndarray, bug: bool) -> np.ndarray:
+    """The exponential mechanism's output probabilities over the candidates 0..9 for the median.
+
+    Utility u(r) = -|#{x <= r} - #{x > r}|, of sensitivity 1 under add/remove:
+    exp(ε u / 2) is ε-DP; the bug uses exp(ε u).
+    """
+    data = np.clip(np.round(np.asarray(dataset, dtype=np.float64)), 0, MEDIAN_CANDIDATES - 1)
+    below = (data[None, :] <= np.arange(MEDIAN_CANDIDATES)[:, None]).sum(axis=1)
+    utility = -np.abs(2 * below - data.size)
+    logits = EPSILON * utility / (1.0 if bug else 2.0)
+    weights = np.exp(logits - logits.max())
+    return weights / weights.sum()
+
+
+def em_median(bug: bool) -> Callable:
+    def mechanism(dataset, size, rng):
+        return rng.choice(MEDIAN_CANDIDATES, size=size, p=em_median_probabilities(dataset, bug)).astype(np.float64)
+
+    mechanism.neighbouring = "add-remove"
     return mechanism
 
 

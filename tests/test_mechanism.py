@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mechanisms_reference import EPSILON, REFERENCES, clamped_count, data_sensitivity_mean, laplace, synthetic_histogram
+from mechanisms_reference import (
+    EPSILON,
+    REFERENCES,
+    clamped_count,
+    clipped_mean,
+    data_sensitivity_mean,
+    em_median,
+    em_median_probabilities,
+    laplace,
+    replace_histogram,
+    synthetic_histogram,
+)
 from scipy import stats
 
 from privaudit.audits.mechanism import audit_mechanism
@@ -79,8 +90,11 @@ def test_a_rho_claim_stands_for_its_gaussian_and_falls_for_a_third_of_the_noise(
 def test_search_finds_the_record_beyond_the_clamp():
     dataset = np.ones(10)
     buggy = audit_mechanism(clamped_count(True), dataset, epsilon=EPSILON, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
-    assert buggy.rejected and buggy.pair.searched and buggy.pair.how == "add a record at the domain's maximum" and buggy.pair.record == (5.0,)
-    assert len(buggy.pair.candidates) == 8  # 2 removals, 2 extremes, 2 x 2 random
+    # every record above 1 reveals the bug (true ε of the pair = the record's value): the search keeps one of them
+    assert buggy.rejected and buggy.pair.searched and buggy.pair.record[0] > 1.0
+    tried = [how for how, _ in buggy.pair.candidates]
+    assert "add a record at the domain's maximum" in tried and any(how.startswith("D of one record") for how in tried)
+    assert sum(how.startswith("local search") for how in tried) <= 4 and f"{len(tried)} pairs tried" in buggy.pair.search_budget
     correct = audit_mechanism(clamped_count(False), dataset, epsilon=EPSILON, relation="add-remove", domain=(0.0, 5.0), search_samples=400, seed=3, **BUDGET)
     assert not correct.rejected
     decided = {convention.name: convention for convention in buggy.conventions}
@@ -90,7 +104,7 @@ def test_search_finds_the_record_beyond_the_clamp():
 def test_search_under_replace_finds_the_data_dependent_sensitivity():
     dataset = np.linspace(0.4, 0.6, 10)
     result = audit_mechanism(data_sensitivity_mean(True), dataset, epsilon=EPSILON, relation="replace", domain=(0.0, 1.0), search_samples=400, seed=5, **BUDGET)
-    assert result.rejected and result.pair.relation == "replace" and result.pair.neighbour_size == 10
+    assert result.rejected and result.pair.relation == "replace" and result.pair.neighbour_size == result.pair.dataset_size
 
 
 def test_synthetic_tables_without_noise_are_rejected_and_with_noise_are_not():
@@ -196,3 +210,69 @@ def test_search_candidates_are_the_extremes_then_random_records_in_the_domain():
     assert random_removal.neighbour.size == 2 and random_addition.neighbour.size == 4 and 0.0 <= random_addition.record.item() <= 10.0
     replaced = candidates(dataset, "replace", np.array([0.0]), np.array([10.0]), np.random.default_rng(0), 0)
     assert [candidate.neighbour.tolist() for candidate in replaced] == [[3.0, 10.0, 2.0], [0.0, 1.0, 2.0]]
+
+
+def test_a_forgotten_lower_clip_is_rejected_with_no_domain_given():
+    # the default domain, the data's range [0, 1] widened by its width, reaches -1: replacing 1 by -1 moves the mean by 2/n, twice the claim's 1/n
+    dataset = np.linspace(0.0, 1.0, 10)
+    buggy = audit_mechanism(clipped_mean(True), dataset, epsilon=EPSILON, seed=2)
+    assert buggy.rejected and buggy.pair.searched and min(buggy.pair.record) < 0.0
+    decided = {convention.name: convention for convention in buggy.conventions}
+    assert decided["record domain"].decided == "default" and decided["record domain"].value == "[-1, 2]"
+    assert not audit_mechanism(clipped_mean(False), dataset, epsilon=EPSILON, seed=2).rejected
+
+
+def test_a_declared_clipping_range_is_the_claims_domain():
+    # declared domain [0, 1]: the claim covers records in [0, 1] only, where the mean that forgot its lower clip is 1-DP; no record outside is tried
+    mechanism = clipped_mean(True)
+    mechanism.domain = (0.0, 1.0)
+    result = audit_mechanism(mechanism, np.linspace(0.0, 1.0, 10), epsilon=EPSILON, seed=2, samples=2000)
+    decided = {convention.name: convention for convention in result.conventions}
+    assert decided["record domain"].decided == "explicit" and decided["record domain"].value == "[0, 1]"
+    assert all(0.0 <= value <= 1.0 for value in result.pair.record) and not result.rejected
+    with pytest.raises(ValueError, match="the `domain` attribute of `--mechanism` must be"):
+        mechanism.domain = (1.0, 0.0)
+        audit_mechanism(mechanism, np.linspace(0.0, 1.0, 10), epsilon=EPSILON)
+
+
+def test_the_replace_one_histogram_bug_is_bounded_near_its_true_epsilon():
+    # noise for add/remove claimed under replace-one: two counts move, true ε = 2 (closed form); the density ratio finds both bins
+    dataset = np.array([0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    neighbour = dataset.copy()
+    neighbour[0] = 1
+    bounds = []
+    for seed in (1, 2):
+        result = audit_mechanism(replace_histogram(True), dataset, neighbour, epsilon=EPSILON, seed=seed)
+        bounds.append(result.epsilon)
+        assert result.rejected and result.tests[result.best_test].statistic in ("density-ratio", "classifier")
+    assert all(1.5 < bound < 2.0 for bound in bounds), bounds  # the fixed statistics alone reached 1.1-1.3
+    assert not audit_mechanism(replace_histogram(False), dataset, neighbour, epsilon=EPSILON, seed=1).rejected
+
+
+def test_the_exponential_median_without_its_half_is_rejected_below_its_enumerated_epsilon():
+    dataset, neighbour = np.arange(9), np.append(np.arange(9), 0)
+    truth = float(np.max(np.abs(np.log(em_median_probabilities(dataset, True)) - np.log(em_median_probabilities(neighbour, True)))))
+    result = audit_mechanism(em_median(True), dataset, neighbour, epsilon=EPSILON, seed=4)
+    assert result.rejected and EPSILON < result.epsilon < truth
+    assert not audit_mechanism(em_median(False), dataset, neighbour, epsilon=EPSILON, seed=4).rejected
+
+
+def test_from_release_matches_the_vectorised_contract():
+    from privaudit.mechanisms.sampling import from_release
+
+    def one_release(data, rng):
+        return np.clip(data, 0.0, 1.0).sum() + rng.laplace(0.0, 0.5)
+
+    one_release.neighbouring = "add-remove"
+    fast_calls = []
+
+    def vectorised(data, rng, size=None):
+        fast_calls.append(size)
+        return np.clip(data, 0.0, 1.0).sum() + rng.laplace(0.0, 0.5, size)
+
+    slow, fast = from_release(one_release), from_release(vectorised)
+    # the same generator draws the same Laplace variates one by one or at once: the two paths agree sample for sample
+    assert np.array_equal(slow(np.ones(3), 5, np.random.default_rng(0)), fast(np.ones(3), 5, np.random.default_rng(0)))
+    assert fast_calls == [5] and slow.neighbouring == "add-remove"
+    result = audit_mechanism(slow, np.linspace(0, 1, 10), np.append(np.linspace(0, 1, 10), 1.0), epsilon=1.0, samples=2000, pilot_samples=1000)
+    assert result.rejected  # scale 0.5: true ε = 2

@@ -63,3 +63,24 @@ def test_opendp_claim_is_its_own_privacy_map():
     # scale 2 on a sum of values clamped to [0, 1]: ε = 1/2, which OpenDP rounds up by at most a few ulps of float32
     assert opendp_laplace_sum(scale=2.0).claim["epsilon"] == pytest.approx(0.5, rel=1e-6)
     assert opendp_laplace_sum(scale=2.0).claim["epsilon"] >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("make", "module"),
+    [
+        pytest.param(lambda lib: lib.opendp_laplace_sum(scale=1.0), "opendp.prelude", id="opendp-laplace"),
+        pytest.param(lambda lib: lib.pydp_laplace_sum(epsilon=1.0), "pydp", id="python-dp-laplace"),
+        pytest.param(lambda lib: lib.diffprivlib_laplace_sum(epsilon=1.0), "diffprivlib.mechanisms", id="diffprivlib-laplace"),
+    ],
+)
+def test_correct_library_mechanism_is_rejected_in_no_seed_with_learned_statistics(make, module):
+    # at its own claim a correct mechanism is rejected with probability <= 5% per seed; the bounds sit well below the claim, so 0 of 20
+    if not _available(module):
+        pytest.skip(f"{module} does not import here")
+    from privaudit.integrations import dp_libraries as lib
+
+    mechanism = make(lib)
+    neighbour = np.append(DATASET, 1.0)
+    results = [audit_mechanism(mechanism, DATASET, neighbour, seed=seed, **SMALL_BUDGET, **mechanism.claim) for seed in range(20)]
+    assert sum(result.rejected for result in results) == 0, [result.epsilon for result in results]
+    assert any(test.statistic == "density-ratio" for test in results[0].tests) or "density-ratio" in {name for name, _, _ in results[0].statistics_tried}

@@ -136,6 +136,30 @@ def test_panoramia_lower_bounds_on_null_data():
     assert count_positive(real_non_member_bound(a, s).epsilon for a, s in zip(mia, members, strict=True)) <= ALLOWED
 
 
+def test_mechanism_tester_with_learned_statistics_on_null_data():
+    # a mechanism whose output does not depend on the data: every statistic, the density ratio and the classifier included, bounds 0
+    from privaudit.mechanisms.claims import Claim
+    from privaudit.mechanisms.tester import bound_samples
+
+    rng = np.random.default_rng(10)
+    draws = rng.laplace(size=(TRIALS, 4, 250, 2))
+    claim = Claim(epsilon=1.0)
+    values = (bound_samples(d[0, :100], d[1, :100], d[2], d[3], claim=claim, seed=i).epsilon for i, d in enumerate(draws))
+    assert count_positive(values) <= ALLOWED
+
+
+def test_mechanism_audit_with_its_pair_search_on_null_data():
+    # the search over D and D' picks the pair that looks most different on its own samples: the bound on fresh samples stays 0
+    from privaudit.audits.mechanism import audit_mechanism
+
+    def ignores_the_data(dataset, size, rng):
+        return rng.laplace(0.0, 1.0, size)
+
+    budget = {"samples": 150, "pilot_samples": 60, "search_samples": 40, "search_random": 1, "search_steps": 2}
+    values = (audit_mechanism(ignores_the_data, np.linspace(0, 1, 5), epsilon=1.0, relation="add-remove", seed=i, **budget).epsilon for i in range(TRIALS))
+    assert count_positive(values) <= ALLOWED
+
+
 def test_every_exported_lower_bound_is_covered():
     # a new bound in privaudit's export table must be added here
     covered = {

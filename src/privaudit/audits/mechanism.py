@@ -6,13 +6,15 @@ reads the datasets, checks the neighbour (or the relation to search
 under), probes the mechanism on a few samples (shape, finite numbers) and
 checks the memory the budget needs. Then:
 
-1. the neighbour: given, or searched on ``search_samples`` samples per
-   candidate (:mod:`privaudit.mechanisms.search`);
+1. the pair: D' given, or the pair (D, D') searched on ``search_samples``
+   samples per candidate, then ``search_steps`` local moves
+   (:mod:`privaudit.mechanisms.search`);
 2. ``pilot_samples`` samples per side fit the statistics and choose the
    thresholds; ``samples`` fresh samples per side are bounded
    (:mod:`privaudit.mechanisms.tester`);
 3. the verdict: the claim is rejected at ``confidence`` when the largest
-   ε lower bound (Bonferroni over every statistic and both directions)
+   ε lower bound (Bonferroni over the ``tests_kept`` tests that the pilot
+   found most promising, among every statistic and both directions)
    exceeds the claimed ε.
 
 Each sampling stage has its own seed, spawned from ``seed``.
@@ -51,7 +53,9 @@ class MechanismAuditConfig:
     dataset: str | None = None  # .npy or .csv; None: the built-in example dataset
     neighbour: str | None = None  # .npy or .csv; None: searched
     relation: str | None = None  # "add-remove" or "replace"; None: the given pair's, or the mechanism's `neighbouring`
-    domain: tuple[float, float] | None = None  # the range of a record's fields, for the search; None: the data's range
+    domain: tuple[float, float] | None = (
+        None  # the range of a record's fields, for the search; None: the mechanism's `domain`, else the data's range widened by its width
+    )
     epsilon: float | None = None  # the claim; None with rho None: the mechanism's own `claim` attribute
     rho: float | None = None  # a rho-zCDP claim instead of epsilon, tested as (epsilon, delta)-DP at `delta`
     delta: float = 0.0
@@ -59,6 +63,9 @@ class MechanismAuditConfig:
     pilot_samples: int = 2000  # per side: statistics and thresholds
     search_samples: int = 1000  # per candidate neighbour
     search_random: int = 2  # random candidates of each kind
+    search_steps: int = 4  # local-search moves from the best pair
+    learned: bool = True  # add the learned statistics (density ratio; a classifier for outputs of several coordinates)
+    tests_kept: int | None = 2  # tests bounded on the held-out samples, the pilot's most promising; None: every test
     thresholds_per_test: int = 3
     stages: int = 1  # > 1: sequential, the held-out samples come in this many looks, stopping at the first rejection
     confidence: float = 0.95
@@ -77,6 +84,9 @@ class MechanismAuditConfig:
         check_count(self.pilot_samples, "pilot_samples", minimum=10)
         check_count(self.search_samples, "search_samples", minimum=10)
         check_count(self.search_random, "search_random", minimum=0)
+        check_count(self.search_steps, "search_steps", minimum=0)
+        if self.tests_kept is not None:
+            check_count(self.tests_kept, "tests_kept", minimum=1)
         check_count(self.thresholds_per_test, "thresholds_per_test", minimum=1)
         check_count(self.stages, "stages", minimum=1, maximum=self.samples // 10)
         check_probability(self.confidence, "confidence")
@@ -98,7 +108,10 @@ class MechanismTest:
 
 @dataclasses.dataclass(frozen=True)
 class NeighbourPair:
-    """How D' was chosen: the relation, the record D and D' differ in, and the candidates' pilot ε (searched pairs)."""
+    """How the pair was chosen: the relation, the record D and D' differ in, and the candidates' pilot ε (searched pairs).
+
+    ``dataset`` holds D's records when the search chose another D than the given one (else empty).
+    """
 
     how: str
     relation: str
@@ -107,6 +120,8 @@ class NeighbourPair:
     neighbour_size: int
     searched: bool
     candidates: tuple[tuple[str, float], ...] = ()
+    search_budget: str = ""
+    dataset: tuple[tuple[float, ...], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,8 +139,9 @@ class MechanismAuditResult(AuditResult):
     rejected: bool
     verdict: str
     confidence: float
-    tests: tuple[MechanismTest, ...]
+    tests: tuple[MechanismTest, ...]  # the tests bounded on the held-out samples (Bonferroni over these)
     best_test: int
+    statistics_tried: tuple[tuple[str, str, float], ...]  # every (statistic, direction) and the bound its pilot promised
     pair: NeighbourPair
     output_shape: tuple[int, ...]
     looks: int  # held-out looks taken (sequential mode stops at the first rejection)
@@ -138,34 +154,47 @@ class MechanismAuditResult(AuditResult):
 
 def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progress: Progress = no_progress) -> tuple[MechanismAuditResult, dict[str, Any]]:
     """The audit's result and the arrays its figures are drawn from."""
-    from ..mechanisms.neighbours import Candidate, candidates
+    from ..mechanisms.neighbours import Candidate
     from ..mechanisms.sampling import draw
-    from ..mechanisms.search import search_neighbour
+    from ..mechanisms.search import search_pair
 
     claim = prepared.claim
     seeds = child_seeds(config.seed, ["search", "pilot", "held-out", "bound"])
-    total = 0
+    total, budget = 0, ""
     if prepared.neighbour is not None:
         assert prepared.given_pair is not None
         record, how = prepared.given_pair
         chosen = Candidate(how, prepared.neighbour, np.asarray(record))
         scores: tuple[tuple[str, float], ...] = ()
     else:
-        rng = np.random.default_rng(seeds["search"])
-        found = candidates(prepared.dataset, prepared.relation, prepared.low, prepared.high, rng, config.search_random)
-        progress("searching the neighbour", detail=f"{len(found)} candidates, {config.search_samples} samples each")
-        outcome = search_neighbour(
-            prepared.mechanism, prepared.dataset, found, shape=prepared.shape, claim=claim, search_samples=config.search_samples, rng=rng, name="--mechanism"
+        progress("searching the pair", detail=f"{config.search_samples} samples per side and candidate, {config.search_steps} local moves")
+        outcome = search_pair(
+            prepared.mechanism,
+            prepared.dataset,
+            prepared.relation,
+            prepared.low,
+            prepared.high,
+            shape=prepared.shape,
+            claim=claim,
+            search_samples=config.search_samples,
+            num_random=config.search_random,
+            steps=config.search_steps,
+            rng=np.random.default_rng(seeds["search"]),
+            name="--mechanism",
         )
         chosen, scores = outcome.chosen, outcome.scores
-        total += config.search_samples * (len(found) + 1)
+        total += outcome.samples_drawn
+        budget = (
+            f"{len(scores)} pairs tried ({config.search_steps} local moves), {config.search_samples} samples per side each: {outcome.samples_drawn} samples"
+        )
+    dataset = prepared.dataset if chosen.dataset is None else chosen.dataset
     progress("sampling", detail=f"{config.pilot_samples} pilot and {config.samples} held-out samples per side")
     pilot, held = np.random.default_rng(seeds["pilot"]), np.random.default_rng(seeds["held-out"])
     name = "--mechanism"
-    pilot_d = draw(prepared.mechanism, prepared.dataset, config.pilot_samples, pilot, prepared.shape, name)
+    pilot_d = draw(prepared.mechanism, dataset, config.pilot_samples, pilot, prepared.shape, name)
     pilot_n = draw(prepared.mechanism, chosen.neighbour, config.pilot_samples, pilot, prepared.shape, name, "neighbour")
     total += 2 * config.pilot_samples
-    outcome_test, drawn, looks = _held_out_looks(config, prepared, chosen, pilot_d, pilot_n, held, seeds["bound"])
+    outcome_test, drawn, looks = _held_out_looks(config, prepared, dataset, chosen, pilot_d, pilot_n, held, seeds["bound"])
     total += drawn
     epsilon = outcome_test.epsilon
     rejected = outcome_test.rejected
@@ -174,10 +203,12 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         how=chosen.how,
         relation=prepared.relation,
         record=tuple(float(v) for v in np.ravel(chosen.record)),
-        dataset_size=int(prepared.dataset.shape[0]),
+        dataset_size=int(dataset.shape[0]),
         neighbour_size=int(chosen.neighbour.shape[0]),
         searched=prepared.neighbour is None,
         candidates=scores,
+        search_budget=budget,
+        dataset=() if chosen.dataset is None else tuple(tuple(float(v) for v in np.ravel(row)) for row in dataset),
     )
     result = MechanismAuditResult(
         config=config,
@@ -193,6 +224,7 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         confidence=config.confidence,
         tests=tuple(MechanismTest(test.statistic, test.direction, test.bound) for test in outcome_test.tests),
         best_test=outcome_test.best,
+        statistics_tried=outcome_test.tried,
         pair=pair,
         output_shape=prepared.shape,
         looks=looks,
@@ -220,7 +252,9 @@ def _with_verdict(result: MechanismAuditResult, claim: Any, config: MechanismAud
     return with_verdict(result, bound=result.epsilon, bound_delta=claim.delta, quantity="per-release", claim=verdict_claim, conversion=conversion, ceiling=ceiling)
 
 
-def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: Any, pilot_d: np.ndarray, pilot_n: np.ndarray, rng: Any, seed: int) -> Any:
+def _held_out_looks(
+    config: MechanismAuditConfig, prepared: Prepared, dataset: np.ndarray, chosen: Any, pilot_d: np.ndarray, pilot_n: np.ndarray, rng: Any, seed: int
+) -> Any:
     """The test on the held-out samples, in ``config.stages`` looks: (outcome, held-out samples drawn, looks taken).
 
     Look k bounds all the held-out samples drawn so far, k/K of the budget,
@@ -237,7 +271,7 @@ def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: An
     held_d, held_n, drawn = pilot_d[:0], pilot_n[:0], 0
     for look in range(1, stages + 1):
         size = round(config.samples * look / stages) - held_d.shape[0]
-        more_d = draw(prepared.mechanism, prepared.dataset, size, rng, prepared.shape, "--mechanism")
+        more_d = draw(prepared.mechanism, dataset, size, rng, prepared.shape, "--mechanism")
         more_n = draw(prepared.mechanism, chosen.neighbour, size, rng, prepared.shape, "--mechanism", "neighbour")
         held_d, held_n, drawn = np.concatenate([held_d, more_d]), np.concatenate([held_n, more_n]), drawn + 2 * size
         outcome = bound_samples(
@@ -250,6 +284,8 @@ def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: An
             thresholds_per_test=config.thresholds_per_test,
             target=chosen.record,
             seed=seed,
+            learned=config.learned,
+            tests_kept=config.tests_kept,
         )
         if outcome.rejected:
             break
@@ -258,12 +294,13 @@ def _held_out_looks(config: MechanismAuditConfig, prepared: Prepared, chosen: An
 
 def _figure_data(outcome: Any, claim: Any) -> dict[str, Any]:
     """The best test's held-out scores (D as "in"), its empirical trade-off curve and the claim's."""
+    from ..mechanisms.tester import DIRECTIONS
     from ..stats.metrics import roc_curve
     from ..stats.tradeoff import tradeoff_eps_delta
     from .scores import TRADEOFF_GRID, ScoresCurves
 
     scores_in, scores_out = outcome.scores_in, outcome.scores_out
-    if outcome.tests[outcome.best].direction != outcome.tests[0].direction:  # the reverse direction: D' is "in"
+    if outcome.tests[outcome.best].direction != DIRECTIONS[0]:  # the reverse direction: D' is "in"
         scores_in, scores_out = -scores_out, -scores_in
     curve = roc_curve(scores_in, scores_out)
     alpha = np.linspace(0.0, 1.0, TRADEOFF_GRID)

@@ -91,7 +91,7 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
     """
     from ..mechanisms.data import read_dataset
     from ..mechanisms.examples import DEFAULT_DATASET
-    from ..mechanisms.neighbours import check_pair, data_domain
+    from ..mechanisms.neighbours import check_pair
     from ..mechanisms.sampling import load_mechanism, probe
 
     if mechanism is None:
@@ -114,26 +114,39 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
     claim, stated = _claim(config, mechanism)
     relation, convention = _relation(config, mechanism, relation_seen)
     conventions += [stated, convention]
-    if config.domain is not None:
-        low = np.full(dataset[0].size, float(config.domain[0]))
-        high = np.full(dataset[0].size, float(config.domain[1]))
-        if neighbour is None:
-            conventions.append(explicit("record domain", f"[{config.domain[0]:g}, {config.domain[1]:g}]", "`domain` (--domain)"))
-    else:
-        low, high = data_domain(dataset)
-        if neighbour is None:
-            conventions.append(
-                default(
-                    "record domain",
-                    f"[{low.min():g}, {high.max():g}]",
-                    "the range of the dataset's records; it only steers the search, the bound is valid for any pair",
-                )
-            )
+    low, high, domain = _domain(config, mechanism, dataset)
+    if neighbour is None:
+        conventions.append(domain)
     shape = probe(mechanism, dataset, dataset if neighbour is None else neighbour, "--mechanism")
     conventions.append(checked("output shape", str(shape), "probed on both datasets: the same shape, finite numbers"))
     prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, claim, tuple(conventions))
     check_memory(_memory(config, shape), f"`samples` + `pilot_samples` = {config.samples} + {config.pilot_samples} outputs of shape {shape} per side")
     return prepared
+
+
+def _domain(config: MechanismAuditConfig, mechanism: Any, dataset: np.ndarray) -> tuple[np.ndarray, np.ndarray, Convention]:
+    """The range of a record's fields that the search draws from: ``--domain``, the mechanism's declared ``domain``, else the data's range widened.
+
+    The default reaches past the data's range by its width on each side, so
+    that a forgotten clip shows; a declared clipping range is the claim's
+    domain (records outside it are outside the claim).
+    """
+    from ..mechanisms.neighbours import widened_domain
+
+    name, size = "record domain", dataset[0].size
+    declared = getattr(mechanism, "domain", None)
+    if config.domain is not None:
+        bounds, how = config.domain, "`domain` (--domain)"
+    elif declared is not None:
+        if not (isinstance(declared, (tuple, list)) and len(declared) == 2 and float(declared[0]) < float(declared[1])):
+            raise ValueError(f"the `domain` attribute of `--mechanism` must be (low, high) with low < high, got {declared!r}")
+        bounds, how = (float(declared[0]), float(declared[1])), f"the `domain` attribute of {config.mechanism} (its claim's domain)"
+    else:
+        low, high = widened_domain(dataset)
+        evidence = "the dataset's range widened by its own width on each side, so that a record a forgotten clip lets through is tried"
+        return low, high, default(name, f"[{low.min():g}, {high.max():g}]", evidence)
+    low, high = np.full(size, float(bounds[0])), np.full(size, float(bounds[1]))
+    return low, high, explicit(name, f"[{bounds[0]:g}, {bounds[1]:g}]", how)
 
 
 def _records(values: Any, name: str) -> np.ndarray:

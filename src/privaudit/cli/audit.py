@@ -67,6 +67,17 @@ def _schedule(text: str) -> tuple[int, ...]:
         raise ValueError(f"`--schedule` must be comma-separated integers, got {text!r}") from None
 
 
+def _domain(text: str) -> tuple[float, float]:
+    """``LOW,HIGH``: the range of a record's fields that the mechanism audit's search draws from."""
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"`--domain` must be two comma-separated numbers LOW,HIGH with LOW < HIGH, got {text!r}") from None
+    if not low < high:
+        raise ValueError(f"`--domain` must be two comma-separated numbers LOW,HIGH with LOW < HIGH, got {text!r}")
+    return low, high
+
+
 def _pool_file(path: Path) -> str:
     """mia's pool: a labelled file, or a .txt of texts (one record a line) for --target-kind huggingface."""
     return str(path) if str(path).lower().endswith(".txt") else _dataset_file(path)
@@ -372,6 +383,15 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=str,
         ),
         Flag("--relation", Optional[str], "Neighbouring relation of the claim when D' is searched: add-remove or replace.", config="relation"),
+        Flag(
+            "--domain",
+            Optional[str],
+            "LOW,HIGH: the range of a record's fields that the search draws records from (default: the mechanism's `domain` attribute, "
+            "else the dataset's range widened by its width on each side, so that a forgotten clip shows).",
+            config="domain",
+            parse=_domain,
+        ),
+        Flag("--search-steps", Optional[int], "Local-search moves from the best pair found (0: candidates only).", config="search_steps"),
         Flag("--epsilon", Optional[float], "Claimed epsilon (> 0); default: the mechanism's own `claim` attribute.", config="epsilon"),
         Flag("--delta", Optional[float], "Claimed delta, in [0, 1) (0: pure DP).", config="delta"),
         Flag("--claimed-epsilon", Optional[float], "The same as --epsilon, the spelling every other command uses.", config="epsilon"),

@@ -37,18 +37,26 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["RELATIONS", "Candidate", "candidates", "check_pair", "data_domain"]
+__all__ = ["RELATIONS", "Candidate", "candidates", "check_pair", "data_domain", "dataset_variants", "widened_domain"]
 
 RELATIONS = ("add-remove", "replace")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Candidate:
-    """A candidate neighbour: how it was made, the dataset, and the record it differs in."""
+    """A candidate pair: how it was made, D' (``neighbour``), the record it differs in, and D (None: the given one).
+
+    ``index`` is the row of the differing record in ``holder``: "neighbour"
+    (a record added to D), "dataset" (a record of D removed) or "both" (a
+    record replaced, the same row in each).
+    """
 
     how: str
     neighbour: np.ndarray
     record: np.ndarray
+    dataset: np.ndarray | None = None
+    index: int = -1
+    holder: str = "neighbour"
 
 
 def _rows(dataset: np.ndarray) -> np.ndarray:
@@ -97,6 +105,44 @@ def data_domain(dataset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows.min(axis=0), rows.max(axis=0)
 
 
+def widened_domain(dataset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The data's range widened by its own width on each side, per field (a width of 0 counts as max(|value|, 1)).
+
+    Records outside the data's range are what a forgotten clip lets through:
+    the default domain reaches them.
+
+    >>> [values.tolist() for values in widened_domain(np.array([0.0, 0.5, 1.0]))]
+    [[-1.0], [2.0]]
+    >>> [values.tolist() for values in widened_domain(np.ones(4))]
+    [[0.0], [2.0]]
+    """
+    low, high = data_domain(dataset)
+    width = np.where(high > low, high - low, np.maximum(np.abs(low), 1.0))
+    return low - width, high + width
+
+
+def _with_rows(dataset: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return np.asarray(rows, dtype=dataset.dtype).reshape((rows.shape[0], *dataset.shape[1:]))
+
+
+def dataset_variants(dataset: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Other datasets D to search from: one record, every record duplicated at the largest, and the domain's two ends.
+
+    >>> [(how, data.tolist()) for how, data in dataset_variants(np.array([1.0, 3.0, 2.0]), np.array([0.0]), np.array([4.0]))]
+    [('D of one record (the largest)', [3.0]), ('D of 3 copies of the largest record', [3.0, 3.0, 3.0]), ("D of the domain's ends", [0.0, 4.0, 0.0])]
+    """
+    rows = _rows(dataset)
+    largest = rows[int(np.argmax(rows.sum(axis=1)))]
+    n = rows.shape[0]
+    integer = dataset.dtype.kind in "iub"
+    ends = np.where((np.arange(n) % 2 == 0)[:, None], low, high)
+    found = [("D of one record (the largest)", _with_rows(dataset, largest[None]))]
+    if n > 1:
+        found.append((f"D of {n} copies of the largest record", _with_rows(dataset, np.repeat(largest[None], n, axis=0))))
+        found.append(("D of the domain's ends", _with_rows(dataset, np.round(ends) if integer else ends)))
+    return found
+
+
 def candidates(dataset: np.ndarray, relation: str, low: np.ndarray, high: np.ndarray, rng: np.random.Generator, num_random: int) -> list[Candidate]:
     """The candidate neighbours of ``dataset`` under ``relation``, in the domain [``low``, ``high``] of a record."""
     rows = _rows(dataset)
@@ -115,23 +161,23 @@ def candidates(dataset: np.ndarray, relation: str, low: np.ndarray, high: np.nda
     if relation == "add-remove":
         add: Callable[[np.ndarray], np.ndarray] = lambda new: np.concatenate([dataset, new[None]])
         found += [
-            Candidate(f"remove record {i} (the {word} record)", np.delete(dataset, i, axis=0), dataset[i])
+            Candidate(f"remove record {i} (the {word} record)", np.delete(dataset, i, axis=0), dataset[i], index=i, holder="dataset")
             for i, word in ((smallest, "smallest"), (largest, "largest"))
         ]
         found += [Candidate(f"add a record at the domain's {word}", add(record(value)), record(value)) for word, value in (("minimum", low), ("maximum", high))]
         for _ in range(num_random):
             i = int(rng.integers(dataset.shape[0]))
-            found.append(Candidate(f"remove record {i} (random search)", np.delete(dataset, i, axis=0), dataset[i]))
+            found.append(Candidate(f"remove record {i} (random search)", np.delete(dataset, i, axis=0), dataset[i], index=i, holder="dataset"))
             new = random_record()
             found.append(Candidate(f"add the record {_record(new)} (random search)", add(new), new))
     else:
         for i, word, value, end in ((smallest, "smallest", high, "maximum"), (largest, "largest", low, "minimum")):
             changed = dataset.copy()
             changed[i] = record(value)
-            found.append(Candidate(f"replace record {i} (the {word}) by the domain's {end}", changed, changed[i]))
+            found.append(Candidate(f"replace record {i} (the {word}) by the domain's {end}", changed, changed[i], index=i, holder="both"))
         for _ in range(num_random):
             i = int(rng.integers(dataset.shape[0]))
             changed = dataset.copy()
             changed[i] = random_record()
-            found.append(Candidate(f"replace record {i} by {_record(changed[i])} (random search)", changed, changed[i]))
+            found.append(Candidate(f"replace record {i} by {_record(changed[i])} (random search)", changed, changed[i], index=i, holder="both"))
     return [candidate for candidate in found if candidate.neighbour.shape[0] > 0]

@@ -16,13 +16,18 @@ is fitted on pilot features of D ("in") and D' ("out"), higher meaning
   occurred, for outputs that repeat (indices, flags, noisy counts), kept
   only when the ``MAX_BINS`` most frequent outputs hold most of the pilot.
 
+With ``learned=True`` (the default) the learned statistics of
+:mod:`.learned` follow: a smoothed density ratio per coordinate
+(``density-ratio``) and, for outputs of more than one coordinate, a
+classifier's score (``classifier``).
+
 Fitting only on pilot samples keeps every bound on the held-out samples
 valid: the statistic is fixed before they are drawn.
 
 >>> rng = np.random.default_rng(0)
 >>> fitted = fit_statistics(rng.normal(1, 1, (500, 1)), rng.normal(0, 1, (500, 1)))
 >>> [statistic.name for statistic in fitted]
-['linear', 'gaussian-ratio']
+['linear', 'gaussian-ratio', 'density-ratio']
 >>> bool(fitted[0].score(np.array([[2.0]]))[0] > fitted[0].score(np.array([[0.0]]))[0])
 True
 """
@@ -30,10 +35,13 @@ True
 from __future__ import annotations
 
 import dataclasses
+from typing import Protocol
 
 import numpy as np
 
-__all__ = ["MAX_BINS", "Statistic", "TableFeatures", "features", "fit_statistics"]
+from .learned import fit_classifier, fit_density_ratio
+
+__all__ = ["MAX_BINS", "Scorer", "Statistic", "TableFeatures", "features", "fit_statistics"]
 
 #: most distinct outputs a histogram statistic keeps (the rest share one bin)
 MAX_BINS = 64
@@ -68,6 +76,15 @@ def features(samples: np.ndarray, table: TableFeatures | None = None) -> np.ndar
             raise ValueError("`table` features must be fitted for table outputs")
         return table(samples)
     return samples.reshape(samples.shape[0], -1).astype(np.float64, copy=False)
+
+
+class Scorer(Protocol):
+    """What a test needs of a fitted statistic: its name and ``score(features) -> (size,)``, higher meaning "more like D"."""
+
+    @property
+    def name(self) -> str: ...
+
+    def score(self, rows: np.ndarray) -> np.ndarray: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,14 +138,22 @@ def _histogram(rows_in: np.ndarray, rows_out: np.ndarray) -> Statistic | None:
     return Statistic("histogram", (kept, log_ratios))
 
 
-def fit_statistics(rows_in: np.ndarray, rows_out: np.ndarray) -> list[Statistic]:
-    """The statistics fitted on pilot feature rows of D (``rows_in``) and D' (``rows_out``)."""
+def fit_statistics(rows_in: np.ndarray, rows_out: np.ndarray, *, learned: bool = True, classifier: bool = True, seed: int = 0) -> list[Scorer]:
+    """The statistics fitted on pilot feature rows of D (``rows_in``) and D' (``rows_out``); ``seed`` seeds the classifier.
+
+    ``classifier=False`` leaves the classifier out (the neighbour search's quick tests).
+    """
     mean_in, mean_out = rows_in.mean(axis=0), rows_out.mean(axis=0)
     var_in = np.maximum(rows_in.var(axis=0), _VARIANCE_FLOOR)
     var_out = np.maximum(rows_out.var(axis=0), _VARIANCE_FLOOR)
-    fitted = [
+    fitted: list[Scorer] = [
         Statistic("linear", ((mean_in - mean_out) / (0.5 * (var_in + var_out)),)),
         Statistic("gaussian-ratio", (mean_in, var_in, mean_out, var_out)),
     ]
     histogram = _histogram(rows_in, rows_out)
-    return fitted + ([histogram] if histogram is not None else [])
+    fitted += [histogram] if histogram is not None else []
+    if learned:
+        fitted.append(fit_density_ratio(rows_in, rows_out))
+        trained = fit_classifier(rows_in, rows_out, seed) if classifier and rows_in.shape[1] > 1 else None
+        fitted += [trained] if trained is not None else []
+    return fitted

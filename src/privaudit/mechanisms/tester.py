@@ -60,6 +60,7 @@ class SamplesOutcome:
     confidence: float
     scores_in: np.ndarray
     scores_out: np.ndarray
+    tried: tuple[tuple[str, str, float], ...] = ()  # every (statistic, direction) and the bound its pilot promised
 
     @property
     def epsilon(self) -> float:
@@ -83,6 +84,13 @@ def choose_thresholds(
     >>> choose_thresholds(rng.normal(3, 1, 1000), rng.normal(0, 1, 1000), (1000, 1000), delta=1e-5, confidence=0.95, count=2)
     (..., ...)
     """
+    return _promising(pilot_in, pilot_out, eval_sizes, delta=delta, confidence=confidence, count=count)[0]
+
+
+def _promising(
+    pilot_in: np.ndarray, pilot_out: np.ndarray, eval_sizes: tuple[int, int], *, delta: float, confidence: float, count: int
+) -> tuple[tuple[float, ...], float]:
+    """:func:`choose_thresholds`'s thresholds and the largest projected bound they promise."""
     in_sorted, out_sorted = np.sort(pilot_in), np.sort(pilot_out)
     candidates = candidate_thresholds(in_sorted, out_sorted)
     fp, fn = error_counts(in_sorted, out_sorted, candidates)
@@ -93,7 +101,7 @@ def choose_thresholds(
     projected_fnr = _projected_upper(fnr, n_in, confidence)
     promise = EpsilonDelta(delta).parameter_from_errors(projected_fpr, projected_fnr)
     order = np.argsort(-promise, kind="stable")[:count]
-    return tuple(float(value) for value in candidates[order])
+    return tuple(float(value) for value in candidates[order]), float(promise[order[0]]) if order.size else 0.0
 
 
 def _projected_upper(rate: np.ndarray, size: int, confidence: float) -> np.ndarray:
@@ -113,44 +121,58 @@ def bound_samples(
     thresholds_per_test: int = 3,
     target: np.ndarray | None = None,
     seed: int = 0,
+    learned: bool = True,
+    classifier: bool = True,
+    tests_kept: int | None = None,
 ) -> SamplesOutcome:
     """Test ``claim`` on samples of the mechanism on D and D' (pilot and held-out, each of shape (size, *output)).
 
     ``target`` is the record D and D' differ in (its count is a feature of
-    table outputs); ``seed`` orders tied scores inside the bound.
+    table outputs); ``seed`` orders tied scores inside the bound and seeds
+    the classifier; ``learned`` adds the learned statistics (:mod:`.learned`),
+    ``classifier`` among them the classifier;
+    ``tests_kept`` keeps only that many tests, those whose thresholds promise
+    the largest bound on the pilot (None: every test).
     """
     half_d, half_n = pilot_d.shape[0] // 2, pilot_neighbour.shape[0] // 2
     table = TableFeatures.fit(np.concatenate([pilot_d[:half_d], pilot_neighbour[:half_n]]), target) if pilot_d.ndim == 3 else None
-    fitted = fit_statistics(features(pilot_d[:half_d], table), features(pilot_neighbour[:half_n], table))
-    num_tests = 2 * len(fitted)
-    per_test = 1.0 - (1.0 - confidence) / num_tests
+    fitted = fit_statistics(features(pilot_d[:half_d], table), features(pilot_neighbour[:half_n], table), learned=learned, classifier=classifier, seed=seed)
     delta = claim.delta if claim.delta > 0 else PURE_DELTA
+    sizes = (held_out_d.shape[0], held_out_neighbour.shape[0])
+    tried_confidence = 1.0 - (1.0 - confidence) / (2 * len(fitted))  # the pilot's projection, as if every test were kept
+    plans: list[tuple[int, str, float, tuple[float, ...], float]] = []  # statistic, direction, sign, thresholds, promise
+    for index, statistic in enumerate(fitted):
+        select = (statistic.score(features(pilot_d[half_d:], table)), statistic.score(features(pilot_neighbour[half_n:], table)))
+        for direction, sign in zip(DIRECTIONS, (1.0, -1.0)):
+            # in the reverse direction "in" is D' and higher scores still mean D: negate
+            inside, outside = (select[0], select[1]) if sign > 0 else (select[1], select[0])
+            thresholds, promise = _promising(
+                sign * inside, sign * outside, sizes if sign > 0 else sizes[::-1], delta=delta, confidence=tried_confidence, count=thresholds_per_test
+            )
+            plans.append((index, direction, sign, thresholds, promise))
+    tried = tuple((fitted[index].name, direction, promise) for index, direction, _, _, promise in plans)
+    if tests_kept is not None:  # chosen on the pilot alone: the held-out family is fixed before the held-out samples are seen
+        order = np.argsort([-plan[4] for plan in plans], kind="stable")[:tests_kept]
+        plans = [plans[i] for i in sorted(order)]
+    per_test = 1.0 - (1.0 - confidence) / len(plans)
     tests: list[SampleTest] = []
     kept: list[tuple[np.ndarray, np.ndarray]] = []
-    for statistic in fitted:
-        select = {0: statistic.score(features(pilot_d[half_d:], table)), 1: statistic.score(features(pilot_neighbour[half_n:], table))}
-        held = {0: statistic.score(features(held_out_d, table)), 1: statistic.score(features(held_out_neighbour, table))}
-        for direction, (inside, outside) in zip(DIRECTIONS, ((0, 1), (1, 0))):
-            # in the reverse direction "in" is D' and higher scores still mean D: negate
-            sign = 1.0 if inside == 0 else -1.0
-            thresholds = choose_thresholds(
-                sign * select[inside],
-                sign * select[outside],
-                (held[inside].size, held[outside].size),
-                delta=delta,
-                confidence=per_test,
-                count=thresholds_per_test,
-            )
-            bound = epsilon_lower_bound(
-                sign * held[inside],
-                sign * held[outside],
-                delta=delta,
-                method=claim.method,
-                confidence=per_test,
-                threshold=Bonferroni(thresholds=thresholds),
-                seed=seed,
-            )
-            tests.append(SampleTest(statistic.name, direction, bound))
-            kept.append((held[0], held[1]))
+    held: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for index, direction, sign, thresholds, _ in plans:
+        if index not in held:
+            held[index] = (fitted[index].score(features(held_out_d, table)), fitted[index].score(features(held_out_neighbour, table)))
+        scores_d, scores_n = held[index]
+        inside, outside = (scores_d, scores_n) if sign > 0 else (scores_n, scores_d)
+        bound = epsilon_lower_bound(
+            sign * inside,
+            sign * outside,
+            delta=delta,
+            method=claim.method,
+            confidence=per_test,
+            threshold=Bonferroni(thresholds=thresholds),
+            seed=seed,
+        )
+        tests.append(SampleTest(fitted[index].name, direction, bound))
+        kept.append((scores_d, scores_n))
     best = int(np.argmax([test.bound.epsilon for test in tests]))
-    return SamplesOutcome(tuple(tests), best, claim, confidence, kept[best][0], kept[best][1])
+    return SamplesOutcome(tuple(tests), best, claim, confidence, kept[best][0], kept[best][1], tried)
