@@ -34,7 +34,7 @@ from privaudit._core.results import library_versions
 from privaudit.audits.mia import MIAConfig, attack_scores, run_mia_audit
 from privaudit.audits.mia_training import draws
 from privaudit.runner import RunStore
-from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_scores
+from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_log_ratios, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics
 from privaudit.stats.mia_stream import DEFAULT_CHUNK_RECORDS, working_bytes
 
@@ -73,8 +73,10 @@ def attacks_with(k, target, reference, membership, population, is_member, config
     if k <= membership.shape[0] // 2:  # offline: k models that were all trained without the record
         off, off_member = _select(reference, membership, k, online=False)
         record("lira-offline", lira_offline_scores(target[x], off[:, x], off_member[:, x], global_variance=True))
+        # RMIA ranked by its log ratio, as the audit ranks it (the fraction of z with every tie broken); the fraction alone beside it
+        record("rmia-offline", rmia_log_ratios(target[x], off[:, x], off_member[:, x], offline_a=config.offline_a))
         record(
-            "rmia-offline",
+            "rmia-offline-fraction",
             rmia_scores(target[x], off[:, x], off_member[:, x], target[z], off[:, z], off_member[:, z], offline_a=config.offline_a, gamma=config.gamma),
         )
     if k <= membership.shape[0]:  # online: k models, half of them trained with the record
@@ -82,7 +84,8 @@ def attacks_with(k, target, reference, membership, population, is_member, config
         if k >= 4:  # a pooled variance needs 2 per side somewhere, a per-record one 2 per side everywhere
             record("lira-online", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=True))
             record("lira-online-per-record", lira_online_scores(target[x], on[:, x], on_member[:, x], global_variance=False))
-        record("rmia-online", rmia_scores(target[x], on[:, x], on_member[:, x], target[z], on[:, z], on_member[:, z], gamma=config.gamma))
+        record("rmia-online", rmia_log_ratios(target[x], on[:, x], on_member[:, x]))
+        record("rmia-online-fraction", rmia_scores(target[x], on[:, x], on_member[:, x], target[z], on[:, z], on_member[:, z], gamma=config.gamma))
     return out
 
 
@@ -138,7 +141,7 @@ def streamed_scoring(num_records, num_references, num_population, seed=0):
         tracemalloc.stop()
         rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
         cache_bytes = sum(path.stat().st_size for path in store.directory.glob("*.npy"))
-    assert all(values.shape == (num_records,) for values in scores.values())
+    assert all(values.shape == (total,) for values in scores.values())  # every record, the population samples too
     return {
         "records": num_records,
         "population": num_population,
@@ -235,7 +238,7 @@ def main() -> None:
                 values.append(node)
         return float(np.mean(values)) if values else None
 
-    names = ("lira-online", "lira-online-per-record", "lira-offline", "rmia-online", "rmia-offline")
+    names = ("lira-online", "lira-online-per-record", "lira-offline", "rmia-online", "rmia-offline", "rmia-online-fraction", "rmia-offline-fraction")
     summary = {
         "loss": {metric: mean(("loss", metric)) for metric in ("tpr_at_1pct_fpr", "auc")},
         "by_references": {

@@ -1,10 +1,11 @@
-"""Coverage of the mia audit's ε lower bounds: the pipeline's own draws, RMIA scores and one-run bound on simulated signals.
+"""Coverage of the mia audit's ε lower bounds: the pipeline's own draws, attacks, pilot choice and one-run bound on simulated signals.
 
 No model is trained. Each trial draws the audit's design
 (:func:`privaudit.audits.mia_bounds.draw_design`: canaries, population
-samples, calibration references, the fair coins), simulates every model's
-logit-confidence signals from it, and runs the audit's scoring
-(:func:`slot_scores`) and bound (:func:`slot_bound`) on them. The audited
+samples, calibration references, the fair coins, the pilot records),
+simulates every model's logit-confidence signals from it, and runs the
+audit's scoring (:func:`slot_scores`), its choice of attack on the pilot
+slots and its bound on the held-out slots (:func:`design_bound`) on them. The audited
 models' signals depend on each coin through a mechanism whose ε is known
 exactly, so the bound may exceed that ε (or, on a null mechanism, 0) at most
 at rate 1 − confidence: with TRIALS trials, at most ALLOWED times, the count
@@ -20,7 +21,7 @@ import pytest
 from scipy import optimize, stats
 
 from privaudit.audits.mia import MIAConfig
-from privaudit.audits.mia_bounds import draw_design, slot_bound, slot_scores
+from privaudit.audits.mia_bounds import design_bound, draw_design, slot_scores
 
 TRIALS = 80
 CONFIDENCE = 0.9
@@ -54,8 +55,7 @@ def simulate(mode: str, seed: int, mechanism):
     references = difficulty + 2.0 * design.references + rng.normal(size=design.references.shape)
     # the audited models: each signal depends on its own coin only, through an ε-DP mechanism of that coin
     trials = difficulty + mechanism(design.trials, rng)
-    scores = slot_scores(trials, references, design, CONFIG)["rmia-online"]
-    return slot_bound(scores, design.coins, delta=DELTA, confidence=CONFIDENCE)
+    return design_bound(slot_scores(trials, references, design, CONFIG), design, delta=DELTA, confidence=CONFIDENCE)[0]
 
 
 def null(coins, rng):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import shutil
 import tempfile
 import time
@@ -42,9 +43,9 @@ import numpy as np
 from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
 from ..runner import RunStore, check_backend, run_all
-from ..stats.mia import loss_scores
+from ..stats.mia import loss_scores, rmia_fractions
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
-from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_scores_streamed, working_bytes
+from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_ratios_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from .verdicts import check_claim_fields
@@ -68,6 +69,8 @@ __all__ = [
 THREAT_MODEL = "black-box: the target's confidence on each record; reference models trained by the auditor on random halves of the pool; population samples known to be non-members"
 ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
 HEADLINE_ATTACK = "rmia-online"
+#: Where attack_scores puts each RMIA's fraction of z dominated (shown beside its log ratio, which ranks the records).
+FRACTION_KEYS = {"rmia-online": "rmia-online fraction", "rmia-offline": "rmia-offline fraction"}
 DATASETS = ("digits", "breast-cancer")
 MIN_RECORDS = 20
 
@@ -170,19 +173,29 @@ class MIAConfig:
 
 @dataclasses.dataclass(frozen=True)
 class AttackSummary:
-    """One attack's AUC and its TPR at each FPR target, with ``confidence`` intervals (in-sample statistics)."""
+    """One attack's AUC and its TPR at each FPR target, with ``confidence`` intervals (in-sample statistics).
+
+    A TPR is None where the evaluated non-members are too few for its FPR
+    (fewer than 1/FPR: the TPR "at 0.1% FPR" of 500 non-members would be the
+    TPR at zero false positives); ``num_out`` is their count.
+    """
 
     attack: str
     auc: float
     fpr: tuple[float, ...]
-    tpr: tuple[float, ...]
-    tpr_low: tuple[float, ...]
-    tpr_high: tuple[float, ...]
+    tpr: tuple[float | None, ...]
+    tpr_low: tuple[float | None, ...]
+    tpr_high: tuple[float | None, ...]
+    num_out: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class VulnerableRecord:
     """A record the headline attack scores highest: its row in the pool, score, and whether it was a member.
+
+    ``score`` is online RMIA's log ratio log Pr(x|θ)/Pr(x), ``fraction`` its
+    fraction of population samples dominated (the paper's score, a
+    non-decreasing function of the ratio).
 
     ``record_id`` is the user's id of the record (its ``--id-col`` value;
     None: the row is the id); ``attack_scores`` every attack's score of it,
@@ -194,6 +207,25 @@ class VulnerableRecord:
     member: bool
     record_id: str | None = None
     attack_scores: tuple[float, ...] = ()
+    fraction: float | None = None  # online RMIA's fraction of z dominated (``score`` is its log ratio, which ranks)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundDesign:
+    """How a bound mode chose its attack: on pilot slots the bound does not use (:mod:`.mia_bounds`).
+
+    ``attack`` is the attack the bound uses, the best on the ``num_pilot``
+    pilot slots by ``pilot`` (each attack's one-run bound there, then its
+    AUC there); the bound uses only the ``num_bounded`` held-out slots, and
+    ``ceiling`` is the bound a perfect attack (every slot's score its coin)
+    gets on them at the same δ and confidence.
+    """
+
+    attack: str
+    num_pilot: int
+    num_bounded: int
+    ceiling: float
+    pilot: tuple[tuple[str, float, float], ...] = ()  # (attack, bound, AUC) on the pilot slots
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +247,9 @@ class MIAResult(AuditResult):
     config: MIAConfig
     mode: str = "attack"
     bound: OneRunLowerBound | None = None  # the ε lower bound of a bound mode (None in mode "attack")
+    # (log ratio, records) of each tie that decides the table's order: records equal in online RMIA's log ratio and online LiRA's score
+    ties: tuple[tuple[float, int], ...] = ()
+    bound_design: BoundDesign | None = None  # the bound modes' attack choice, pilot split and ceiling
 
     def inert_config_fields(self) -> frozenset[str]:
         """The embedded dataset beside the user's --data; the built-in MLP's epochs beside the user's --train or --model."""
@@ -237,48 +272,72 @@ class MIAResult(AuditResult):
 
             return bound_headline(self)
         summary = self.attack(HEADLINE_ATTACK)
+        value = summary.tpr[summary.fpr.index(0.01)]
+        needs = "" if value is not None else f": n/a (needs >= 100 non-members, got {summary.num_out})"
         return Headline(
-            value=summary.tpr[summary.fpr.index(0.01)],
-            label=f"TPR at 1% FPR of online RMIA with {self.num_references} reference models (attack statistic, not an ε bound)",
+            value=value,
+            label=f"TPR at 1% FPR of online RMIA with {self.num_references} reference models (attack statistic, not an ε bound){needs}",
             kind="statistic",
             confidence=None,
             valid=True,
         )
 
 
-def attack_scores(target: np.ndarray, reference: Any, membership: np.ndarray, population: np.ndarray, config: MIAConfig) -> dict[str, np.ndarray]:
-    """Every attack's scores of the records outside ``population``, from the signals of all records.
+def attack_scores(
+    target: np.ndarray, reference: Any, membership: np.ndarray, population: np.ndarray, config: MIAConfig, *, evaluated: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Every attack's scores of the ``evaluated`` records (default: every record, the population samples z included), from the signals of all.
 
     ``target`` (n,) and ``reference`` (k, n) are φ on the target and the
     references (``reference`` may be k memory-mapped rows: the attacks read
     it in chunks of records, :mod:`privaudit.stats.mia_stream`);
     ``membership`` (k, n) the references' training sets. With query
     augmentations they are (A, n) and (k, A, n), one row per view.
+
+    RMIA's score is its log ratio r(x) = log Pr(x|θ) − log Pr(x), which
+    orders the records as the fraction of z dominated does with every tie
+    broken (:mod:`privaudit.stats.mia`); the fractions come beside it under
+    :data:`FRACTION_KEYS`, each z's against the other z only (it is scored by
+    an RMIA that does not use it), so every z is evaluated as a non-member.
     """
+    chosen = np.ones(population.shape, dtype=bool) if evaluated is None else evaluated
     if np.ndim(target) == 2:
         from .mia_augment import augmented_attack_scores
 
-        return augmented_attack_scores(target, np.asarray(reference), membership, population, config)
-    records, z = np.flatnonzero(~population), np.flatnonzero(population)
+        return augmented_attack_scores(target, np.asarray(reference), membership, population, config, evaluated=chosen)
+    records, z = np.flatnonzero(chosen), np.flatnonzero(population)
     lira = functools.partial(lira_scores_streamed, target, reference, membership, global_variance=config.global_variance, records=records)
-    rmia = functools.partial(rmia_scores_streamed, target, reference, membership, population=z, records=records, gamma=config.gamma)
-    return {
-        "loss": loss_scores(target[records]),
-        "lira-online": lira(online=True),
-        "lira-offline": lira(online=False),
-        "rmia-online": rmia(),
-        "rmia-offline": rmia(offline_a=config.offline_a),
-    }
+    ratios = functools.partial(rmia_ratios_streamed, target, reference, membership)
+    scores = {"loss": loss_scores(target[records]), "lira-online": lira(online=True), "lira-offline": lira(online=False)}
+    for name, offline_a in (("rmia-online", None), ("rmia-offline", config.offline_a)):
+        ratio_z = ratios(records=z, offline_a=offline_a, name="population_membership")
+        scores[name] = ratios(records=records, offline_a=offline_a)
+        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], ratio_z, np.where(population, np.cumsum(population) - 1, -1)[records], gamma=config.gamma)
+    return scores
+
+
+def supported_fpr(fpr: float, num_out: int) -> bool:
+    """Whether ``num_out`` non-members can show an FPR of ``fpr``: 0 always, else at least 1/``fpr`` of them.
+
+    >>> supported_fpr(0.001, 999), supported_fpr(0.001, 1000), supported_fpr(0.0, 3)
+    (False, True, True)
+    """
+    return fpr == 0.0 or num_out >= math.ceil(1.0 / fpr - 1e-9)
 
 
 def attack_summaries(scores: dict[str, np.ndarray], is_member: np.ndarray, confidence: float) -> list[AttackSummary]:
-    """Each attack's AUC and TPR at the FPR targets, with ``confidence`` Clopper–Pearson intervals, in the order of :data:`ATTACKS`."""
+    """Each attack's AUC and TPR at the FPR targets, with ``confidence`` Clopper–Pearson intervals, in the order of :data:`ATTACKS`.
+
+    A TPR whose FPR needs more non-members than ``is_member`` holds is None (:func:`supported_fpr`).
+    """
     summaries = []
     for name in ATTACKS:
-        metrics = attack_metrics(scores[name], is_member, fpr=DEFAULT_FPR, confidence=confidence)
-        summaries.append(
-            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
+        metrics = attack_metrics(np.ravel(scores[name]), np.ravel(is_member), fpr=DEFAULT_FPR, confidence=confidence)
+        kept = [supported_fpr(float(f), metrics.num_out) for f in metrics.fpr]
+        tpr, low, high = (
+            tuple(float(v) if keep else None for v, keep in zip(array, kept, strict=True)) for array in (metrics.tpr, metrics.tpr_low, metrics.tpr_high)
         )
+        summaries.append(AttackSummary(name, metrics.auc, tuple(float(f) for f in metrics.fpr), tpr, low, high, num_out=metrics.num_out))
     return summaries
 
 
@@ -297,26 +356,67 @@ def threat_model(config: MIAConfig) -> str:
     )
 
 
+#: Breaks the ties of the headline attack's log ratio in the table (another likelihood ratio); row order only after both.
+TIE_BREAK_ATTACK = "lira-online"
+
+
+def _table_order(scores: dict[str, np.ndarray]) -> np.ndarray:
+    """Records from the highest headline score down, ties broken by :data:`TIE_BREAK_ATTACK`'s score, then by row."""
+    headline, second = np.ravel(scores[HEADLINE_ATTACK]), np.ravel(scores[TIE_BREAK_ATTACK])
+    return np.lexsort((np.arange(headline.size), -second, -headline))
+
+
 def most_vulnerable(
     scores: dict[str, np.ndarray], is_member: np.ndarray, rows: np.ndarray, user_ids: np.ndarray | None, count: int
 ) -> tuple[VulnerableRecord, ...]:
-    """The ``count`` records the headline attack scores highest (ties in row order), with every attack's score and the user's id.
+    """The ``count`` records the headline attack scores highest, with every attack's score, RMIA's fraction and the user's id.
+
+    Ranked by online RMIA's log ratio, its ties by online LiRA's score (ties
+    on both, in row order, are stated by :func:`top_ties`).
 
     >>> scores = {name: np.array([0.1, 0.9, 0.5]) for name in ATTACKS}
     >>> [(r.record, r.record_id, r.member) for r in most_vulnerable(scores, np.array([False, True, False]), np.array([4, 7, 9]), 10.0 * np.arange(10), 2)]
     [(7, '70', True), (9, '90', False)]
     """
-    order = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[:count]
+    headline = np.ravel(scores[HEADLINE_ATTACK])
+    fraction = scores.get(FRACTION_KEYS[HEADLINE_ATTACK])
+    member = np.ravel(is_member)
     return tuple(
         VulnerableRecord(
             int(rows[i]),
-            float(scores[HEADLINE_ATTACK][i]),
-            bool(is_member[i]),
+            float(headline[i]),
+            bool(member[i]),
             record_id=None if user_ids is None else _id_text(float(user_ids[rows[i]])),
-            attack_scores=tuple(float(scores[name][i]) for name in ATTACKS),
+            attack_scores=tuple(float(np.ravel(scores[name])[i]) for name in ATTACKS),
+            fraction=None if fraction is None else float(np.ravel(fraction)[i]),
         )
-        for i in order
+        for i in _table_order(scores)[:count]
     )
+
+
+def top_ties(scores: dict[str, np.ndarray], count: int) -> tuple[tuple[float, int], ...]:
+    """(headline score, records) of each tie that decides the top ``count`` of :func:`most_vulnerable`: records equal on both its keys.
+
+    Empty when no tie decides the table (its order is then the scores', never the rows').
+
+    >>> scores = {HEADLINE_ATTACK: np.array([3.0, 1.0, 3.0, 1.0, 0.5]), TIE_BREAK_ATTACK: np.array([0.0, 2.0, 0.0, 1.0, 0.0])}
+    >>> top_ties(scores, 3)  # the two 3.0 tie on both keys; the two 1.0 are told apart by the second
+    ((3.0, 2),)
+    """
+    keys = np.stack([np.ravel(scores[HEADLINE_ATTACK]), np.ravel(scores[TIE_BREAK_ATTACK])], axis=1)
+    shown = keys[_table_order(scores)[:count]]
+    values, counts = np.unique(keys, axis=0, return_counts=True)
+    tied = [(float(v[0]), int(c)) for v, c in zip(values, counts, strict=True) if c > 1 and (shown == v).all(axis=1).any()]
+    return tuple(sorted(tied, reverse=True))
+
+
+def evaluate(target: np.ndarray, reference: Any, membership: np.ndarray, population: np.ndarray, in_target: np.ndarray, config: MIAConfig) -> dict[str, Any]:
+    """Every record scored and evaluated, the population samples z too (each by an RMIA that does not use it).
+
+    Returns ``{"scores", "is_member", "record_ids"}``, the run's observations.
+    """
+    scores = attack_scores(target, reference, membership, population, config)
+    return {"scores": scores, "is_member": np.asarray(in_target, dtype=bool).copy(), "record_ids": np.arange(population.size)}
 
 
 def _id_text(value: float) -> str:
@@ -392,13 +492,13 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     if config.model is not None:  # the user's target: its own signals and membership
         target_signals, population, target_members, target_conventions = user_target(config, len(pool.y), num_population)
         signals = [*signals, target_signals]
-    scores = attack_scores(signals[k], signals[:k], membership, population, config)
-    is_member = target_members[~population]
+    observations = evaluate(signals[k], signals[:k], membership, population, target_members, config)
+    scores, is_member, ids = observations["scores"], observations["is_member"], observations["record_ids"]
     summaries = attack_summaries(scores, is_member, config.confidence)
-    ids = np.flatnonzero(~population)
     result = MIAResult(
         attacks=tuple(summaries),
         most_vulnerable=most_vulnerable(scores, is_member, ids, record_ids(pool, config.id_col), config.num_vulnerable),
+        ties=top_ties(scores, config.num_vulnerable),
         num_references=k,
         num_records=int(ids.size),
         num_members=int(is_member.sum()),
@@ -412,7 +512,6 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         config=config,
         conventions=_conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, target_conventions),
     )
-    observations = {"scores": scores, "is_member": is_member, "record_ids": ids}
     return AuditRun(AUDIT.name, config, result, observations=observations)
 
 

@@ -130,20 +130,30 @@ def signals_on_views(signal: Callable[[np.ndarray], np.ndarray], x: np.ndarray, 
     return np.stack([signal(view) for view in augmented_views(x, spec.image_shape, spec.augment, spec.shift)])
 
 
-def augmented_attack_scores(target: np.ndarray, reference: np.ndarray, membership: np.ndarray, population: np.ndarray, config: Any) -> dict[str, np.ndarray]:
-    """Every attack's scores from view signals: ``target`` (A, n), ``reference`` (k, A, n); the readings of :mod:`privaudit.stats.mia_augmented`."""
-    from ..stats.mia import rmia_scores
-    from ..stats.mia_augmented import lira_offline_augmented, lira_online_augmented, loss_augmented, view_averaged_signal
+def augmented_attack_scores(
+    target: np.ndarray, reference: np.ndarray, membership: np.ndarray, population: np.ndarray, config: Any, *, evaluated: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Every attack's scores of the ``evaluated`` records from view signals: ``target`` (A, n), ``reference`` (k, A, n).
 
-    evaluated = ~population
+    The readings of :mod:`privaudit.stats.mia_augmented`; RMIA ranks by its
+    log ratio on the view-averaged signal, its fractions beside it, as
+    :func:`privaudit.audits.mia.attack_scores` does.
+    """
+    from ..stats.mia import rmia_fractions, rmia_log_ratios
+    from ..stats.mia_augmented import lira_offline_augmented, lira_online_augmented, loss_augmented, view_averaged_signal
+    from .mia import FRACTION_KEYS
+
     x = (target[:, evaluated], reference[:, :, evaluated], membership[:, evaluated])
     averaged_target, averaged_reference = view_averaged_signal(target), view_averaged_signal(reference)
     x_mean = (averaged_target[evaluated], averaged_reference[:, evaluated], membership[:, evaluated])
     z_mean = (averaged_target[population], averaged_reference[:, population], membership[:, population])
-    return {
+    z_of = np.where(population, np.cumsum(population) - 1, -1)[evaluated]
+    scores = {
         "loss": loss_augmented(x[0]),
         "lira-online": lira_online_augmented(*x, global_variance=config.global_variance),
         "lira-offline": lira_offline_augmented(*x, global_variance=config.global_variance),
-        "rmia-online": rmia_scores(*x_mean, *z_mean, gamma=config.gamma),
-        "rmia-offline": rmia_scores(*x_mean, *z_mean, gamma=config.gamma, offline_a=config.offline_a),
     }
+    for name, offline_a in (("rmia-online", None), ("rmia-offline", config.offline_a)):
+        scores[name] = rmia_log_ratios(*x_mean, offline_a=offline_a)
+        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], rmia_log_ratios(*z_mean, offline_a=offline_a), z_of, gamma=config.gamma)
+    return scores

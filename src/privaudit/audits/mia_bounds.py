@@ -1,12 +1,26 @@
-"""ε lower bounds for the ``mia`` audit: membership drawn by fair coins, scored by RMIA, bounded by the one-run bound.
+"""ε lower bounds for the ``mia`` audit: membership drawn by fair coins, the attack chosen on pilot canaries, bounded on the others.
 
 A bound on ε holds only where membership was randomised, so the bound modes
 draw it themselves and train every model (no ``--model``, no
-``--reference-models``). Two designs, both scored by online RMIA (fixed in
-advance) and bounded by :func:`privaudit.stats.one_run_combined.one_run_lower_bound`
-with its own guess/abstain rule, Steinke, Nasr and Jagielski's test only
-(valid for any (ε, δ)-DP training; the f-DP test assumes a Gaussian
-trade-off curve, which a user's training need not have):
+``--reference-models``). Two designs, both bounded by
+:func:`privaudit.stats.one_run_combined.one_run_lower_bound` with its own
+guess/abstain rule, Steinke, Nasr and Jagielski's test only (valid for any
+(ε, δ)-DP training; the f-DP test assumes a Gaussian trade-off curve, which
+a user's training need not have).
+
+The bounded attack is fixed before the held-out coins are read, but it is
+the strongest for the design: a quarter of the audited records
+(:data:`PILOT_FRACTION`, drawn from a seed of their own, independent of the
+coins) are pilot records. Every attack (LOSS, LiRA and RMIA, each on the
+signal at the label the model may have trained on: a mislabeled canary's
+wrong label, calibrated by the references) is bounded on the pilot slots,
+and the best one there (largest bound, then largest AUC, then
+:data:`PREFERENCE` order) is bounded on the held-out slots only. The pilot
+slots are not in the bound's m: their coins are then known to the auditor,
+like the records outside the audit, and the held-out coins stay fair coins
+independent of the choice, which is a function of the released models and
+the pilot coins. The ceiling (the bound a perfect attack gets on the same
+held-out slots) is reported beside the bound:
 
 ``mode="canary"`` (one training run, Steinke et al.'s design)
     ``num_canaries`` records of the pool, each given a uniformly drawn wrong
@@ -39,12 +53,14 @@ the coins, which the theorem forbids.
 
 Every draw comes from the config's seed through
 :func:`privaudit._core.seeding.child_seeds` (names ``canaries``,
-``population``, ``references``, ``training``, ``inclusion``), so each job
+``population``, ``references``, ``training``, ``inclusion``, ``pilot``), so each job
 recomputes its own training set and a killed run resumes unchanged.
 
 >>> design = draw_design(0, np.arange(60) % 3, mode="canary", num_references=4, num_population=10, num_canaries=20, num_trial_models=1)
 >>> design.coins.shape, int(design.references[:, design.audited].sum(axis=0).min()), bool((design.population & design.audited).any())
 ((1, 20), 2, False)
+>>> int(design.pilot.sum()), bool((design.pilot & ~design.audited).any())
+(5, False)
 """
 
 from __future__ import annotations
@@ -60,7 +76,7 @@ from .._core.conventions import Convention, default, explicit
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_probability
 from ..runner import RunStore, run_all
-from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ..stats.metrics import roc_auc
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from .base import Headline
 from .verdicts import auc_margin, auc_warnings, bound_ceiling, claim_of, with_verdict
@@ -73,7 +89,9 @@ __all__ = [
     "Design",
     "bound_headline",
     "check_bound_config",
+    "bound_ceiling",
     "check_bound_pool",
+    "design_bound",
     "draw_design",
     "run_bound_audit",
     "slot_bound",
@@ -84,7 +102,10 @@ __all__ = [
 MODES = ("attack", "canary", "leave-one-out")
 #: Steinke et al.'s test holds for any (ε, δ)-DP training.
 BOUND_METHODS = ("steinke",)
-BOUND_ATTACK = "rmia-online"
+#: Share of the audited records whose slots choose the attack (pilot) and are left out of the bound.
+PILOT_FRACTION = 0.25
+#: The order in which attacks equal on the pilot are preferred: the headline attack first.
+PREFERENCE = ("rmia-online", "lira-online", "rmia-offline", "lira-offline", "loss")
 DEFAULT_DELTA = 1e-5
 DEFAULT_CONFIDENCE = 0.95
 MIN_CANARIES = 20
@@ -141,7 +162,8 @@ class Design:
 
     ``references`` (k, n) and ``trials`` (T, n) are the training sets of the
     calibration references and of the audited models; ``audited`` marks the
-    records whose membership is bounded, ``coins`` (T, a) = ``trials[:, audited]``.
+    records whose membership is drawn by coins, ``coins`` (T, a) = ``trials[:, audited]``;
+    ``pilot`` the audited records that choose the attack (left out of the bound).
     """
 
     labels: np.ndarray
@@ -149,6 +171,7 @@ class Design:
     audited: np.ndarray
     references: np.ndarray
     trials: np.ndarray
+    pilot: np.ndarray
 
     @property
     def coins(self) -> np.ndarray:
@@ -159,7 +182,7 @@ class Design:
 def _cached_design(seed: int, labels: bytes, mode: str, num_references: int, num_population: int, num_canaries: int, num_trial_models: int) -> Design:
     y = np.frombuffer(labels, dtype=np.int64)
     n = y.size
-    seeds = child_seeds(seed, ["canaries", "population", "references", "training", "inclusion"])
+    seeds = child_seeds(seed, ["canaries", "population", "references", "training", "inclusion", "pilot"])
     labels_seen, canary = y.copy(), np.zeros(n, dtype=bool)
     if mode == "canary":
         from .one_run import mislabeled_canaries
@@ -180,9 +203,12 @@ def _cached_design(seed: int, labels: bytes, mode: str, num_references: int, num
     else:
         trials = (np.random.default_rng(seeds["inclusion"]).random((num_trial_models, n)) < 0.5) & ~population
         audited = ~population
-    for array in (labels_seen, population, audited, references, trials):
+    pilot = np.zeros(n, dtype=bool)
+    audited_rows = np.flatnonzero(audited)
+    pilot[np.random.default_rng(seeds["pilot"]).choice(audited_rows, size=int(round(PILOT_FRACTION * audited_rows.size)), replace=False)] = True
+    for array in (labels_seen, population, audited, references, trials, pilot):
         array.setflags(write=False)  # cached and shared: never changed
-    return Design(labels_seen, population, audited, references, trials)
+    return Design(labels_seen, population, audited, references, trials, pilot)
 
 
 def draw_design(seed: int, labels: np.ndarray, *, mode: str, num_references: int, num_population: int, num_canaries: int, num_trial_models: int) -> Design:
@@ -236,7 +262,10 @@ def slot_scores(trial_signals: np.ndarray, reference_signals: np.ndarray, design
 
     keep = design.audited | design.population  # the audited records, in row order, and z
     per_trial = [
-        attack_scores(signals[keep], reference_signals[:, keep], design.references[:, keep], design.population[keep], config) for signals in trial_signals
+        attack_scores(
+            signals[keep], reference_signals[:, keep], design.references[:, keep], design.population[keep], config, evaluated=~design.population[keep]
+        )
+        for signals in trial_signals
     ]
     return {name: np.array([scores[name] for scores in per_trial]) for name in per_trial[0]}
 
@@ -256,13 +285,66 @@ def slot_bound(scores: np.ndarray, coins: np.ndarray, *, delta: float, confidenc
     return one_run_lower_bound(np.asarray(scores, dtype=np.float64).ravel(), member, delta=delta, confidence=confidence, methods=BOUND_METHODS)
 
 
+def _pilot_value(scores: np.ndarray, coins: np.ndarray, *, delta: float, confidence: float) -> tuple[float, float]:
+    """(one-run bound, AUC) of an attack on the pilot slots; (0, ½) where a side has fewer than 2 slots."""
+    if min(int(coins.sum()), int((~coins).sum())) < 2:
+        return 0.0, 0.5
+    auc = float(roc_auc(scores[coins], scores[~coins]))
+    return slot_bound(scores, coins, delta=delta, confidence=confidence).epsilon, auc
+
+
+def bound_ceiling(coins: np.ndarray, *, delta: float, confidence: float) -> float:
+    """The bound a perfect attack gets on these slots: every member above every non-member, no ties (ties cut guesses back).
+
+    >>> coins = np.random.default_rng(0).random(150) < 0.5
+    >>> round(bound_ceiling(coins, delta=1e-5, confidence=0.95), 3)
+    3.004
+    """
+    member = np.asarray(coins, dtype=bool).ravel()
+    perfect = member + 0.5 * np.arange(member.size) / member.size  # members in (1, 1.5), non-members in [0, 0.5)
+    return slot_bound(perfect, member, delta=delta, confidence=confidence).epsilon
+
+
+def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float, confidence: float) -> tuple[OneRunLowerBound, Any]:
+    """The attack chosen on the pilot slots, bounded on the held-out slots: (bound, :class:`~privaudit.audits.mia.BoundDesign`).
+
+    ``scores`` maps each attack to its (T, a) slot scores (:func:`slot_scores`).
+
+    >>> rng = np.random.default_rng(0)
+    >>> design = draw_design(0, np.arange(300) % 3, mode="canary", num_references=4, num_population=40, num_canaries=120, num_trial_models=1)
+    >>> coins = design.coins
+    >>> scores = {name: coins + rng.normal(0, 3.0 if name != "lira-online" else 0.1, coins.shape) for name in PREFERENCE}
+    >>> bound, chosen = design_bound(scores, design, delta=1e-5, confidence=0.95)
+    >>> chosen.attack, chosen.num_pilot, chosen.num_bounded, bound.num_canaries
+    ('lira-online', 30, 90, 90)
+    >>> bound.epsilon <= chosen.ceiling
+    True
+    """
+    from .mia import BoundDesign
+
+    pilot = design.pilot[design.audited]
+    coins = np.asarray(design.coins, dtype=bool)
+    pilot_coins, held_coins = coins[:, pilot].ravel(), coins[:, ~pilot]
+    values = {name: _pilot_value(np.asarray(scores[name])[:, pilot].ravel(), pilot_coins, delta=delta, confidence=confidence) for name in PREFERENCE}
+    # the largest pilot bound, then the largest pilot AUC, then the earlier in PREFERENCE (max keeps the first of equals)
+    attack = max(PREFERENCE, key=lambda name: values[name])
+    bound = slot_bound(np.asarray(scores[attack])[:, ~pilot], held_coins, delta=delta, confidence=confidence)
+    ceiling = bound_ceiling(held_coins, delta=delta, confidence=confidence)
+    pilot_table = tuple((name, *values[name]) for name in PREFERENCE)
+    return bound, BoundDesign(attack, int(pilot_coins.size), int(held_coins.size), ceiling, pilot_table)
+
+
 def bound_headline(result: Any) -> Headline:
-    """The headline of a bound mode: the one-run ε lower bound, with its mode, m, δ and confidence in the label."""
-    bound = result.bound
+    """The headline of a bound mode: the one-run ε lower bound, with its attack, mode, m, δ, confidence and ceiling in the label."""
+    bound, chosen = result.bound, result.bound_design
     what = f"{bound.num_canaries} canaries" if result.mode == "canary" else f"{bound.num_canaries} slots of {result.config.num_trial_models} trial models"
+    if chosen is None:  # a result stored before the pilot choice: online RMIA was fixed
+        attack = "online RMIA"
+    else:
+        attack = f"{chosen.attack} chosen on {chosen.num_pilot} pilot slots left out; ceiling {chosen.ceiling:.3g}"
     return Headline(
         value=bound.epsilon,
-        label=f"ε lower bound ({result.mode} mode, online RMIA, one-run test of Steinke et al.; {what}, δ = {bound.delta:g}, {bound.confidence:.0%})",
+        label=f"ε lower bound ({result.mode} mode, {attack}, one-run test of Steinke et al.; {what}, δ = {bound.delta:g}, {bound.confidence:.0%})",
         kind=bound.kind,
         confidence=bound.confidence,
         valid=bound.valid,
@@ -305,7 +387,7 @@ def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
 def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> Any:
     """Train (or resume) the references and the audited models into ``directory``, score every slot and bound ε."""
     from .base import AuditRun
-    from .mia import ATTACKS, AUDIT, AttackSummary, MIAResult, _conventions, most_vulnerable
+    from .mia import AUDIT, MIAResult, _conventions, attack_summaries, most_vulnerable, top_ties
     from .mia_training import pool_of, record_ids
 
     pool = pool_of(config)
@@ -322,20 +404,16 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     k = config.num_references
     scores = slot_scores(signals[k:], signals[:k], design, config)
     coins = design.coins
-    bound = slot_bound(scores[BOUND_ATTACK], coins, delta=config.delta, confidence=config.confidence)
+    bound, chosen = design_bound(scores, design, delta=config.delta, confidence=config.confidence)
     member = coins.ravel()
-    summaries = []
-    for name in ATTACKS:
-        metrics = attack_metrics(scores[name].ravel(), member, fpr=DEFAULT_FPR, confidence=config.confidence)
-        summaries.append(
-            AttackSummary(name, metrics.auc, *(tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high)))
-        )
+    summaries = attack_summaries(scores, coins, config.confidence)
     ids = np.tile(np.flatnonzero(design.audited), coins.shape[0])
-    ranked = most_vulnerable({name: scores[name].ravel() for name in ATTACKS}, member, ids, record_ids(pool, config.id_col), config.num_vulnerable)
+    ranked = most_vulnerable(scores, coins, ids, record_ids(pool, config.id_col), config.num_vulnerable)
     conventions = _conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, ()) + bound_conventions(config)
     result = MIAResult(
         attacks=tuple(summaries),
         most_vulnerable=ranked,
+        ties=top_ties(scores, config.num_vulnerable),
         num_references=k,
         num_records=int(member.size),
         num_members=int(member.sum()),
@@ -349,6 +427,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
         config=config,
         mode=config.mode,
         bound=bound,
+        bound_design=chosen,
         conventions=conventions,
     )
     result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == BOUND_ATTACK), member)

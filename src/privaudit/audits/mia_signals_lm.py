@@ -134,7 +134,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     from .._core.conventions import explicit
     from .._core.extras import require
     from .base import AuditRun, no_progress
-    from .mia import AUDIT, HEADLINE_ATTACK, MIAResult, attack_scores, attack_summaries, most_vulnerable, threat_model
+    from .mia import AUDIT, HEADLINE_ATTACK, MIAResult, attack_summaries, evaluate, most_vulnerable, threat_model, top_ties
     from .mia_training import read_members, user_target_draws
 
     require("transformers", purpose="the mia audit of a causal language model")
@@ -150,9 +150,8 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     start = time.perf_counter()
     target, reference, membership, conventions = text_pool_signals(config.model, config.reference_models, config.reference_membership, texts, seed=config.seed)
     population, in_target = user_target_draws(config.seed, members, num_population)
-    scores = attack_scores(target, reference, membership, population, config)
-    is_member = in_target[~population]
-    rows = np.flatnonzero(~population)
+    observations = evaluate(target, reference, membership, population, in_target, config)
+    scores, is_member, rows = observations["scores"], observations["is_member"], observations["record_ids"]
     given = (
         default("record id", "row index in the pool (from 0)", "a text pool has one record a line"),
         explicit("target membership", "rows listed in --members", "--members"),
@@ -162,6 +161,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     result = MIAResult(
         attacks=tuple(attack_summaries(scores, is_member, config.confidence)),
         most_vulnerable=most_vulnerable(scores, is_member, rows, None, config.num_vulnerable),
+        ties=top_ties(scores, config.num_vulnerable),
         num_references=len(reference),
         num_records=int(rows.size),
         num_members=int(is_member.sum()),
@@ -175,4 +175,4 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
         config=config,
         conventions=given + conventions,
     )
-    return AuditRun(AUDIT.name, config, result, observations={"scores": scores, "is_member": is_member, "record_ids": rows})
+    return AuditRun(AUDIT.name, config, result, observations=observations)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, checked
-from ..stats.mia import logit_confidence
+from ..stats.mia import clip_at_resolution, logit_confidence
 from .blackbox import check_train_function
 from .mia_augment import augment_spec, signals_on_views
 
@@ -36,6 +36,7 @@ __all__ = [
     "read_reference_models",
     "load_pool",
     "pool_of",
+    "clip_votes",
     "model_signals",
     "preflight",
     "read_members",
@@ -44,6 +45,7 @@ __all__ = [
     "train_and_score",
     "train_mlp",
     "user_target_draws",
+    "vote_resolution",
 ]
 
 #: How far rows may be from summing to 1 and still be read as probabilities.
@@ -239,10 +241,10 @@ def read_reference_models(
 
 
 def _loss_signal(model: Any, y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """φ of a loaded model on records ``x`` with labels ``y``, from its cross-entropy loss."""
+    """φ of a loaded model on records ``x`` with labels ``y``, from its cross-entropy loss, clipped where it votes (:func:`clip_votes`)."""
     from ..stats.mia import logit_confidence_from_loss
 
-    return logit_confidence_from_loss(model.loss(x, y))
+    return clip_votes(logit_confidence_from_loss(model.loss(x, y)), model.model)[0]
 
 
 def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: int = 200) -> Any:
@@ -261,6 +263,41 @@ def train_mlp(x_train: np.ndarray, y_train: np.ndarray, *, seed: int, epochs: in
     with warnings.catch_warnings(), threadpool_limits(1):  # running to max_iter is the point: an overfitted model
         warnings.simplefilter("ignore", ConvergenceWarning)
         return model.fit(x_train, y_train)
+
+
+def vote_resolution(model: Any) -> tuple[float, str] | None:
+    """(r, how it was read) for a scikit-learn model whose probabilities are averages of hard votes; None for any other model.
+
+    A random forest, extra-trees or bagging ensemble of T members averages
+    their probabilities (one-hot for fully grown trees): its steps are 1/T, so
+    r = 1/(2T). A k-nearest-neighbours classifier with uniform weights votes in
+    steps of 1/k: r = 1/(2k). Read from the fitted model, never guessed; other
+    models (torch modules give logits) are left as they are.
+
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> vote_resolution(RandomForestClassifier(n_estimators=4).fit([[0.0], [1.0]], [0, 1]))
+    (0.125, 'RandomForestClassifier of 4 estimators: r = 1/(2 x 4)')
+    """
+    if "sklearn" not in sys.modules:  # a scikit-learn model means scikit-learn is imported
+        return None
+    from sklearn.ensemble import BaggingClassifier, ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+
+    if isinstance(model, (RandomForestClassifier, ExtraTreesClassifier, BaggingClassifier)) and getattr(model, "estimators_", None):
+        count = len(model.estimators_)
+        return 1.0 / (2 * count), f"{type(model).__name__} of {count} estimators: r = 1/(2 x {count})"
+    if isinstance(model, KNeighborsClassifier) and model.weights == "uniform" and hasattr(model, "n_samples_fit_"):
+        count = int(min(model.n_neighbors, model.n_samples_fit_))
+        return 1.0 / (2 * count), f"{type(model).__name__} of {count} uniform neighbours: r = 1/(2 x {count})"
+    return None
+
+
+def clip_votes(signals: np.ndarray, model: Any) -> tuple[np.ndarray, str]:
+    """φ clipped at the model's own resolution where it votes (:func:`vote_resolution`), and the evidence to record ("" if unclipped)."""
+    resolution = vote_resolution(model)
+    if resolution is None:
+        return signals, ""
+    return clip_at_resolution(signals, resolution[0]), f"; hard probabilities clipped to [r, 1 - r], {resolution[1]}"
 
 
 def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[np.ndarray, Convention]:
@@ -301,7 +338,8 @@ def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[n
         if not is_simplex:
             raise ValueError(f"{who}: predict_proba must give rows >= 0 summing to 1, got max |row sum - 1| = {deviation:.3g}")
         evidence = f"predict_proba; rows >= 0 summing to 1 (max |row sum - 1| = {deviation:.2g})"
-    return logit_confidence(values, y, kind=kind), checked("output kind", kind, evidence)
+    signals, clipped = clip_votes(logit_confidence(values, y, kind=kind), model)
+    return signals, checked("output kind", kind, evidence + clipped)
 
 
 def preflight(path: str, pool: Pool) -> Convention:

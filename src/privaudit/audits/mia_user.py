@@ -23,7 +23,7 @@ def user_target(config: Any, num_records: int, num_population: int) -> tuple[np.
     from ..models.loading import load_model
     from ..stats.mia import logit_confidence_from_loss
     from .mia_augment import augment_spec, signals_on_views
-    from .mia_training import target_members, user_target_draws
+    from .mia_training import clip_votes, target_members, user_target_draws
 
     pool = pool_of(config)
     members, membership = target_members(pool, members=config.members, members_col=config.members_col, id_col=config.id_col)
@@ -34,10 +34,18 @@ def user_target(config: Any, num_records: int, num_population: int) -> tuple[np.
             f"got {int(members.sum())} members of {num_records}"
         )
     target = load_model(config.model, kind=config.model_kind, factory=config.factory, output=config.model_output, trusted=config.trusted).decide_output(pool.x)
-    signals = signals_on_views(lambda x: logit_confidence_from_loss(target.loss(x, pool.y)), pool.x, augment_spec(config, pool))
+    clipped = ""
+
+    def signal(x: np.ndarray) -> np.ndarray:
+        nonlocal clipped
+        values, clipped = clip_votes(logit_confidence_from_loss(target.loss(x, pool.y)), target.model)
+        return values
+
+    signals = signals_on_views(signal, pool.x, augment_spec(config, pool))
     population, in_target = user_target_draws(config.seed, members, num_population)
     assert target.output_convention is not None  # decide_output records it
-    return signals, population, in_target, target_conventions(target.output_convention, membership)
+    output = dataclasses.replace(target.output_convention, evidence=target.output_convention.evidence + clipped)
+    return signals, population, in_target, target_conventions(output, membership)
 
 
 def user_references(config: Any, pool: Any) -> tuple[np.ndarray, np.ndarray]:

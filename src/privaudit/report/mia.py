@@ -16,7 +16,7 @@ import numpy as np
 
 from privaudit.report.plotting import new_figure, save_figure
 
-__all__ = ["figures", "plot_roc", "plot_vulnerability", "section", "vulnerability_table"]
+__all__ = ["figures", "plot_roc", "plot_vulnerability", "section", "tpr_text", "vulnerability_table"]
 
 
 def plot_roc(curves: dict[str, tuple[Any, Any]], aucs: dict[str, float], path: Any, *, title: str) -> Any:
@@ -45,7 +45,7 @@ def plot_vulnerability(records: list[Any], path: Any, *, attack: str) -> Any:
     axis.barh(positions, [r.score for r in records], color=["tab:red" if r.member else "tab:blue" for r in records])
     axis.set_yticks(list(positions), [f"record {r.record if r.record_id is None else r.record_id}" for r in records])
     axis.invert_yaxis()
-    axis.set_xlabel(f"{attack} score (red: member of the target)")
+    axis.set_xlabel(f"{attack} (red: member of the target)")
     return save_figure(figure, path)
 
 
@@ -56,34 +56,58 @@ def figures(run: Any) -> dict:
     result = run.result
     drawings: dict = {}
     if result.most_vulnerable:
-        drawings["vulnerability.png"] = lambda path: plot_vulnerability(list(result.most_vulnerable), path, attack="online RMIA")
+        drawings["vulnerability.png"] = lambda path: plot_vulnerability(list(result.most_vulnerable), path, attack="online RMIA log ratio log Pr(x|θ)/Pr(x)")
     scores = run.observations.get("scores")
     if scores:
         member = run.observations["is_member"]
-        curves = {name: roc_points(values, member) for name, values in scores.items()}
         aucs = {summary.attack: summary.auc for summary in result.attacks}
+        curves = {name: roc_points(np.ravel(values), np.ravel(member)) for name, values in scores.items() if name in aucs}
         title = f"{result.num_references} reference models, {result.num_records} records"
         drawings["roc.png"] = lambda path: plot_roc(curves, aucs, path, title=title)
     return drawings
 
 
 def vulnerability_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
-    """(caption, column names, rows) of the most exposed records: rank, the user's id, headline score, membership, every attack's score.
+    """(caption, column names, rows) of the most exposed records: rank, the user's id, RMIA's log ratio and fraction, membership, every attack's score.
 
     >>> from types import SimpleNamespace as R
-    >>> record = R(record=4, record_id="A17", score=0.9, member=True, attack_scores=(1.0, 2.0))
-    >>> caption, header, rows = vulnerability_table(R(most_vulnerable=(record,), attacks=(R(attack="loss"), R(attack="lira-online"))))
-    >>> header[:4], rows
-    (('rank', 'record id', 'online RMIA score', 'member of the target'), [(1, 'A17', 0.9, 'yes', 1.0, 2.0)])
+    >>> record = R(record=4, record_id="A17", score=2.5, fraction=0.9, member=True, attack_scores=(1.0, 2.0))
+    >>> caption, header, rows = vulnerability_table(R(most_vulnerable=(record,), attacks=(R(attack="loss"), R(attack="lira-online")), ties=((2.5, 3),)))
+    >>> header[:5], rows
+    (('rank', 'record id', 'online RMIA log ratio log Pr(x|θ)/Pr(x)', 'online RMIA fraction of z dominated', 'member of the target'), [(1, 'A17', 2.5, 0.9, 'yes', 1.0, 2.0)])
+    >>> caption.split("; ")[-1]
+    '3 records tied at log ratio 2.5 (in row order among them)'
     """
     attacks = tuple(summary.attack for summary in result.attacks)
-    header = ("rank", "record id", "online RMIA score", "member of the target", *(f"{name} score" for name in attacks))
+    ratio, fraction = "online RMIA log ratio log Pr(x|θ)/Pr(x)", "online RMIA fraction of z dominated"
+    header = ("rank", "record id", ratio, fraction, "member of the target", *(f"{name} score" for name in attacks))
     rows = []
     for rank, record in enumerate(result.most_vulnerable, 1):
         scores = tuple(record.attack_scores) if len(record.attack_scores) == len(attacks) else ("not recorded",) * len(attacks)
-        rows.append((rank, record.record if record.record_id is None else record.record_id, record.score, "yes" if record.member else "no", *scores))
-    caption = "The records online RMIA scores highest, by the id the pool gives them (its row, or its --id-col value); every attack's score beside it"
+        share = "not recorded" if getattr(record, "fraction", None) is None else record.fraction
+        rows.append((rank, record.record if record.record_id is None else record.record_id, record.score, share, "yes" if record.member else "no", *scores))
+    caption = (
+        "The records online RMIA ranks highest, by the id the pool gives them (its row, or its --id-col value): ranked by the log ratio, "
+        "of which the fraction of population samples dominated (the paper's score) is a non-decreasing function; every attack's score beside it"
+    )
+    ties = tuple(getattr(result, "ties", ()))
+    caption += "; ties of the log ratio broken by online LiRA's score; " + (
+        "; ".join(f"{count} records tied at log ratio {value:.6g} (in row order among them)" for value, count in ties) if ties else "no tie decides the order"
+    )
     return caption, header, rows
+
+
+def tpr_text(summary: Any) -> str:
+    """An attack's TPR at each FPR, "n/a (needs >= 1/FPR non-members)" where its non-members are too few.
+
+    >>> from types import SimpleNamespace as R
+    >>> tpr_text(R(fpr=(0.0, 0.001, 0.01), tpr=(0.1, None, 0.25), num_out=500))
+    '0.1000, n/a (needs >= 1000 non-members, got 500), 0.2500'
+    """
+    return ", ".join(
+        f"{tpr:.4f}" if tpr is not None else f"n/a (needs >= {round(1 / fpr)} non-members, got {summary.num_out})"
+        for fpr, tpr in zip(summary.fpr, summary.tpr, strict=True)
+    )
 
 
 def section(data: dict, directory: Any) -> Any:
@@ -97,12 +121,12 @@ def section(data: dict, directory: Any) -> Any:
     if result is None:
         return generic_section(data, directory)
     details: list[tuple[str, Any]] = [
-        (f"{summary.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in summary.fpr)}", f"{summary.auc:.4f}; " + ", ".join(f"{t:.4f}" for t in summary.tpr))
+        (f"{summary.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in summary.fpr)}", f"{summary.auc:.4f}; " + tpr_text(summary))
         for summary in result.attacks
     ]
     details += [
         ("records attacked (members / all)", f"{result.num_members} / {result.num_records}"),
-        ("population samples z (never in the target)", result.num_population),
+        ("population samples z (never in the target; evaluated as non-members, each against the other z)", result.num_population),
         ("reference models", result.num_references),
     ]
     meaning = (

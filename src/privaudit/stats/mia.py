@@ -43,6 +43,17 @@ Attacks", ICML 2024, §3 and Appendix on the offline setting):
   to 1): population samples that are OUT of every reference need the offline
   form.
 
+Ranking without ties: with the same samples z for every x, the score at a
+fixed γ is F_z(r(x) − log γ), F_z the empirical distribution of the samples'
+r(z), a non-decreasing step function of x's own log ratio
+r(x) = log Pr(x|θ) − log Pr(x) (:func:`rmia_log_ratios`). Ranking by r(x)
+itself therefore orders every pair the fraction orders the same way and
+separates the pairs it ties (the fraction saturates at 0 and 1 and moves in
+steps of 1/|z|): the ROC step curve (ties never split) keeps every point and
+gains some, so the TPR at every FPR can only rise, and nothing changes where
+the fractions have no ties (tests/test_mia_ties.py). The audit ranks by r(x)
+and shows the fraction beside it.
+
 >>> membership = [[True, False], [True, False], [False, True], [False, True]]  # 4 references, 2 records
 >>> reference = [[3.0, 0.0], [5.0, -2.0], [0.0, 2.0], [-2.0, 4.0]]
 >>> target = [4.0, -1.0]  # record 0 looks IN, record 1 looks OUT
@@ -65,11 +76,15 @@ from .._core.validation import as_real_array, as_scores, check_fraction, check_p
 __all__ = [
     "OUTPUT_KINDS",
     "check_membership",
+    "clip_at_resolution",
     "lira_offline_scores",
     "lira_online_scores",
     "logit_confidence",
     "logit_confidence_from_loss",
     "loss_scores",
+    "rmia_fractions",
+    "rmia_fractions_left_out",
+    "rmia_log_ratios",
     "rmia_scores",
 ]
 
@@ -144,6 +159,25 @@ def logit_confidence_from_loss(losses: ArrayLike) -> Floats:
         raise ValueError(f"`losses` must be >= 0 (cross-entropy), got minimum {loss.min():g}")
     loss = np.maximum(loss, _TINY)
     return np.asarray(-loss - np.log(-np.expm1(-loss)), dtype=np.float64)
+
+
+def clip_at_resolution(signals: ArrayLike, resolution: float) -> Floats:
+    """φ clipped to ±log((1 − r)/r): the true-class probability clipped to [r, 1 − r], r = ``resolution`` in (0, ½).
+
+    A model whose probabilities are averages of hard votes (a forest of T
+    trees, k neighbours) gives p = 1 or 0 for many records, where φ would
+    only be ±708 (the floor of the smallest double) and LiRA's Gaussians
+    would be fitted to it; clipped at half the model's own step (r = 1/(2T)),
+    p = 1 stays above every p < 1 it can give and φ stays finite and ordered.
+
+    >>> clip_at_resolution([800.0, 2.0, -800.0], 1 / (2 * 100)).round(3).tolist()  # a forest of 100 trees: ±log(199)
+    [5.293, 2.0, -5.293]
+    """
+    r = check_positive(resolution, "resolution")
+    if not r < 0.5:
+        raise ValueError(f"`resolution` must be in (0, 0.5), got {r:g}")
+    limit = float(np.log1p(-r) - np.log(r))
+    return np.asarray(np.clip(as_scores(signals, "signals"), -limit, limit), dtype=np.float64)
 
 
 def check_membership(membership: Any, shape: tuple[int, ...], name: str = "membership") -> NDArray[np.bool_]:
@@ -314,6 +348,61 @@ def rmia_scores(
         raise ValueError("`population_membership` is needed for online RMIA (offline_a=None): Pr(z) averages IN and OUT references")
     ratio_z = np.sort(_rmia_ratio(z_target, z_reference, z_member, offline_a, "population_membership"))
     return _dominated(_rmia_ratio(target, reference, member, offline_a, "membership"), ratio_z, log_gamma)
+
+
+def rmia_log_ratios(target_signals: ArrayLike, reference_signals: ArrayLike, membership: ArrayLike, *, offline_a: float | None = None) -> Floats:
+    """RMIA's statistic of each record, r(x) = log Pr(x|θ) − log Pr(x): the score at any fixed γ is a non-decreasing function of it.
+
+    ``offline_a`` None is online RMIA (Pr(x) from IN and OUT references),
+    a in [0, 1] the offline one. Ranking by r(x) is ranking by
+    :func:`rmia_scores` with every tie broken by r(x) (the module docstring).
+
+    >>> membership = [[True, False], [True, False], [False, True], [False, True]]
+    >>> r = rmia_log_ratios([4.0, -1.0], [[3.0, 0.0], [5.0, -2.0], [0.0, 2.0], [-2.0, 4.0]], membership)
+    >>> bool(r[0] > r[1])
+    True
+    """
+    target, reference, member = _check(target_signals, reference_signals, membership)
+    if offline_a is not None:
+        offline_a = check_fraction(offline_a, "offline_a")
+    return _rmia_ratio(target, reference, member, offline_a, "membership")
+
+
+def rmia_fractions_left_out(ratio_z: ArrayLike, *, gamma: float = 1.0) -> Floats:
+    """Each population sample's RMIA score against the others only: the fraction of the other m − 1 samples it dominates.
+
+    A sample z is then scored by an RMIA that does not use it (leave-one-out
+    cross-fitting), so the population samples are evaluated as non-members
+    like any other record. ``ratio_z`` are the samples' log ratios r(z)
+    (:func:`rmia_log_ratios`); at least 2 samples.
+
+    >>> rmia_fractions_left_out([0.0, 1.0, 2.0]).tolist()  # z = 0 dominates neither other, z = 2 both
+    [0.0, 0.5, 1.0]
+    """
+    ratios = as_scores(ratio_z, "ratio_z")
+    if ratios.size < 2:
+        raise ValueError(f"`ratio_z` must hold at least 2 population samples to score each against the others, got {ratios.size}")
+    log_gamma = float(np.log(check_positive(gamma, "gamma")))
+    dominated = np.searchsorted(np.sort(ratios), ratios - log_gamma, side="right")
+    # z dominates itself (LR(z, z) = 1 >= γ) exactly when γ <= 1: take that one out
+    return np.asarray((dominated - (1 if log_gamma <= 0.0 else 0)) / (ratios.size - 1), dtype=np.float64)
+
+
+def rmia_fractions(ratio_x: ArrayLike, ratio_z: ArrayLike, z_of: ArrayLike, *, gamma: float = 1.0) -> Floats:
+    """RMIA's fraction of z dominated, from the log ratios: against every z for a record, against the other z for a z.
+
+    ``z_of`` is, per record, its index among the z (-1 for a record that is
+    not one).
+
+    >>> rmia_fractions([1.5, 0.0, 2.0], [0.0, 2.0], [-1, 0, 1]).tolist()  # a record, then the two z
+    [0.5, 0.0, 1.0]
+    """
+    fractions = _dominated(as_scores(ratio_x, "ratio_x"), np.sort(as_scores(ratio_z, "ratio_z")), float(np.log(check_positive(gamma, "gamma"))))
+    z_index = np.asarray(z_of, dtype=np.intp)
+    is_z = z_index >= 0
+    if is_z.any():  # each z scored by an RMIA that does not use it
+        fractions[is_z] = rmia_fractions_left_out(ratio_z, gamma=gamma)[z_index[is_z]]
+    return fractions
 
 
 def _rmia_ratio(target: Floats, reference: Floats, member: NDArray[np.bool_], offline_a: float | None, name: str) -> Floats:

@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -42,7 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.validation import as_scores, check_count, check_fraction, check_positive
 from .mia import Floats, _check, _dominated, _lira, _moments, _pooled_std, _rmia_ratio
 
-__all__ = ["DEFAULT_CHUNK_RECORDS", "WORKING_COPIES", "lira_scores_streamed", "rmia_scores_streamed", "working_bytes"]
+__all__ = ["DEFAULT_CHUNK_RECORDS", "WORKING_COPIES", "lira_scores_streamed", "rmia_ratios_streamed", "rmia_scores_streamed", "working_bytes"]
 
 #: Records read at a time by default: 4096 records × 64 references × 8 bytes = 2 MiB a block.
 DEFAULT_CHUNK_RECORDS = 4096
@@ -139,6 +140,27 @@ def lira_scores_streamed(
     return scores
 
 
+def rmia_ratios_streamed(
+    target_signals: ArrayLike,
+    reference_signals: Rows,
+    membership: Rows,
+    *,
+    records: ArrayLike | None = None,
+    offline_a: float | None = None,
+    chunk_records: int = DEFAULT_CHUNK_RECORDS,
+    name: str = "membership",
+) -> Floats:
+    """RMIA's log ratios r(x) = log Pr(x|θ) − log Pr(x) (:func:`privaudit.stats.mia.rmia_log_ratios`) of ``records``, read in chunks."""
+    target, rows, member_rows, chunk_records = _inputs(target_signals, reference_signals, membership, chunk_records)
+    columns = _columns(records, target.size, "records")
+    if offline_a is not None:
+        offline_a = check_fraction(offline_a, "offline_a")
+    ratios = np.empty(columns.size, dtype=np.float64)
+    for place, chunk in _chunks(columns, chunk_records):
+        ratios[place] = _rmia_ratio(*_block(target, rows, member_rows, chunk), offline_a, name)
+    return ratios
+
+
 def rmia_scores_streamed(
     target_signals: ArrayLike,
     reference_signals: Rows,
@@ -155,18 +177,10 @@ def rmia_scores_streamed(
     The population's ratios are computed chunk by chunk and sorted once
     (8 bytes per sample); then each chunk of records is scored against them.
     """
-    target, rows, member_rows, chunk_records = _inputs(target_signals, reference_signals, membership, chunk_records)
-    columns, z_columns = _columns(records, target.size, "records"), _columns(population, target.size, "population")
+    z_columns = _columns(population, np.shape(target_signals)[0] if np.ndim(target_signals) else 0, "population")
     if z_columns.size == 0:
         raise ValueError("`population` must hold at least one record index (a population sample z)")
     log_gamma = float(np.log(check_positive(gamma, "gamma")))
-    if offline_a is not None:
-        offline_a = check_fraction(offline_a, "offline_a")
-    ratio_z = np.empty(z_columns.size, dtype=np.float64)
-    for place, chunk in _chunks(z_columns, chunk_records):
-        ratio_z[place] = _rmia_ratio(*_block(target, rows, member_rows, chunk), offline_a, "population_membership")
-    ratio_z.sort()
-    scores = np.empty(columns.size, dtype=np.float64)
-    for place, chunk in _chunks(columns, chunk_records):
-        scores[place] = _dominated(_rmia_ratio(*_block(target, rows, member_rows, chunk), offline_a, "membership"), ratio_z, log_gamma)
-    return scores
+    ratios = functools.partial(rmia_ratios_streamed, target_signals, reference_signals, membership, offline_a=offline_a, chunk_records=chunk_records)
+    ratio_z = np.sort(ratios(records=z_columns, name="population_membership"))
+    return _dominated(ratios(records=records), ratio_z, log_gamma)
