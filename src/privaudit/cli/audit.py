@@ -546,8 +546,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "Share of --holdout that is the attacker's population sample, in (0, 1) (default 0.5); the rest are the evaluation non-members.",
             config="reference_fraction",
         ),
-        Flag("--shadows", Optional[int], "Shadow releases per shadow target (0, or even >= 4; default 16), with --generator.", config="num_shadows"),
-        Flag("--shadow-targets", Optional[int], "Records the shadow attack targets, the most outlying first (>= 2; default 10).", config="num_shadow_targets"),
+        Flag("--shadows", Optional[int], "Shadow releases per shadow target (0, or even >= 4; default 8), with --generator.", config="num_shadows"),
+        Flag("--shadow-targets", Optional[int], "Records the shadow attack targets, the most outlying first (>= 2; default 6).", config="num_shadow_targets"),
         Flag(
             "--canaries",
             Optional[int],

@@ -106,7 +106,8 @@ def log_kde(points: np.ndarray, data: np.ndarray) -> np.ndarray:
     """
     points, data = as_real_array(points, "points"), as_real_array(data, "data")
     n, d = data.shape
-    width = np.where(data.std(axis=0) > 0, data.std(axis=0), 0.05) * n ** (-1.0 / (d + 4))
+    spread = data.std(axis=0, ddof=1) if n > 1 else np.zeros(d)  # ddof 1: scipy's gaussian_kde's covariance
+    width = np.where(spread > 0, spread, 0.05) * n ** (-1.0 / (d + 4))
     out = np.empty(len(points))
     chunk = max(1, CHUNK_CELLS // max(1, n * d))
     constant = -np.log(n) - np.sum(np.log(width)) - 0.5 * d * np.log(2 * np.pi)

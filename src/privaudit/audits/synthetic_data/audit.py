@@ -79,9 +79,16 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
     metrics = attack_metrics(scores, member, fpr=DEFAULT_FPR, confidence=confidence)
-    values = (tuple(float(v) for v in array) for array in (metrics.fpr, metrics.tpr, metrics.tpr_low, metrics.tpr_high))
     return SyntheticAttack(
-        name, float(metrics.auc), *values, num_members=int(member.sum()), num_non_members=int((~member).sum()), description=DESCRIPTIONS[name]
+        name,
+        float(metrics.auc),
+        fpr=tuple(float(v) for v in metrics.fpr),
+        tpr=tuple(float(v) for v in metrics.tpr),
+        tpr_low=tuple(float(v) for v in metrics.tpr_low),
+        tpr_high=tuple(float(v) for v in metrics.tpr_high),
+        num_members=int(member.sum()),
+        num_non_members=int((~member).sum()),
+        description=DESCRIPTIONS[name],
     )
 
 
@@ -144,9 +151,8 @@ def run_synthetic_data(
     dcr = dcr_statistics(
         encoder.dcr_arrays(released), encoder.dcr_arrays(train), encoder.dcr_arrays(holdout), num_categories, np.random.default_rng(seeds["dcr"])
     )
-    dcr = dataclasses.replace(
-        dcr, **dict(zip(("sdmetrics_baseline_protection", "sdmetrics_overfitting_protection"), _sdmetrics_scores(train, holdout, released), strict=True))
-    )
+    sdmetrics_baseline, sdmetrics_overfitting = _sdmetrics_scores(train, holdout, released)
+    dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
     if generator is not None and config.num_shadows:

@@ -15,6 +15,7 @@ every guess right on the same canaries and confidence.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
     """The bound from the canaries' scores and coins, its ceiling, and the claim beside them (both per release)."""
     included = np.asarray(included, dtype=bool)
     bound = one_run_lower_bound(scores, included, delta=delta, confidence=confidence, methods=("steinke",))
-    ceiling = one_run_lower_bound(included.astype(float), included, delta=delta, confidence=confidence, methods=("steinke",)).epsilon
+    ceiling = _ceiling(included.size, int(included.sum()), float(delta), float(confidence))
     return CanaryBound(
         bound=bound,
         ceiling=ceiling,
@@ -50,3 +51,10 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
         coins_seed=coins_seed,
         signal=SIGNAL,
     )
+
+
+@lru_cache(maxsize=256)
+def _ceiling(num_canaries: int, num_in: int, delta: float, confidence: float) -> float:
+    """The bound when every guess is right: it depends on the canaries' counts alone (any perfect scores give it)."""
+    included = np.arange(num_canaries) < num_in
+    return one_run_lower_bound(included.astype(float), included, delta=delta, confidence=confidence, methods=("steinke",)).epsilon

@@ -57,8 +57,8 @@ class SyntheticDataConfig:
     id_col: str | None = None
     num_synthetic: int | None = None  # rows the generator makes (None: as many as the training table)
     reference_fraction: float = 0.5
-    num_shadows: int = 16  # shadow datasets per shadow target, half with it (0: none; a released table alone has none)
-    num_shadow_targets: int = 10  # the most outlying records attacked by the shadow attack
+    num_shadows: int = 8  # shadow datasets per shadow target, half with it (0: none; a released table alone has none)
+    num_shadow_targets: int = 6  # the most outlying records attacked by the shadow attack
     num_canaries: int = 0  # canaries of the ε lower bound (0: no bound; needs a generator)
     claimed_epsilon: float | None = None  # the generator's claimed ε per release (None: no claim)
     delta: float = 1e-5
