@@ -6,11 +6,11 @@ here. Entries are import paths, imported on first use: listing the families
 imports no optional dependency.
 
 >>> names()
-['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text']
+['secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text', 'synthetic-data']
 >>> get_audit("nope")
 Traceback (most recent call last):
 ...
-ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text', got 'nope'
+ValueError: `audit` must be one of 'secret-sharer', 'dpsgd', 'blackbox', 'fl', 'panoramia', 'one-run', 'mechanism', 'mia', 'lm-one-run', 'synthetic-text', 'synthetic-data', got 'nope'
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ AUDITS: dict[str, str] = {
     "mia": "privaudit.audits.mia:AUDIT",
     "lm-one-run": "privaudit.audits.lm_one_run:AUDIT",
     "synthetic-text": "privaudit.audits.synthetic_text:AUDIT",
+    "synthetic-data": "privaudit.audits.synthetic_data:AUDIT",
 }
 
 

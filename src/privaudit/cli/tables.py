@@ -139,6 +139,22 @@ def _lm_one_run(result: Any, output: Path) -> str:
     return render_table(f"{title}, results in {output}", ["quantity", "value"], rows)
 
 
+def _synthetic_data(result: Any, output: Path) -> str:
+    from ..report.synthetic_data import dcr_gap_note
+
+    rows = [[f"{s.attack}: TPR at 1% FPR (AUC)", f"{format_value(float(s.tpr_at(0.01)))} ({format_value(float(s.auc))})"] for s in result.attacks]
+    rows.append(
+        ["DCR holdout test", f"{'passes' if result.dcr.passes else 'fails'} (overfitting protection {format_value(float(result.dcr.overfitting_protection))})"]
+    )
+    if result.bound is not None:
+        b = result.bound
+        rows.insert(0, [f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g})", format_value(float(b.bound.epsilon))])
+        rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
+        rows.insert(2, ["claimed ε", "not given (--claimed-epsilon)" if b.claimed_epsilon is None else format_value(float(b.claimed_epsilon))])
+    rows.append(["most exposed (DOMIAS)", ", ".join(r.record_id for r in result.most_exposed[:5])])
+    return render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+
+
 _TABLES = {
     "secret-sharer": _secret_sharer,
     "dpsgd": _dpsgd,
@@ -149,6 +165,7 @@ _TABLES = {
     "mechanism": _mechanism,
     "lm-one-run": _lm_one_run,
     "synthetic-text": _lm_one_run,
+    "synthetic-data": _synthetic_data,
 }
 
 

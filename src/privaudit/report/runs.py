@@ -37,6 +37,7 @@ FIGURES: dict[str, str] = {
     "mia": "privaudit.report.mia:figures",
     "lm-one-run": "privaudit.report.lm:figures",
     "synthetic-text": "privaudit.report.lm:figures",
+    "synthetic-data": "privaudit.report.synthetic_data:figures",
 }
 
 

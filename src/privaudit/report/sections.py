@@ -59,6 +59,7 @@ ADAPTERS: dict[str, Adapter | str] = {
         ("mechanism", "mechanism"),
         ("lm-one-run", "lm"),
         ("mia", "mia"),
+        ("synthetic-data", "synthetic_data"),
     )
 }
 ADAPTERS["synthetic-text"] = "privaudit.report.lm:synthetic_section"
@@ -124,6 +125,7 @@ FAMILY_OF_RESULT_TYPE = {
     "LMOneRunResult": "lm-one-run",
     "MIAResult": "mia",
     "SyntheticTextResult": "synthetic-text",
+    "SyntheticDataResult": "synthetic-data",
 }
 
 

@@ -1,0 +1,316 @@
+"""The synthetic-data audit's run: tables checked, the release made or read, every attack scored, DCR beside them, the bound.
+
+Order of work: the tables are read and their schemas checked, the
+generator imported and probed once on a small sample, and only then is
+anything generated. Members are the training table's records, non-members
+the holdout's evaluation part; the attacks see only the synthetic table,
+the attacker's population sample (the holdout's reference part) and, with a
+generator, its retraining on shadow data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..._core.conventions import Convention, checked, default, explicit
+from ..._core.seeding import child_seeds
+from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ..base import Audit, AuditRun, Progress, no_progress
+from .attacks import dcr_distances, dcr_statistics, domias_scores, outlier_scores
+from .bound import canary_bound, canary_scores
+from .generation import generate, load_generator, make_canaries, probe_generator
+from .shadow import shadow_scores
+from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
+from .types import BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
+
+__all__ = ["AUDIT", "SyntheticDataAudit", "embedded_tables", "run_synthetic_data"]
+
+DESCRIPTIONS = {
+    "domias": "DOMIAS: log density of the synthetic table over the population's at the record (Gaussian KDE on the numeric embedding)",
+    "dcr": "DCR as a per-record score: minus the distance to the closest synthetic row",
+    "shadow": "shadow generators (TAPAS): a logistic regression on nearest-neighbour counts and marginal answers, trained on shadow releases",
+}
+MIN_TRAIN, MIN_HOLDOUT = 10, 8
+
+
+def embedded_tables(seed: int) -> tuple[Table, Table]:
+    """The embedded default's tables: scikit-learn's wine (its class as a category), split in halves by ``seed``, ids 'wine-000'..."""
+    from sklearn.datasets import load_wine  # optional (the sklearn extra); ships with scikit-learn, never downloaded
+
+    frame = load_wine(as_frame=True).frame
+    frame["target"] = frame["target"].map(lambda v: f"cultivar_{v}").astype(object)
+    frame.insert(0, "id", [f"wine-{i:03d}" for i in range(len(frame))])
+    order = np.random.default_rng(seed).permutation(len(frame))
+    half = len(frame) // 2
+    return (
+        read_frame(frame.iloc[np.sort(order[:half])].reset_index(drop=True), "--train", id_col="id"),
+        read_frame(frame.iloc[np.sort(order[half:])].reset_index(drop=True), "--holdout", id_col="id"),
+    )
+
+
+def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, str | None]:
+    """(train, holdout, the released table or None, the generator's import path or None), all checked before any generation."""
+    if config.train is None:
+        train, holdout = embedded_tables(config.seed)
+    else:
+        train = read_table(config.train, "--train", id_col=config.id_col)
+        holdout = check_same_schema(train, read_table(config.holdout, "--holdout", id_col=config.id_col), "--holdout")
+    if len(train) < MIN_TRAIN or len(holdout) < MIN_HOLDOUT:
+        raise ValueError(f"`--train` must hold >= {MIN_TRAIN} records and `--holdout` >= {MIN_HOLDOUT}, got {len(train)} and {len(holdout)}")
+    for ids, name in ((train.ids, "--train"), (holdout.ids, "--holdout")):
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"`--id-col` {config.id_col!r} must be unique in `{name}`, got repeated ids")
+    released = None
+    if config.synthetic is not None:
+        import pandas as pd  # optional (the parquet extra)
+
+        raw = read_table(config.synthetic, "--synthetic")
+        frame = raw.frame.drop(columns=[config.id_col]) if config.id_col is not None and config.id_col in raw.frame.columns else raw.frame
+        released = check_same_schema(train, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic")
+    generator = config.generator or (BUILTIN_GENERATOR if config.synthetic is None else None)
+    return train, holdout, released, generator
+
+
+def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
+    metrics = attack_metrics(scores, member, fpr=DEFAULT_FPR, confidence=confidence)
+    return SyntheticAttack(
+        name,
+        float(metrics.auc),
+        fpr=tuple(float(v) for v in metrics.fpr),
+        tpr=tuple(float(v) for v in metrics.tpr),
+        tpr_low=tuple(float(v) for v in metrics.tpr_low),
+        tpr_high=tuple(float(v) for v in metrics.tpr_high),
+        num_members=int(member.sum()),
+        num_non_members=int((~member).sum()),
+        description=DESCRIPTIONS[name],
+    )
+
+
+def _sdmetrics_scores(train: Table, holdout: Table, released: Table) -> tuple[float | None, float | None]:
+    """sdmetrics' own DCRBaselineProtection and DCROverfittingProtection, when sdmetrics is installed (None, None otherwise)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sdmetrics") is None:
+        return None, None
+    from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection  # optional: shown beside privaudit's own
+
+    metadata = {"columns": {c.name: {"sdtype": "numerical" if c.kind == "numeric" else "categorical"} for c in train.schema}}
+    baseline = DCRBaselineProtection.compute(train.frame, released.frame, metadata)
+    overfitting = DCROverfittingProtection.compute(train.frame, released.frame, holdout.frame, metadata)
+    return float(baseline), float(overfitting)
+
+
+def run_synthetic_data(
+    config: SyntheticDataConfig,
+    *,
+    progress: Progress | None = None,
+    checkpoints: Any = None,
+    backend: str = "local",
+    max_workers: int | None = None,
+    address: str | None = None,
+) -> AuditRun:
+    """Run the audit (see the module's docstring); shadow generations are kept in ``checkpoints`` and resumed from it."""
+    started = time.perf_counter()
+    report = progress or no_progress
+    seeds = child_seeds(config.seed, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])
+    train, holdout, released, generator = _inputs(config)
+    function = None
+    if generator is not None:
+        function = load_generator(generator)
+        report("probing your generator", detail="one call on at most 50 training rows")
+        probe_generator(function, train, seed=seeds["probe"])
+    n = config.num_synthetic or len(train)
+    if released is None:
+        assert function is not None
+        report("generating the synthetic table", detail=f"{n} rows")
+        released = generate(function, train.frame, train, seed=seeds["release"], n=n)
+    order = np.random.default_rng(seeds["split"]).permutation(len(holdout))
+    cut = int(round(config.reference_fraction * len(holdout)))
+    if cut < 2 or len(holdout) - cut < 2:
+        raise ValueError(f"`--holdout` must leave >= 2 records on each side of --reference-fraction {config.reference_fraction:g}, got {len(holdout)} records")
+    reference, outside = (_rows(holdout, np.sort(order[:cut])), _rows(holdout, np.sort(order[cut:])))
+    encoder = Encoder.fit(train, holdout, released)
+    records = Table(_concat(train, outside), np.concatenate([train.ids, outside.ids]), train.schema)
+    member = np.arange(len(records)) < len(train)
+    report("scoring every record", detail=f"{member.sum()} members, {(~member).sum()} non-members")
+    embedded = encoder.embedding(records)
+    scores = {
+        "domias": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
+        "dcr": -dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released)),
+    }
+    outlying = outlier_scores(embedded, encoder.embedding(reference))
+    summaries = [_summary(name, scores[name], member, config.confidence) for name in ("domias", "dcr")]
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = {name: (scores[name], member) for name in scores}
+    num_categories = tuple(len(c) for c in encoder.categories)
+    dcr = dcr_statistics(
+        encoder.dcr_arrays(released), encoder.dcr_arrays(train), encoder.dcr_arrays(holdout), num_categories, np.random.default_rng(seeds["dcr"])
+    )
+    sdmetrics_baseline, sdmetrics_overfitting = _sdmetrics_scores(train, holdout, released)
+    dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
+    shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
+    shadow_values = np.zeros(0)
+    if generator is not None and config.num_shadows:
+        half = config.num_shadow_targets // 2
+        by_outlier = np.argsort(-outlying, kind="stable")
+        shadow_rows = np.concatenate([by_outlier[member[by_outlier]][: config.num_shadow_targets - half], by_outlier[~member[by_outlier]][:half]])
+        report("running the shadow generators", detail=f"{config.num_shadows} per target, {len(shadow_rows)} targets, backend {backend}")
+        with tempfile.TemporaryDirectory() as scratch:
+            shadow_values = shadow_scores(
+                reference=reference,
+                targets=_rows(records, shadow_rows),
+                released=released,
+                encoder=encoder,
+                generator=generator,
+                num_shadows=config.num_shadows,
+                n=n,
+                seed=seeds["shadows"],
+                directory=Path(checkpoints) if checkpoints is not None else Path(scratch),
+                backend=backend,
+                max_workers=max_workers,
+                address=address,
+            )
+        summaries.append(_summary("shadow", shadow_values, member[shadow_rows], config.confidence))
+        curves["shadow"] = (shadow_values, member[shadow_rows])
+    bound = None
+    if config.num_canaries:
+        assert function is not None
+        bound = _bound(config, function, train, seeds, n, report)
+    shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
+    top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
+    exposed = tuple(
+        ExposedRecord(
+            record_id=str(records.ids[i]),
+            member=bool(member[i]),
+            score=float(scores[HEADLINE_ATTACK][i]),
+            outlier_score=float(outlying[i]),
+            attack_scores=(float(scores["domias"][i]), float(scores["dcr"][i]), shadow_of.get(int(i))),
+        )
+        for i in top
+    )
+    source = (
+        f"--synthetic {config.synthetic}"
+        if config.synthetic is not None
+        else f"--generator {generator}" + (" (the embedded default)" if config.train is None else "")
+    )
+    result = SyntheticDataResult(
+        config=config,
+        source=source,
+        schema=train.schema,
+        num_train=len(train),
+        num_reference=len(reference),
+        num_non_members=len(outside),
+        num_synthetic=len(released),
+        attacks=tuple(summaries),
+        dcr=dcr,
+        most_exposed=exposed,
+        shadow_targets=tuple(str(records.ids[i]) for i in shadow_rows),
+        selection="the most outlying records first (Meeus et al. 2023): highest minus log density under the population's KDE, half members and half non-members",
+        bound=bound,
+        threat_model=_threat_model(config, generator),
+        seconds=time.perf_counter() - started,
+        conventions=_conventions(config, train, encoder, generator, released),
+    )
+    observations = {"curves": curves}
+    return AuditRun("synthetic-data", config, result, observations=observations)
+
+
+def _bound(config: SyntheticDataConfig, function: Any, train: Table, seeds: dict[str, int], n: int, report: Progress):
+    """Canaries by fair coins into the training table, one generation, every canary scored, and the one-run bound."""
+    import pandas as pd  # optional (the parquet extra)
+
+    canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
+    included = np.random.default_rng(seeds["coins"]).random(config.num_canaries) < 0.5
+    if included.sum() < 2 or (~included).sum() < 2:
+        raise ValueError(f"`--canaries` {config.num_canaries}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
+    report("generating with the canaries", detail=f"{int(included.sum())} of {config.num_canaries} included by fair coins")
+    data = pd.concat([train.frame, canaries[included]], ignore_index=True)
+    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n + int(included.sum()) if config.num_synthetic is None else n)
+    canary_table = read_frame(canaries, "the canaries")
+    fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
+    scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
+    what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
+    return canary_bound(
+        scores, included, delta=config.delta, confidence=config.confidence, claimed=config.claimed_epsilon, canaries=what, coins_seed=seeds["coins"]
+    )
+
+
+def _rows(table: Table, rows: np.ndarray) -> Table:
+    return Table(table.frame.iloc[rows].reset_index(drop=True), table.ids[rows], table.schema)
+
+
+def _concat(*tables: Table) -> Any:
+    import pandas as pd  # optional (the parquet extra)
+
+    return pd.concat([table.frame for table in tables], ignore_index=True)
+
+
+def _threat_model(config: SyntheticDataConfig, generator: str | None) -> str:
+    seen = "the released synthetic table and a population sample (the holdout's reference part)"
+    if config.synthetic is not None:
+        return f"no-box: {seen}; the generator is not available"
+    return f"{seen}, and the generator ({generator}) retrained by the auditor on shadow data and, for the bound, on the training table with canaries"
+
+
+def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, generator: str | None, released: Table) -> tuple[Convention, ...]:
+    source = "--synthetic" if config.synthetic is not None else "the generator's output"
+    conventions = list(schema_conventions(train, encoder, id_col=config.id_col, reference_fraction=config.reference_fraction, source=source))
+    conventions.append(default("score direction", "higher is member", "each attack's score is built so (density ratio, minus a distance, a probability)"))
+    if generator is not None:
+        how = (
+            explicit("generator", generator, "--generator")
+            if config.generator
+            else default("generator", generator, "the embedded default's built-in Gaussian copula")
+        )
+        conventions.append(how)
+        conventions.append(
+            checked(
+                "generator contract",
+                "fn(train_df, *, seed, n) -> a table of train_df's columns and kinds, n rows",
+                "one probe call on <= 50 rows, then every call",
+            )
+        )
+    if config.num_canaries:
+        conventions.append(
+            default(
+                "claim's unit", "ε per release, for one record (one canary = one record)", "the bound is of one generation; the claim is compared like for like"
+            )
+        )
+    return tuple(conventions)
+
+
+class SyntheticDataAudit(Audit):
+    """Membership inference on released synthetic tabular data, DCR's verdict beside it, and the one-run ε bound of a DP generator."""
+
+    name = "synthetic-data"
+    title = "Released synthetic tabular data (DOMIAS, DCR, shadow generators, one-run ε)"
+    description = "Audit of a synthetic table or a tabular generator: per-record attacks (DOMIAS, DCR, shadow generators) at low FPR beside DCR's holdout test, and the one-run ε lower bound from canaries."
+    config_type = SyntheticDataConfig
+    result_type = SyntheticDataResult
+    default_resource = "synthetic-data.json"
+    requires = ("pandas", "sklearn", "pyarrow")
+    checkpointed = True
+    tiny_overrides = {"num_shadows": 4, "num_shadow_targets": 4, "num_canaries": 20}
+
+    def run(
+        self,
+        config: SyntheticDataConfig,
+        *,
+        progress: Progress | None = None,
+        checkpoints: Any = None,
+        backend: str = "local",
+        max_workers: int | None = None,
+        address: str | None = None,
+    ) -> AuditRun:
+        from ...runner import check_backend
+
+        check_backend(backend, max_workers, address)
+        return run_synthetic_data(config, progress=progress, checkpoints=checkpoints, backend=backend, max_workers=max_workers, address=address)
+
+
+AUDIT = SyntheticDataAudit()

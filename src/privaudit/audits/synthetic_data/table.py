@@ -1,0 +1,226 @@
+"""The user's tables: read, their schema checked across train, holdout and synthetic, and encoded once.
+
+A column's kind is read from the training table: numbers (pandas'
+numeric dtypes) are numeric, anything else (strings, booleans, pandas
+categories) categorical. The holdout and the synthetic table must have the
+same columns, each of the same kind; otherwise the audit refuses, before
+any generation. Missing values are allowed everywhere: a missing
+categorical value is a category of its own, a missing number is
+imputed by the training mean in the numeric embedding (with a
+missing-indicator column) and is at distance 1 from any number in DCR.
+
+>>> import pandas as pd
+>>> train = pd.DataFrame({"id": ["a", "b", "c"], "age": [30, None, 50], "city": ["x", "y", None]})
+>>> table = read_frame(train, "--train", id_col="id")
+>>> [(column.name, column.kind) for column in table.schema], table.ids.tolist()
+([('age', 'numeric'), ('city', 'categorical')], ['a', 'b', 'c'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..._core.conventions import Convention, checked, default, explicit
+from .types import ColumnSchema
+
+__all__ = ["MISSING", "Encoder", "Table", "check_same_schema", "read_frame", "read_table", "schema_conventions"]
+
+MISSING = "<missing>"  # the category a missing categorical value becomes
+SUFFIXES = (".csv", ".parquet")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Table:
+    """A table without its id column (columns in the training table's order), its ids as strings, and its schema."""
+
+    frame: Any  # pandas.DataFrame
+    ids: np.ndarray
+    schema: tuple[ColumnSchema, ...]
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def read_table(path: Any, name: str, *, id_col: str | None = None) -> Table:
+    """The ``.csv`` or ``.parquet`` table at ``path``; a ValueError naming the option ``name`` when it cannot be read."""
+    import pandas as pd  # optional (the parquet extra): only this family reads tables
+
+    path = Path(path)
+    if not str(path).lower().endswith(SUFFIXES):
+        raise ValueError(f"`{name}` must be a .csv or .parquet file, got {str(path)!r}")
+    if not path.is_file():
+        raise ValueError(f"`{name}` {str(path)!r} does not exist")
+    try:
+        frame = pd.read_parquet(path) if str(path).lower().endswith(".parquet") else pd.read_csv(path)
+    except Exception as error:  # pandas raises many types for a malformed file
+        raise ValueError(f"`{name}` {str(path)!r} cannot be read as a table: {error}") from None
+    return read_frame(frame, name, id_col=id_col)
+
+
+def read_frame(frame: Any, name: str, *, id_col: str | None = None) -> Table:
+    """The :class:`Table` of a DataFrame (copied: the caller's frame is never changed)."""
+    import pandas as pd  # optional (the parquet extra)
+
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"`{name}` must be a table (a pandas DataFrame), got {type(frame).__name__}")
+    frame = frame.copy()
+    if any(not isinstance(column, str) for column in frame.columns) or len(set(frame.columns)) != len(frame.columns):
+        raise ValueError(f"`{name}` must have unique string column names, got {list(frame.columns)!r}")
+    if id_col is not None:
+        if id_col not in frame.columns:
+            raise ValueError(f"`--id-col` {id_col!r} is not a column of `{name}` (columns: {', '.join(frame.columns)})")
+        ids = frame.pop(id_col).astype(str).to_numpy()
+    else:
+        ids = np.array([str(i) for i in range(len(frame))])
+    if frame.shape[1] == 0:
+        raise ValueError(f"`{name}` has no columns besides its id")
+    schema = tuple(
+        ColumnSchema(
+            column,
+            _kind(frame[column]),
+            int(frame[column].nunique(dropna=True)) if _kind(frame[column]) == "categorical" else 0,
+            int(frame[column].isna().sum()),
+        )
+        for column in frame.columns
+    )
+    return Table(frame, ids, schema)
+
+
+def _kind(series: Any) -> str:
+    import pandas as pd  # optional (the parquet extra)
+
+    numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+    return "numeric" if numeric else "categorical"
+
+
+def check_same_schema(reference: Table, other: Table, name: str, *, reference_name: str = "--train") -> Table:
+    """``other`` with its columns in ``reference``'s order; a ValueError naming ``name`` when its columns or their kinds differ."""
+    if len(other) == 0:
+        raise ValueError(f"`{name}` is empty: it must hold records of the same population as `{reference_name}`")
+    expected = [column.name for column in reference.schema]
+    got = list(other.frame.columns)
+    if set(got) != set(expected):
+        missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
+        raise ValueError(
+            f"`{name}` must have the columns of `{reference_name}`: "
+            + "; ".join(part for part in (f"missing {missing}" if missing else "", f"extra {extra}" if extra else "") if part)
+        )
+    kinds = {column.name: column.kind for column in other.schema}
+    wrong = [f"{column.name} ({kinds[column.name]}, not {column.kind})" for column in reference.schema if kinds[column.name] != column.kind]
+    if wrong:
+        raise ValueError(f"`{name}` has columns of another kind than in `{reference_name}`: {', '.join(wrong)}")
+    frame = other.frame[expected]
+    return Table(frame, other.ids, tuple(next(c for c in other.schema if c.name == column) for column in expected))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Encoder:
+    """The encodings fitted once on the training table (categories from all tables), used by every attack.
+
+    * ``dcr_arrays``: numbers divided by the training column's range
+      (missing: NaN) and categories as codes: sdmetrics' DCR per column;
+    * ``embedding``: numbers standardised by the training mean and standard
+      deviation (missing: the mean, plus an indicator column), categories
+      one-hot: the space DOMIAS' densities live in.
+    """
+
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    span: np.ndarray
+    categories: tuple[tuple[str, ...], ...]
+    with_missing: tuple[str, ...]
+
+    @classmethod
+    def fit(cls, train: Table, *others: Table) -> Encoder:
+        numeric = tuple(column.name for column in train.schema if column.kind == "numeric")
+        categorical = tuple(column.name for column in train.schema if column.kind == "categorical")
+        values = train.frame[list(numeric)].to_numpy(dtype=float) if numeric else np.zeros((len(train), 0))
+        mean = np.nan_to_num(np.nanmean(values, axis=0)) if len(values) else np.zeros(len(numeric))
+        scale = np.nan_to_num(np.nanstd(values, axis=0))
+        span = np.nan_to_num(np.nanmax(values, axis=0) - np.nanmin(values, axis=0)) if len(values) else np.zeros(len(numeric))
+        tables = (train, *others)
+        categories = tuple(tuple(sorted({_category(v) for table in tables for v in table.frame[column]})) for column in categorical)
+        with_missing = tuple(column for column in numeric if any(table.frame[column].isna().any() for table in tables))
+        return cls(numeric, categorical, mean, np.where(scale > 0, scale, 1.0), np.where(span > 0, span, 1.0), categories, with_missing)
+
+    def dcr_arrays(self, table: Table) -> tuple[np.ndarray, np.ndarray]:
+        """(numbers / range with NaN for missing, category codes): the two halves of sdmetrics' per-column distance."""
+        numbers = table.frame[list(self.numeric)].to_numpy(dtype=float) / self.span if self.numeric else np.zeros((len(table), 0))
+        codes = np.column_stack([self.codes(table, column) for column in self.categorical]) if self.categorical else np.zeros((len(table), 0), dtype=np.int64)
+        return numbers, codes
+
+    def codes(self, table: Table, column: str) -> np.ndarray:
+        """The category codes of ``column``; -1 for a category none of the fitted tables had (a shadow generator's invention)."""
+        index = {category: code for code, category in enumerate(self.categories[self.categorical.index(column)])}
+        return np.array([index.get(_category(v), -1) for v in table.frame[column]], dtype=np.int64)
+
+    def embedding(self, table: Table) -> np.ndarray:
+        """The numeric embedding of ``table``: standardised numbers, missing indicators, one-hot categories."""
+        parts = []
+        if self.numeric:
+            numbers = (table.frame[list(self.numeric)].to_numpy(dtype=float) - self.mean) / self.scale
+            parts.append(np.nan_to_num(numbers, nan=0.0))
+        for column in self.with_missing:
+            parts.append(table.frame[column].isna().to_numpy(dtype=float)[:, None])
+        for column, categories in zip(self.categorical, self.categories, strict=True):
+            parts.append(np.vstack([np.eye(len(categories)), np.zeros(len(categories))])[self.codes(table, column)])  # -1: all zeros
+        return np.hstack(parts) if parts else np.zeros((len(table), 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, for the shadow jobs of the runner."""
+        return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Encoder:
+        return cls(
+            numeric=tuple(data["numeric"]),
+            categorical=tuple(data["categorical"]),
+            mean=np.asarray(data["mean"], dtype=float),
+            scale=np.asarray(data["scale"], dtype=float),
+            span=np.asarray(data["span"], dtype=float),
+            categories=tuple(tuple(c) for c in data["categories"]),
+            with_missing=tuple(data["with_missing"]),
+        )
+
+
+def _category(value: Any) -> str:
+    """A categorical cell as text, a missing one as :data:`MISSING`."""
+    import pandas as pd  # optional (the parquet extra)
+
+    return MISSING if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def schema_conventions(train: Table, encoder: Encoder, *, id_col: str | None, reference_fraction: float, source: str) -> tuple[Convention, ...]:
+    """What the numbers rest on: the schema's kinds, the encodings, the record ids and the holdout's role."""
+    kinds = ", ".join(f"{column.name}: {column.kind}" for column in train.schema)
+    missing = sum(column.missing_in_train for column in train.schema)
+    conventions = [
+        checked("schema", kinds, f"the same columns and kinds in --train, --holdout and {source}; {missing} missing values in --train"),
+        default(
+            "categorical encoding",
+            f"one-hot over the categories of all tables; a missing value is the category {MISSING!r}",
+            "a category is never ordered or merged with another",
+        ),
+        default(
+            "numeric encoding",
+            "DCR: |a - b| / the training column's range, capped at 1 (missing vs a number: 1); DOMIAS: standardised by the training mean and deviation",
+            "sdmetrics' DCR per column; the embedding only sets DOMIAS' kernel scale",
+        ),
+        default(
+            "holdout's role",
+            f"a seeded {reference_fraction:.0%} of --holdout is the attacker's population sample (DOMIAS' reference density, the shadow "
+            "generators' data); the rest are the non-members the attacks are evaluated on",
+            "no record is both the attacker's knowledge and a record it is evaluated on; DCR's holdout test uses all of --holdout, as sdmetrics does",
+        ),
+    ]
+    if id_col is None:
+        conventions.append(default("record id", "row index in each table (from 0)", "no --id-col given"))
+    else:
+        conventions.append(explicit("record id", f"column {id_col!r} (not a feature, never given to the generator)", "--id-col"))
+    return tuple(conventions)

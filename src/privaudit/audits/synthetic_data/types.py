@@ -1,0 +1,233 @@
+"""The synthetic-data audit's config and result types: the bottom of the family's package.
+
+>>> SyntheticDataConfig(num_shadows=3)
+Traceback (most recent call last):
+...
+ValueError: `num_shadows` (--shadows) must be 0 or an even integer >= 4, got 3
+>>> SyntheticDataConfig(train="t.csv", holdout="h.csv", synthetic="s.csv", generator="m:fn")
+Traceback (most recent call last):
+...
+ValueError: `--synthetic` and `--generator` exclude each other: audit the released table (no-box) or retrain your generator, not both
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..._core.validation import check_count, check_fraction, check_positive, check_probability
+from ...models.loading import check_import_path
+from ...stats.one_run_combined import OneRunLowerBound
+from ..base import AuditResult, Headline
+
+__all__ = [
+    "ATTACKS",
+    "BUILTIN_GENERATOR",
+    "HEADLINE_ATTACK",
+    "CanaryBound",
+    "ColumnSchema",
+    "DCRStatistics",
+    "ExposedRecord",
+    "SyntheticAttack",
+    "SyntheticDataConfig",
+    "SyntheticDataResult",
+]
+
+BUILTIN_GENERATOR = "privaudit.audits.synthetic_data.generators:gaussian_copula"
+# every per-record attack, fixed in advance; the headline is DOMIAS (no attack is chosen on the data)
+ATTACKS = ("domias", "dcr", "shadow")
+HEADLINE_ATTACK = "domias"
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticDataConfig:
+    """What to audit and how; every field is checked on construction.
+
+    ``train`` and ``holdout`` are the real tables (None: the embedded default,
+    scikit-learn's wine split in halves by ``seed``); ``synthetic`` the
+    released table, or ``generator`` the user's ``fn(train_df, *, seed, n)``.
+    ``reference_fraction`` of the holdout is the attacker's knowledge of the
+    population (DOMIAS' reference density, the shadow generators' data); the
+    rest are the non-members the attacks are evaluated on.
+    """
+
+    train: str | None = None
+    holdout: str | None = None
+    synthetic: str | None = None
+    generator: str | None = None  # None without --train: the built-in Gaussian copula on the embedded default
+    id_col: str | None = None
+    num_synthetic: int | None = None  # rows the generator makes (None: as many as the training table)
+    reference_fraction: float = 0.5
+    num_shadows: int = 8  # shadow datasets per shadow target, half with it (0: none; a released table alone has none)
+    num_shadow_targets: int = 6  # the most outlying records attacked by the shadow attack
+    num_canaries: int = 0  # canaries of the ε lower bound (0: no bound; needs a generator)
+    claimed_epsilon: float | None = None  # the generator's claimed ε per release (None: no claim)
+    delta: float = 1e-5
+    confidence: float = 0.95
+    num_vulnerable: int = 10
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.synthetic is not None and self.generator is not None:
+            raise ValueError("`--synthetic` and `--generator` exclude each other: audit the released table (no-box) or retrain your generator, not both")
+        if self.generator is not None:
+            check_import_path(self.generator, "--generator")
+        if (self.train is None) != (self.holdout is None):
+            raise ValueError("`--train` and `--holdout` go together: your real training table and a holdout from the same population")
+        if self.train is None and self.synthetic is not None:
+            raise ValueError("`--synthetic` needs `--train` and `--holdout`, the real tables it was made from")
+        if self.train is not None and self.synthetic is None and self.generator is None:
+            raise ValueError("`--train` needs `--synthetic` (the released table) or `--generator` (your generator package.module:fn)")
+        if self.synthetic is not None and self.num_canaries:
+            raise ValueError("`--canaries` needs `--generator`: a released table alone cannot be regenerated with canaries")
+        if self.num_synthetic is not None:
+            check_count(self.num_synthetic, "num_synthetic (--num-synthetic)", minimum=10)
+        fraction = check_fraction(self.reference_fraction, "reference_fraction (--reference-fraction)")
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"`reference_fraction` (--reference-fraction) must be in (0, 1), got {fraction:g}")
+        if (
+            isinstance(self.num_shadows, bool)
+            or not isinstance(self.num_shadows, int)
+            or self.num_shadows % 2
+            or 0 < self.num_shadows < 4
+            or self.num_shadows < 0
+        ):
+            raise ValueError(f"`num_shadows` (--shadows) must be 0 or an even integer >= 4, got {self.num_shadows!r}")
+        check_count(self.num_shadow_targets, "num_shadow_targets (--shadow-targets)", minimum=2)
+        canaries = check_count(self.num_canaries, "num_canaries (--canaries)")
+        if 0 < canaries < 10:
+            raise ValueError(f"`num_canaries` (--canaries) must be 0 or >= 10, got {canaries}")
+        if self.claimed_epsilon is not None:
+            check_positive(self.claimed_epsilon, "claimed_epsilon (--claimed-epsilon)")
+        check_probability(self.delta, "delta (--delta)")
+        check_probability(self.confidence, "confidence")
+        check_count(self.num_vulnerable, "num_vulnerable")
+        check_count(self.seed, "seed")
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnSchema:
+    """One column of the checked schema: its kind, its categories (categorical) and its missing values in the training table."""
+
+    name: str
+    kind: str  # "numeric" or "categorical"
+    num_categories: int
+    missing_in_train: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticAttack:
+    """One attack's AUC and TPR at each FPR target (Clopper–Pearson intervals), on the records it scored: in-sample statistics."""
+
+    attack: str
+    auc: float
+    fpr: tuple[float, ...]
+    tpr: tuple[float, ...]
+    tpr_low: tuple[float, ...]
+    tpr_high: tuple[float, ...]
+    num_members: int
+    num_non_members: int
+    description: str
+
+    def tpr_at(self, fpr: float) -> float:
+        return self.tpr[self.fpr.index(fpr)]
+
+
+@dataclasses.dataclass(frozen=True)
+class DCRStatistics:
+    """DCR's aggregate verdict on the same data, after sdmetrics' definitions (a proxy statistic, not an attack).
+
+    ``baseline_protection``: min(1, median DCR of the synthetic rows to the
+    training rows / the same median for uniformly random rows);
+    ``overfitting_protection``: min(1, 2 (1 - p)), p the share of synthetic
+    rows strictly closer to a training row than to any holdout row, with
+    the training table subsampled to the holdout's size. ``passes``: p not
+    significantly above ½ (one-sided binomial test at 5%). ``sdmetrics_*``:
+    sdmetrics' own scores when it is installed (None otherwise).
+    """
+
+    median_dcr_synthetic: float
+    median_dcr_random: float
+    baseline_protection: float
+    share_closer_to_training: float
+    overfitting_protection: float
+    binomial_p_value: float
+    passes: bool
+    sdmetrics_baseline_protection: float | None = None
+    sdmetrics_overfitting_protection: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExposedRecord:
+    """A record the headline attack scores highest, by the user's id, with every attack's score (None: not scored by it)."""
+
+    record_id: str
+    member: bool
+    score: float
+    outlier_score: float
+    attack_scores: tuple[float | None, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryBound:
+    """The one-run ε lower bound from canaries inserted by fair coins, beside its ceiling and the claim (per release, like for like).
+
+    ``ceiling`` is the bound with every guess right on the same canaries
+    and confidence: a bound near it says "at least this, maybe much more".
+    """
+
+    bound: OneRunLowerBound
+    ceiling: float
+    claimed_epsilon: float | None
+    bound_over_claim: float | None
+    bound_over_ceiling: float | None
+    flag: bool | None  # the bound exceeds the claim (None: no claim)
+    canaries: str  # how the canaries were made
+    coins_seed: int
+    signal: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticDataResult(AuditResult):
+    """The attacks on the released synthetic table, DCR's verdict beside them, the most exposed records, and the bound when asked for."""
+
+    config: SyntheticDataConfig
+    source: str
+    schema: tuple[ColumnSchema, ...]
+    num_train: int
+    num_reference: int
+    num_non_members: int
+    num_synthetic: int
+    attacks: tuple[SyntheticAttack, ...]
+    dcr: DCRStatistics
+    most_exposed: tuple[ExposedRecord, ...]
+    shadow_targets: tuple[str, ...]
+    selection: str
+    bound: CanaryBound | None
+    threat_model: str
+    seconds: float
+
+    def attack(self, name: str) -> SyntheticAttack:
+        """The summary of attack ``name``."""
+        from ..._core.validation import check_choice
+
+        check_choice(name, "attack", [summary.attack for summary in self.attacks])
+        return next(summary for summary in self.attacks if summary.attack == name)
+
+    def headline(self) -> Headline:
+        if self.bound is not None:
+            bound = self.bound.bound
+            return Headline(
+                value=bound.epsilon,
+                label=f"ε lower bound of the generator per release ({bound.num_canaries} canaries by fair coins, Steinke et al.)",
+                kind="lower bound",
+                confidence=bound.confidence,
+                valid=bound.valid,
+                flag=self.bound.flag,
+            )
+        return Headline(
+            value=self.attack(HEADLINE_ATTACK).tpr_at(0.01),
+            label="TPR at 1% FPR of DOMIAS (density ratio) on the released synthetic table (attack statistic, not an ε bound)",
+            kind="statistic",
+            confidence=None,
+            valid=True,
+        )

@@ -1,0 +1,154 @@
+"""Figures and report section of the ``synthetic-data`` audit, drawn from what the audit computed (no statistic is computed here).
+
+* ``roc.png``: every attack's ROC on log-log axes (:func:`privaudit.report.mia.plot_roc`),
+  where the low-FPR region that DCR's aggregate verdict and the AUC hide is visible;
+* ``vulnerability.png``: the records DOMIAS scores highest, by the user's ids;
+* :func:`section`: the attacks beside DCR's verdict on the same data, the
+  most exposed records, the bound with its ceiling and the claim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .mia import plot_roc, plot_vulnerability
+
+__all__ = ["dcr_gap_note", "exposed_table", "figures", "section"]
+
+
+def figures(run: Any) -> dict:
+    """The figures of a synthetic-data run: the ROC needs the per-record scores, which only a fresh run holds."""
+    from types import SimpleNamespace
+
+    from ..stats.mia_metrics import roc_points
+
+    result = run.result
+    drawings: dict = {}
+    if result.most_exposed:
+        bars = [SimpleNamespace(record=r.record_id, record_id=r.record_id, score=r.score, member=r.member) for r in result.most_exposed]
+        drawings["vulnerability.png"] = lambda path: plot_vulnerability(bars, path, attack="DOMIAS")
+    curves_in = run.observations.get("curves")
+    if curves_in:
+        curves = {name: roc_points(scores, member) for name, (scores, member) in curves_in.items()}
+        aucs = {summary.attack: summary.auc for summary in result.attacks}
+        title = f"{result.num_train} members, {result.num_non_members} non-members, {result.num_synthetic} synthetic rows"
+        drawings["roc.png"] = lambda path: plot_roc(curves, aucs, path, title=title)
+    return drawings
+
+
+def dcr_gap_note(result: Any) -> str:
+    """One sentence: DCR's verdict on this table, beside the headline attack's TPR at 1% FPR and its AUC.
+
+    >>> from types import SimpleNamespace as R
+    >>> attack = R(auc=0.52, tpr_at=lambda fpr: 0.08)
+    >>> result = R(dcr=R(passes=True, overfitting_protection=1.0, baseline_protection=0.9), attack=lambda name: attack)
+    >>> dcr_gap_note(result)[:40]
+    "Passes DCR's holdout test (overfitting p"
+    """
+    dcr, headline = result.dcr, result.attack("domias")
+    verdict = "Passes" if dcr.passes else "Fails"
+    return (
+        f"{verdict} DCR's holdout test (overfitting protection {dcr.overfitting_protection:.2f}, baseline protection "
+        f"{dcr.baseline_protection:.2f}), while DOMIAS finds {headline.tpr_at(0.01):.1%} of the members at 1% FPR (AUC {headline.auc:.3f}): "
+        "where the two disagree, the leak of a few records lives at low FPR, not in the AUC nor in DCR's averages."
+    )
+
+
+def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
+    """(caption, column names, rows) of the most exposed records by the user's id, with every attack's score."""
+    header = ("rank", "record id", "member", "DOMIAS score", "DCR score", "shadow score", "outlier score")
+    rows = [
+        (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v for v in r.attack_scores), r.outlier_score)
+        for rank, r in enumerate(result.most_exposed, 1)
+    ]
+    return "The records DOMIAS scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
+
+
+def section(data: dict, directory: Any) -> Any:
+    """The report section of a synthetic-data audit: attacks beside DCR's verdict, exposed records, the bound and its ceiling."""
+    from ..audits.synthetic_data import SyntheticDataResult
+    from .html import ReportSection, plots_in
+    from .provenance import provenance
+    from .sections import generic_section, headline_fields, typed_result
+
+    result = typed_result(SyntheticDataResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    dcr = result.dcr
+    details: list[tuple[str, Any]] = [("DCR's verdict beside the attacks", dcr_gap_note(result))]
+    details += [
+        (
+            f"{s.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in s.fpr)} ({s.num_members} members / {s.num_non_members} non-members)",
+            f"{s.auc:.4f}; " + ", ".join(f"{t:.4f}" for t in s.tpr),
+        )
+        for s in result.attacks
+    ]
+    details += [
+        (
+            "DCR holdout test: share of synthetic rows closer to training than to holdout (p-value)",
+            f"{dcr.share_closer_to_training:.3f} ({dcr.binomial_p_value:.3g})",
+        ),
+        (
+            "DCROverfittingProtection / DCRBaselineProtection (privaudit's, after sdmetrics)",
+            f"{dcr.overfitting_protection:.3f} / {dcr.baseline_protection:.3f}",
+        ),
+        (
+            "sdmetrics' own DCROverfittingProtection / DCRBaselineProtection",
+            "sdmetrics not installed"
+            if dcr.sdmetrics_overfitting_protection is None
+            else f"{dcr.sdmetrics_overfitting_protection:.3f} / {dcr.sdmetrics_baseline_protection:.3f}",
+        ),
+        ("audited", result.source),
+        (
+            "records: training / population sample / evaluation non-members / synthetic",
+            f"{result.num_train} / {result.num_reference} / {result.num_non_members} / {result.num_synthetic}",
+        ),
+        ("shadow targets (selection)", f"{', '.join(result.shadow_targets) or 'none'} ({result.selection})"),
+    ]
+    flag = None
+    if result.bound is not None:
+        b = result.bound
+        details[:0] = [
+            (
+                f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g}, {b.bound.num_canaries} canaries, {b.bound.num_in} in)",
+                b.bound.epsilon,
+            ),
+            ("ceiling (every guess right, same canaries and confidence)", b.ceiling),
+            ("bound ÷ ceiling", "—" if b.bound_over_ceiling is None else f"{b.bound_over_ceiling:.3f}"),
+            (
+                "claimed ε per release; bound ÷ claim",
+                "not given (--claimed-epsilon)" if b.claimed_epsilon is None else f"{b.claimed_epsilon:g}; {b.bound_over_claim:.3f}",
+            ),
+            ("canaries", f"{b.canaries}; signal: {b.signal}"),
+        ]
+        if b.flag:
+            flag = f"The bound {b.bound.epsilon:.3f} exceeds the claimed ε {b.claimed_epsilon:g}: the claim is rejected at {b.bound.confidence:.0%}."
+    meaning = (
+        "How well each attack tells the training records from records of the same population the generator never saw, from the "
+        "synthetic table alone (and the generator's retraining, for the shadow attack): the fraction of members found at 1% FPR. "
+        "DCR's aggregate verdict is shown beside it on the same data."
+    )
+    not_meaning = (
+        "The attacks' numbers are statistics of this release, not a bound on ε: a stronger attack may do better, and passing DCR's "
+        "test says nothing about the few records an attack finds at low FPR. A bound of 0 means the canaries were not told from chance, "
+        "not that the generator is private."
+    )
+    return ReportSection(
+        title="Released synthetic tabular data (DOMIAS, DCR, shadow generators)",
+        audit="synthetic-data",
+        **headline_fields(result.headline()),
+        meaning=meaning,
+        not_meaning=not_meaning,
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        tables=(exposed_table(result),) if result.most_exposed else (),
+        plots=plots_in(
+            directory,
+            {
+                "roc.png": "ROC of every attack on log-log axes: the leak lives at low FPR, not in the AUC",
+                "vulnerability.png": "The records DOMIAS scores highest, by their id (red: member of the training table)",
+            },
+        ),
+        **provenance(data),
+    )
