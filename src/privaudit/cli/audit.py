@@ -180,7 +180,10 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "The label column of a .csv (needs a header row) or .parquet --data; overrides the config's label_col.",
             config="label_col",
         ),
-        *claim_flags("your DP-SGD training (default: privaudit's accountant for the settings it runs)", quantity="end to end; converted to one step with the config's q and T"),
+        *claim_flags(
+            "your DP-SGD training (default: privaudit's accountant for the settings it runs)",
+            quantity="end to end; converted to one step with the config's q and T",
+        ),
     ),
     "blackbox": (
         Flag(
@@ -589,7 +592,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False:
                 other = given.setdefault(flag.config, flag)
                 if other is not flag and options[other.parameter] != options[flag.parameter]:
-                    raise ValueError(f"`{other.option}` and `{flag.option}` are one setting: give one of them, got {options[other.parameter]!r} and {options[flag.parameter]!r}")
+                    raise ValueError(
+                        f"`{other.option}` and `{flag.option}` are one setting: give one of them, got {options[other.parameter]!r} and {options[flag.parameter]!r}"
+                    )
         overrides = {
             flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
             for flag in flags
