@@ -259,6 +259,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
         Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
+        Flag(
+            "--claimed-epsilon",
+            Optional[float],
+            "The ε your training claims, end to end, in (0, inf), with --model and --inclusion-randomised: the O(1) one-run bound is compared with it.",
+            run="claimed_epsilon",
+        ),
+        Flag("--claimed-delta", Optional[float], "The δ of --claimed-epsilon's claim, in [0, 1) (default: the O(1) bound's δ).", run="claimed_delta"),
     ),
     "one-run": (
         Flag("--threat-model", Optional[str], "white-box (gradient canaries, the default) or black-box (mislabeled input canaries).", config="threat_model"),
