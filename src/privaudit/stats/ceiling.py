@@ -137,6 +137,7 @@ def one_run_record_ceiling(
     from .one_run_group import group_delta
 
     copies = check_count(copies, "copies", minimum=1)
+
     def ceiling_at(at: float) -> float:
         return one_run_ceiling(num_canaries, delta=at, confidence=confidence, methods=methods, num_guesses=num_guesses)
 
