@@ -7,6 +7,7 @@ import json
 import warnings
 
 import pytest
+from verdict_helpers import assert_like_for_like
 
 from privaudit.audits.base import Audit
 from privaudit.audits.config import config_from_dict, config_text, config_to_dict, with_overrides
@@ -15,7 +16,6 @@ from privaudit.cli import main
 from privaudit.history import HistoryStore
 from privaudit.report.runs import write_run
 from privaudit.schemas import load_schema
-from verdict_helpers import assert_like_for_like
 
 jsonschema = pytest.importorskip("jsonschema")
 

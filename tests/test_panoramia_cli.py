@@ -77,6 +77,8 @@ def test_user_model_with_non_members(user_files, tmp_path):
             150,
             "--helper-epochs",
             1,
+            "--claimed-epsilon",
+            "4",
             "--output",
             out,
             "--json",
@@ -87,6 +89,17 @@ def test_user_model_with_non_members(user_files, tmp_path):
     audit = data["targets"]["model"]["audit"]
     assert audit["bounds"]["num_members"] + audit["bounds"]["num_generated"] == 150
     assert audit["real_non_members"]["kind"] == "lower bound" and audit["one_run"]["num_canaries"] == 700
+    # the O(1) bound meets the user's claim, end to end, beside its ceiling: the core bound on a perfect attack of the same 700 canaries
+    import numpy as np
+
+    from privaudit.stats.one_run_combined import one_run_lower_bound
+
+    verdict, one_run = data["claim_verdict"], audit["one_run"]
+    assert verdict["claim"] == {"epsilon": 4.0, "delta": one_run["delta"], "quantity": "end-to-end", "source": "user"}
+    assert verdict["bound"] == one_run["epsilon"] and verdict["flagged"] == (one_run["epsilon"] > 4.0)
+    member = np.arange(700) < 350
+    perfect = one_run_lower_bound(member + np.linspace(0.0, 0.5, 700), member, delta=one_run["delta"], confidence=one_run["confidence"])
+    assert data["ceiling"]["value"] == pytest.approx(perfect.epsilon, rel=1e-12)
     assert (out / "pr_model.png").exists()
     # how each file's labels were read lands in results.json: the .npz's by key, the .csv's by --label-col
     assert [(c["name"], c["value"], c["decided"]) for c in data["conventions"]] == [

@@ -116,7 +116,7 @@ def test_a_claimed_epsilon_is_the_reference_of_the_tradeoff(cli, score_csv, tmp_
     data = json.loads((output / "results.json").read_text())
     assert data["tradeoff"]["against"] == "claimed epsilon" and data["tradeoff"]["epsilon"] == 0.5
     verdict = data["claim_verdict"]
-    assert verdict["quantity"] == verdict["claim"]["quantity"] == "end-to-end" and verdict["flagged"] == (data["epsilon"] > 0.5)
+    assert verdict["quantity"] == verdict["claim"]["quantity"] == "end-to-end" and verdict["flagged"] == (data["bound"]["epsilon"] > 0.5)
     assert "Trade-off curve against the claimed ε" in (output / "report.html").read_text(encoding="utf-8")
 
 
@@ -226,8 +226,8 @@ def test_exposure_is_repeatable(cli, canary_files, tmp_path):
         ("s,m\n1.0,maybe\n0.5,0\n", [], "column `m` must be 1/0"),
         ("s,m\n1.0,1\n0.5,1\n", [], "must have members and non-members"),
         ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "-1"], "`claimed_epsilon` must be in (0, inf), got -1"),
-            ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1"], "`--quantity` must be given with `--claimed-epsilon`"),
-            ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1", "--quantity", "per-step"], "give `--claim-sampling-rate` and `--claim-steps`"),
+        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1"], "`--quantity` must be given with `--claimed-epsilon`"),
+        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1", "--quantity", "per-step"], "give `--claim-sampling-rate` and `--claim-steps`"),
     ],
 )
 def test_bad_score_files_are_refused(cli, tmp_path, content, extra, match):

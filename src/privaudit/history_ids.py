@@ -79,9 +79,7 @@ def model_identity(data: dict[str, Any]) -> str:
     for key in ("train", "synthetic_train", "mechanism"):
         if _text(config.get(key)):
             parts.append(f"{key}={config[key]}")
-    data_file = _text(config.get("data")) or next(
-        (config[key] for key in ("dataset",) if _text(config.get(key)) and Path(config[key]).suffix), None
-    )
+    data_file = _text(config.get("data")) or next((config[key] for key in ("dataset",) if _text(config.get(key)) and Path(config[key]).suffix), None)
     if data_file is not None:
         parts.append(f"data={_named(data_file)}")
     if not parts:  # privaudit's embedded model: its dataset and architecture, else the family's embedded default

@@ -39,7 +39,9 @@ BOS = ("auto", "prepend", "none")
 SIGNALS = ("ngram", "jaccard")
 SYNTHETIC_THREAT_MODEL = "released synthetic text only: the auditor compares each canary with the synthetic corpus (Meeus et al. 2025)"
 #: The settings that build the embedded default (its canaries, corpus, tokenizer and training): a provenance and the user's model replace them.
-EMBEDDED_ONLY = frozenset({"design", "num_canaries", "secret_length", "span", "canary_repeats", "corpus_chars", "vocab_size", "base_steps", "steps", "learning_rate"})
+EMBEDDED_ONLY = frozenset(
+    {"design", "num_canaries", "secret_length", "span", "canary_repeats", "corpus_chars", "vocab_size", "base_steps", "steps", "learning_rate"}
+)
 
 THREAT_MODEL = "black-box, final model: the auditor scores canary texts by the fine-tuned model's log-likelihood (and the base model's, when given)"
 
@@ -361,7 +363,9 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (*loading, scorer.special_tokens.convention)
-    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta)
+    fields = canary_result_fields(
+        record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta
+    )
     return LMOneRunResult(
         **fields,
         config=config,

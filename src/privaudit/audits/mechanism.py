@@ -249,7 +249,9 @@ def _with_verdict(result: MechanismAuditResult, claim: Any, config: MechanismAud
     ceilings = [bound_ceiling(test.bound, raise_with="more held-out samples (--samples)") for test in result.tests]
     best = max((item for item in ceilings if item is not None), key=lambda item: item.value, default=None)
     ceiling = None if best is None else dataclasses.replace(best, bound=result.epsilon, at_ceiling=at_ceiling(result.epsilon, best.value))
-    return with_verdict(result, bound=result.epsilon, bound_delta=claim.delta, quantity="per-release", claim=verdict_claim, conversion=conversion, ceiling=ceiling)
+    return with_verdict(
+        result, bound=result.epsilon, bound_delta=claim.delta, quantity="per-release", claim=verdict_claim, conversion=conversion, ceiling=ceiling
+    )
 
 
 def _held_out_looks(

@@ -48,9 +48,9 @@ from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_ratios_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .verdicts import check_claim_fields
 from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
 from .mia_user import user_references, user_target
+from .verdicts import check_claim_fields
 
 __all__ = [
     "AUDIT",

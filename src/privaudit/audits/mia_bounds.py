@@ -442,5 +442,11 @@ def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float,
     warnings = auc_warnings(auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=config.mode == "canary")
     raise_with = "more canaries (--canaries)" if config.mode == "canary" else "more trial models (--trial-models)"
     return with_verdict(
-        result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=bound_ceiling(bound, raise_with=raise_with), warnings=warnings
+        result,
+        bound=bound.epsilon,
+        bound_delta=bound.delta,
+        quantity="end-to-end",
+        claim=claim,
+        ceiling=bound_ceiling(bound, raise_with=raise_with),
+        warnings=warnings,
     )

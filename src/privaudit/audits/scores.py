@@ -255,7 +255,11 @@ def _scores_claim(
     if quantity != "per-step" or rate is None or steps is None:
         raise ValueError(
             f"`--quantity` {quantity} scores cannot be compared with an end-to-end claim"
-            + (": give `--claim-sampling-rate` and `--claim-steps` (the q and T of the training) to convert the claim to one step" if quantity == "per-step" else "")
+            + (
+                ": give `--claim-sampling-rate` and `--claim-steps` (the q and T of the training) to convert the claim to one step"
+                if quantity == "per-step"
+                else ""
+            )
         )
     rate = check_positive(rate, "claim_sampling_rate")
     if rate > 1.0:
@@ -343,7 +347,14 @@ def audit_scores(
     warnings = auc_warnings(result.auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=False)
     ceiling = bound_ceiling(bound, raise_with="more scores per side", method=method)
     result = with_verdict(
-        result, bound=bound.epsilon, bound_delta=bound.delta, quantity=quantity or "end-to-end", claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
+        result,
+        bound=bound.epsilon,
+        bound_delta=bound.delta,
+        quantity=quantity or "end-to-end",
+        claim=claim,
+        conversion=conversion,
+        ceiling=ceiling,
+        warnings=warnings,
     )
     config = {"delta": delta, "method": bound.method, "interval": interval, "confidence": confidence, "threshold": bound.threshold_strategy, "seed": seed}
     config["direction"] = convention.value

@@ -266,7 +266,9 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
             report=report,
         )
         source = f"synthetic corpus {synthetic}"
-    fields = canary_result_fields(record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta)
+    fields = canary_result_fields(
+        record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta
+    )
     result = SyntheticTextResult(
         **fields,
         config=config,

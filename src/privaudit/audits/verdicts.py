@@ -145,12 +145,20 @@ def exposure_verdict(result: Any, bound: dict[str, Any] | None, claim: Claim | N
 
     if bound is None:
         return result
-    value = exposure_ceiling(bound["num_canaries"], bound["num_references"], quantile=bound["quantile"], confidence=bound["confidence"], duplicates=bound["duplicates"])
+    value = exposure_ceiling(
+        bound["num_canaries"], bound["num_references"], quantile=bound["quantile"], confidence=bound["confidence"], duplicates=bound["duplicates"]
+    )
     design = f"{bound['num_canaries']} canaries among {bound['num_references']} references, {bound['confidence']:.0%}, groups of {bound['duplicates']}"
     ceiling = make_ceiling(bound["epsilon"], value, raise_with="more canaries and more references", design=design)
     warnings: tuple[str, ...] = ()
     if claim is not None and claim.delta > 0.0:
         warnings = (f"the exposure bound is a pure ε (δ = 0): it cannot refute the claimed (ε = {claim.epsilon:g}, δ = {claim.delta:g}); no verdict",)
         claim = None
-    conversion = f"the bound on a group of {bound['duplicates']} insertions divided by {bound['duplicates']} (group privacy, pure ε)" if bound["duplicates"] > 1 else None
-    return with_verdict(result, bound=bound["epsilon"], bound_delta=0.0, quantity="end-to-end", claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings)
+    conversion = (
+        f"the bound on a group of {bound['duplicates']} insertions divided by {bound['duplicates']} (group privacy, pure ε)"
+        if bound["duplicates"] > 1
+        else None
+    )
+    return with_verdict(
+        result, bound=bound["epsilon"], bound_delta=0.0, quantity="end-to-end", claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
+    )

@@ -191,7 +191,10 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "The label column of a .csv (needs a header row) or .parquet --data; overrides the config's label_col.",
             config="label_col",
         ),
-        *claim_flags("your DP-SGD training (default: privaudit's accountant for the settings it runs)", quantity="end to end; converted to one step with the config's q and T"),
+        *claim_flags(
+            "your DP-SGD training (default: privaudit's accountant for the settings it runs)",
+            quantity="end to end; converted to one step with the config's q and T",
+        ),
     ),
     "blackbox": (
         Flag(
@@ -267,6 +270,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         ),
         Flag("--audit-size", int, "m, the members held out for the audit game (with --model).", run="audit_size"),
         Flag("--confidence", float, "Confidence 1 - beta of c_lb and {c+eps}_lb (with --model).", run="confidence"),
+        Flag(
+            "--claimed-epsilon",
+            Optional[float],
+            "The ε your training claims, end to end, in (0, inf), with --model and --inclusion-randomised: the O(1) one-run bound is compared with it.",
+            run="claimed_epsilon",
+        ),
+        Flag("--claimed-delta", Optional[float], "The δ of --claimed-epsilon's claim, in [0, 1) (default: the O(1) bound's δ).", run="claimed_delta"),
     ),
     "one-run": (
         Flag("--threat-model", Optional[str], "white-box (gradient canaries, the default) or black-box (mislabeled input canaries).", config="threat_model"),
@@ -672,7 +682,9 @@ def make_audit_command(name: str) -> Callable[..., None]:
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False:
                 other = given.setdefault(flag.config, flag)
                 if other is not flag and options[other.parameter] != options[flag.parameter]:
-                    raise ValueError(f"`{other.option}` and `{flag.option}` are one setting: give one of them, got {options[other.parameter]!r} and {options[flag.parameter]!r}")
+                    raise ValueError(
+                        f"`{other.option}` and `{flag.option}` are one setting: give one of them, got {options[other.parameter]!r} and {options[flag.parameter]!r}"
+                    )
         overrides = {
             flag.config: (flag.parse or (lambda v: v))(options[flag.parameter])
             for flag in flags

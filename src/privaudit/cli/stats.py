@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import app
 from ..report.verdict import console_lines
+from .app import app
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 
@@ -217,9 +217,7 @@ def bound(
             help="The end-to-end ε the training claims, in (0, inf): compared with the bound on the same quantity (--quantity), flagged if the bound exceeds it, drawn on the trade-off plot.",
         ),
     ] = None,
-    claimed_delta: Annotated[
-        Optional[float], typer.Option("--claimed-delta", help="The δ of --claimed-epsilon's claim, in [0, 1) (default: --delta).")
-    ] = None,
+    claimed_delta: Annotated[Optional[float], typer.Option("--claimed-delta", help="The δ of --claimed-epsilon's claim, in [0, 1) (default: --delta).")] = None,
     quantity: Annotated[
         Optional[str],
         typer.Option(
@@ -228,7 +226,8 @@ def bound(
         ),
     ] = None,
     claim_sampling_rate: Annotated[
-        Optional[float], typer.Option("--claim-sampling-rate", help="With --quantity per-step: the training's sampling rate q, to convert the claim to one step.")
+        Optional[float],
+        typer.Option("--claim-sampling-rate", help="With --quantity per-step: the training's sampling rate q, to convert the claim to one step."),
     ] = None,
     claim_steps: Annotated[
         Optional[int], typer.Option("--claim-steps", help="With --quantity per-step: the training's number of steps T, to convert the claim to one step.")

@@ -91,7 +91,10 @@ def _one_run(result: Any, output: Path) -> str:
         for name, bound in result.side_by_side().items()
     ]
     rows += [
-        [f"accountant's ε for the config's settings (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g}; evidence)", format_value(float(result.claimed_epsilon))],
+        [
+            f"accountant's ε for the config's settings (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g}; evidence)",
+            format_value(float(result.claimed_epsilon)),
+        ],
         ["flagged (bound exceeds the claim)", "—" if result.claim_verdict is None else ("yes" if result.flagged else "no")],
         ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
         ["inclusion seed", str(result.inclusion_seed)],
@@ -197,5 +200,7 @@ def table_for(run: Any, output: Path) -> str:
         text = _TABLES[run.audit](run.result, output)
     else:
         headline = run.result.headline()
-        text = render_table(f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]])
+        text = render_table(
+            f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]]
+        )
     return text + verdict_table(run.result)

@@ -30,7 +30,18 @@ from .one_run import _check_delta, _largest_rejected, check_guess_counts
 from .one_run_combined import METHODS as _ONE_RUN_METHODS
 from .one_run_fdp import _check_family, fdp_candidates
 
-__all__ = ["TOLERANCE", "Ceiling", "at_ceiling", "make_ceiling", "ceiling_note", "ceiling_of", "exposure_ceiling", "lower_bound_ceiling", "one_run_ceiling", "one_run_record_ceiling"]
+__all__ = [
+    "TOLERANCE",
+    "Ceiling",
+    "at_ceiling",
+    "make_ceiling",
+    "ceiling_note",
+    "ceiling_of",
+    "exposure_ceiling",
+    "lower_bound_ceiling",
+    "one_run_ceiling",
+    "one_run_record_ceiling",
+]
 
 #: A bound within this fraction of its ceiling is "at its ceiling".
 TOLERANCE = 0.1
@@ -115,7 +126,9 @@ def one_run_ceiling(
     return float(best)
 
 
-def one_run_record_ceiling(num_canaries: Any, *, copies: Any, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke",), num_guesses: Any = None) -> float:
+def one_run_record_ceiling(
+    num_canaries: Any, *, copies: Any, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke",), num_guesses: Any = None
+) -> float:
     """The ceiling of :func:`~privaudit.stats.one_run_group.per_record_one_run_lower_bound`: its two group tests with every guess right.
 
     >>> one_run_record_ceiling(500, copies=1, delta=1e-5) == one_run_ceiling(500, delta=1e-5, methods=("steinke",))
@@ -124,14 +137,17 @@ def one_run_record_ceiling(num_canaries: Any, *, copies: Any, delta: Any, confid
     from .one_run_group import group_delta
 
     copies = check_count(copies, "copies", minimum=1)
-    options = dict(confidence=confidence, methods=methods, num_guesses=num_guesses)
+
+    def ceiling_at(at: float) -> float:
+        return one_run_ceiling(num_canaries, delta=at, confidence=confidence, methods=methods, num_guesses=num_guesses)
+
     if copies == 1:
-        return one_run_ceiling(num_canaries, delta=delta, **options)
-    upper = one_run_ceiling(num_canaries, delta=group_delta(delta, 0.0, copies), **options)
+        return ceiling_at(delta)
+    upper = ceiling_at(group_delta(delta, 0.0, copies))
     step = group_delta(delta, upper / copies, copies) if math.isfinite(upper) else 1.0
     if step >= 1.0:
         return 0.0
-    return one_run_ceiling(num_canaries, delta=step, **options) / copies
+    return float(ceiling_at(step) / copies)
 
 
 def exposure_ceiling(num_canaries: Any, num_references: Any, *, quantile: Any = 0.5, confidence: Any = 0.95, duplicates: Any = 1) -> float:

@@ -26,6 +26,7 @@ import numpy as np
 from ..._core.conventions import Convention
 from ..._core.validation import check_choice, check_count, check_probability
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from ..verdicts import bound_ceiling, check_claim_fields, claim_of, with_verdict
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
 from .own_model import run_panoramia_on_model
@@ -232,6 +233,20 @@ class PanoramiaResults(AuditResult):
         return Headline(value=top.audit.epsilon_tilde, label=f"ε̃ estimate, target {name}", kind="estimate", confidence=None, valid=True, flag=None)
 
 
+def _with_one_run_verdict(result: PanoramiaResults, claimed_epsilon: float | None, claimed_delta: float | None) -> PanoramiaResults:
+    """The O(1) one-run bound of the user's model (the only ε lower bound here) against the user's claim, with its ceiling.
+
+    ε̃ and c_lb are an estimate and a bound on c; neither meets a claim.
+    """
+    bounded = [entry.audit.one_run for entry in result.targets.values() if entry.audit.one_run is not None]
+    if len(bounded) != 1:
+        return result
+    (bound,) = bounded
+    claim = claim_of(claimed_epsilon, claimed_delta, delta=bound.delta)
+    ceiling = bound_ceiling(bound, raise_with="more randomised members (--audit-size)")
+    return with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+
+
 def _targets(results: dict) -> dict[str, PanoramiaTarget]:
     return {name: PanoramiaTarget(**entry) for name, entry in results.items()}
 
@@ -299,9 +314,14 @@ class PanoramiaAudit(Audit):
         label_col: str | None = None,
         model_output: str = "auto",
         trusted=(),
+        claimed_epsilon: float | None = None,
+        claimed_delta: float | None = None,
     ) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
+        check_claim_fields(claimed_epsilon, claimed_delta)
+        if claimed_epsilon is not None and not (model is not None and inclusion_randomised):
+            raise ValueError("`--claimed-epsilon` needs `--model` with `--inclusion-randomised`: only the O(1) audit bounds ε (ε̃ is an estimate)")
         if (model is None) != (members is None):
             raise ValueError("`--model` and `--members` must both be given (or neither, for the embedded default)")
         conventions: tuple[Convention, ...] = ()
@@ -339,7 +359,7 @@ class PanoramiaAudit(Audit):
                 "trusted": list(trusted or ()),
                 "settings": dataclasses.asdict(settings),
             }
-        result = PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions)
+        result = _with_one_run_verdict(PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions), claimed_epsilon, claimed_delta)
         # the figures' curves are computed here, with the statistics, so that plotting computes nothing
         curves = {name: panoramia_curves(scores[name], entry.audit) for name, entry in result.targets.items()}
         return AuditRun(self.name, config, result, observations={"scores": scores, "curves": curves})
