@@ -62,6 +62,7 @@ ADAPTERS: dict[str, Adapter | str] = {
     )
 }
 ADAPTERS["synthetic-text"] = "privaudit.report.lm:synthetic_section"
+ADAPTERS["opacus-inloop"] = ADAPTERS["opacus"] = "privaudit.report.opacus:section"
 
 
 def register_adapter(audit: str, adapter: Adapter) -> Adapter:
@@ -124,6 +125,8 @@ FAMILY_OF_RESULT_TYPE = {
     "LMOneRunResult": "lm-one-run",
     "MIAResult": "mia",
     "SyntheticTextResult": "synthetic-text",
+    "OpacusInLoopResult": "opacus-inloop",
+    "OpacusAuditResult": "opacus",
 }
 
 
