@@ -262,7 +262,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             Optional[str],
             "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
             "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
-            "with the included canaries appended. The claimed ε uses the config's noise_multiplier, sampling_rate and num_steps.",
+            "with the included canaries appended. The claimed ε uses the config's noise_multiplier, sampling_rate and num_steps, stated as what ran "
+            "only if fn reports its Opacus optimizer and accountant (privaudit.integrations.observed.report_opacus); else 'as given, not observed'.",
             config="train",
             parse=_import_path("--train"),
         ),
