@@ -64,6 +64,8 @@ _EXPORTS = {
     "lira_offline_scores": "privaudit.stats.mia",
     "rmia_scores": "privaudit.stats.mia",
     "attack_metrics": "privaudit.stats.mia_metrics",
+    # the one writer of an audit's output, also for results of a user's own loop (OpacusInLoopAuditor, audit_opacus)
+    "write_run": "privaudit.report.runs",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -58,6 +58,7 @@ import numpy as np
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ..canaries.gradient import CANARY_KINDS, GradientCanary
+from ..integrations.observed import observing_training, typed_settings_status
 from ..observation.gradient import check_canary_rate
 from ..observation.one_run import MIN_CANARIES, check_inclusion_prob, collect_one_run_observations, draw_inclusion
 from ..stats.conversions import gaussian_epsilon
@@ -361,6 +362,15 @@ def _seeds(config: OneRunAuditConfig) -> dict[str, int]:
     return child_seeds(config.seed, ["inclusion", "canaries", "training"])
 
 
+def typed_settings(config: OneRunAuditConfig) -> dict[str, tuple[str, float]]:
+    """The settings the claim is computed from, by key: (the option that sets them, the value typed)."""
+    return {
+        "noise_multiplier": ("config `noise_multiplier`", config.noise_multiplier),
+        "sampling_rate": ("config `sampling_rate`", config.sampling_rate),
+        "num_steps": ("`--steps`", config.num_steps),
+    }
+
+
 def _model_and_data(config: OneRunAuditConfig):
     from .dpsgd import DPSGDAuditConfig, audited_model_and_data
 
@@ -430,8 +440,10 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
         from .blackbox import _score, _user_canary_logits, check_train_function
 
         progress("training with --train (one run)", detail=config.train)
-        trained = check_train_function(config.train)(x, y, seed=seeds["training"])
-        audited = dict(audited, train=config.train, architecture=None, num_parameters=None)
+        with observing_training() as seen:  # σ, q and the steps, if the function reports its Opacus objects (report_opacus)
+            trained = check_train_function(config.train)(x, y, seed=seeds["training"])
+        status = typed_settings_status(typed_settings(config), seen)
+        audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
         negated_losses = [
             _score(_user_canary_logits(trained, canary_x[i], int(canary_y[i]), config.train, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))
         ]

@@ -289,7 +289,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
             "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
             "with the included canaries appended. The accountant's ε for the config's noise_multiplier, sampling_rate and num_steps is shown as "
-            "evidence only; the verdict is against --claimed-epsilon.",
+            "evidence only, and stated as what ran only if fn reports its Opacus optimizer and accountant "
+            "(privaudit.integrations.observed.report_opacus), else 'as given, not observed'; the verdict is against --claimed-epsilon.",
             config="train",
             parse=_import_path("--train"),
         ),

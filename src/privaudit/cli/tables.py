@@ -83,18 +83,25 @@ def _panoramia(result: Any, output: Path) -> str:
 
 
 def _one_run(result: Any, output: Path) -> str:
+    from ..audits.one_run import typed_settings
+    from ..integrations.observed import describe_status
     from ..report.one_run import BOUND_LABELS
+
+    def typed_values(config: Any) -> dict[str, float]:
+        return {key: value for key, (_, value) in typed_settings(config).items()}
 
     settings = result.config
     rows = [
         [f"{BOUND_LABELS.get(name, name)} ε lower bound ({bound.kind}{'' if name == 'headline' else ', alone'})", format_value(float(bound.epsilon))]
         for name, bound in result.side_by_side().items()
     ]
+    given = result.model.get("settings")  # --train: whether σ, q and the steps were observed or only typed
     rows += [
         [
             f"accountant's ε for the config's settings (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g}; evidence)",
             format_value(float(result.claimed_epsilon)),
         ],
+        *([["settings of --train", describe_status(given, typed_values(settings))]] if given else []),
         ["flagged (bound exceeds the claim)", "—" if result.claim_verdict is None else ("yes" if result.flagged else "no")],
         ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
         ["inclusion seed", str(result.inclusion_seed)],

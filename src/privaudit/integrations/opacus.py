@@ -39,6 +39,8 @@ from .._core.extras import require
 from .._core.results import Result
 from .._core.validation import check_count, check_probability
 from ..models.device import require_torch
+from ..stats.bounds import EpsilonLowerBound
+from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
 
 __all__ = [
     "OpacusAuditResult",
@@ -221,7 +223,7 @@ def read_opacus_settings(optimizer, *, data_loader=None, accountant=None) -> Opa
 
 @dataclasses.dataclass(frozen=True)
 class OpacusClaims(Result):
-    """The ε(δ) the settings claim, derived here (PLD, pessimistic), beside Opacus' own accountant's."""
+    """The ε(δ) the settings read from the user's objects give (PLD, pessimistic), beside Opacus' own accountant's: evidence, not the user's claim."""
 
     delta: float
     step_epsilon: float  # one step with the canaries in every step: the Gaussian mechanism, μ = 1/σ
@@ -331,15 +333,26 @@ def check_audit_size(audit_size, canaries_per_step: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class OpacusAuditResult(Result):
-    """A per-step ε lower bound for the user's Opacus setup, beside the claims derived from its settings."""
+    """A per-step ε lower bound for the user's Opacus setup, its end-to-end conversion and the verdict on the user's claim.
+
+    ``claims`` is what the settings read from the user's objects give (σ, q,
+    T through a PLD accountant, and Opacus' own accountant): evidence, not the
+    claim. ``verdict`` (None without ``claimed_epsilon``) holds the user's claim
+    against the bound, per step and end to end; ``flagged`` is the verdict's
+    (None without a claim). ``ceiling`` is the largest per-step bound this
+    design could show.
+    """
 
     settings: OpacusSettings
     claims: OpacusClaims
-    bound: object  # stats.bounds.EpsilonLowerBound (GDP, Clopper–Pearson, threshold 0.5)
-    flagged: bool  # the lower bound exceeds the claimed per-step ε
+    bound: EpsilonLowerBound  # GDP, Clopper–Pearson, threshold 0.5
+    flagged: bool | None
     num_steps: int
     canaries_per_step: int
     audit_size: int
+    evidence: OpacusEvidence | None = None
+    verdict: OpacusVerdict | None = None
+    ceiling: float | None = None
     threat_model: str = "white-box, gradient canaries, every step observed"
 
 
@@ -355,17 +368,23 @@ def audit_opacus(
     audit_size: int | None = None,
     delta: float = 1e-5,
     confidence: float = 0.95,
+    claimed_epsilon: float | None = None,
+    claimed_delta: float | None = None,
     seed: int = 0,
 ) -> OpacusAuditResult:
     """Audit a user's Opacus setup on a private copy; the user's objects stay bit-for-bit unchanged.
 
     ``model``, ``optimizer`` and ``data_loader`` are what ``PrivacyEngine.make_private``
-    returned; ``accountant`` (``privacy_engine.accountant``) supplies the step
-    count for the end-to-end claim and Opacus' own ε for comparison. The
+    returned; ``accountant`` (``privacy_engine.accountant``) supplies the
+    run's step count and Opacus' own ε, recorded as evidence. The
     copy trains ``num_steps`` steps with ``canaries_per_step`` Dirac
     canaries of norm 100·C (a missing clip shows) on ``audit_size`` = 10 ×
     ``canaries_per_step`` audit coordinates; torch's global RNG (CPU, and the model's CUDA
     devices) is restored afterwards, so the copy's dropout draws do not reach the user's loop.
+    ``claimed_epsilon`` and ``claimed_delta`` (default ``delta``) are the
+    user's end-to-end claim for the run the accountant recorded; the verdict
+    composes the per-step bound over that run's steps, each at the σ and q the
+    accountant recorded (which must be the optimizer's, or the settings are refused).
     """
     torch = require_torch()
     from ..canaries.gradient import GradientCanary
@@ -373,12 +392,15 @@ def audit_opacus(
         collect_gradient_observations,  # the shared collector of gradient-canary observations
     )
     from ..stats.bounds import epsilon_lower_bound
+    from ..stats.ceiling import ceiling_of
 
     num_steps = check_count(num_steps, "num_steps", minimum=1)
     audit_size = check_audit_size(audit_size, canaries_per_step)
     delta = check_probability(delta, "delta")
     confidence = check_probability(confidence, "confidence")
     settings = read_opacus_settings(optimizer, data_loader=data_loader, accountant=accountant)
+    if claimed_epsilon is not None and not settings.steps:
+        raise ValueError("`claimed_epsilon` is for the run: pass the `accountant` (privacy_engine.accountant) after training, whose history holds its steps")
     claims = opacus_claims(settings, delta=delta, accountant=accountant)
     cuda_devices = sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})
     with torch.random.fork_rng(devices=cuda_devices):
@@ -394,12 +416,24 @@ def audit_opacus(
             seed=seed,
         )
     bound = epsilon_lower_bound(observations.in_scores, observations.out_scores, delta=delta, method="gdp", confidence=confidence, threshold=0.5)
+    evidence = OpacusEvidence(
+        noise_multipliers=(settings.noise_multiplier,),
+        noise_measured=float(np.std(observations.out_scores, ddof=1)),
+        audited_steps=num_steps,
+        **read_run(accountant=accountant, data_loader=data_loader, audited_steps=num_steps),
+    )
+    verdict, evidence = opacus_verdict(
+        bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=accountant, compose_over=settings.steps or None
+    )
     return OpacusAuditResult(
         settings=settings,
         claims=claims,
         bound=bound,
-        flagged=bool(bound.epsilon > claims.step_epsilon),
+        flagged=None if verdict is None else verdict.flagged,
         num_steps=num_steps,
         canaries_per_step=int(canaries_per_step),
         audit_size=audit_size,
+        evidence=evidence,
+        verdict=verdict,
+        ceiling=ceiling_of(bound),
     )

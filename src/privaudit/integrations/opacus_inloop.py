@@ -47,7 +47,9 @@ from .._core.conventions import Convention, checked
 from .._core.results import Result
 from .._core.seeding import check_seed, child_seeds
 from .._core.validation import check_count, check_positive, check_probability
+from ..stats.bounds import EpsilonLowerBound
 from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size
+from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
 
 __all__ = ["OpacusInLoopAuditor", "OpacusInLoopResult"]
 
@@ -56,14 +58,18 @@ THREAT_MODEL = "white-box, gradient canaries in the user's own Opacus loop, ever
 
 @dataclasses.dataclass(frozen=True)
 class OpacusInLoopResult(Result):
-    """The per-step ε lower bound of an in-loop audit, with the seeds and settings that produced it.
+    """The per-step ε lower bound of an in-loop audit, its end-to-end conversion and the verdict on the user's claim.
 
     ``seeds`` holds the child seeds of ``seed``: ``"canaries"`` (the slots of
     each step's canaries, a numpy Generator) and ``"noise"`` (the audit
-    coordinates' noise, a torch.Generator).
+    coordinates' noise, a torch.Generator). ``ceiling`` is the largest
+    per-step bound this design could show (no error on either side).
+    ``evidence`` is what was read from the user's objects and measured;
+    ``verdict`` (None without ``claimed_epsilon``) the claim against the bound,
+    per step and end to end; ``flagged`` is the verdict's (None without a claim).
     """
 
-    bound: object  # stats.bounds.EpsilonLowerBound (GDP, Clopper–Pearson, threshold 0.5)
+    bound: EpsilonLowerBound  # GDP, Clopper–Pearson, threshold 0.5
     num_steps: int
     canaries_per_step: int
     audit_size: int
@@ -73,6 +79,10 @@ class OpacusInLoopResult(Result):
     seed: int
     seeds: dict
     framework_versions: dict  # torch and opacus; to_dict adds privaudit's and numpy's
+    evidence: OpacusEvidence
+    ceiling: float | None = None
+    verdict: OpacusVerdict | None = None
+    flagged: bool | None = None
     threat_model: str = THREAT_MODEL
     conventions: tuple[Convention, ...] = ()
 
@@ -115,12 +125,24 @@ class OpacusInLoopAuditor:
     (3, 6, 54, True)
     """
 
-    def __init__(self, model, optimizer, *, canaries_per_step: int, audit_size: int | None = None, canary_norm: float = 100.0, seed: int = 0):
+    def __init__(
+        self,
+        model,
+        optimizer,
+        *,
+        canaries_per_step: int,
+        audit_size: int | None = None,
+        canary_norm: float = 100.0,
+        seed: int = 0,
+        accountant=None,
+        data_loader=None,
+    ):
         import torch
 
         _check_dp_optimizer(optimizer)
         _check_noise_split(optimizer)
         self.model, self.optimizer = model, optimizer
+        self.accountant, self.data_loader = accountant, data_loader  # read, never changed: where q and the run's steps come from
         self.canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1)
         self.audit_size = check_audit_size(audit_size, canaries_per_step)
         self.canary_norm = check_positive(canary_norm, "canary_norm")
@@ -130,6 +152,7 @@ class OpacusInLoopAuditor:
         self.noise = torch.Generator(device="cpu").manual_seed(self.seeds["noise"])  # the audit parameter lives on the CPU
         self._in: list = []
         self._out: list = []
+        self._sigmas: list = []  # the optimizer's σ at each audited step: evidence
         self._core = self._hook = self._audit_group = None
 
     # -- attach and detach ---------------------------------------------------------------
@@ -192,6 +215,7 @@ class OpacusInLoopAuditor:
             chosen[slots] = True
             self._in.append(observed[chosen])
             self._out.append(observed[~chosen])
+            self._sigmas.append(float(self.optimizer.noise_multiplier))
         return proceed
 
     # -- results -------------------------------------------------------------------------
@@ -214,14 +238,32 @@ class OpacusInLoopAuditor:
             in_scores, out_scores, delta=check_probability(delta, "delta"), method="gdp", confidence=check_probability(confidence, "confidence"), threshold=0.5
         )
 
-    def result(self, *, delta: float, confidence: float = 0.95) -> OpacusInLoopResult:
-        """:meth:`bound`, with the seeds, settings, versions and conventions that produced it."""
+    def result(self, *, delta: float, confidence: float = 0.95, claimed_epsilon: float | None = None, claimed_delta: float | None = None) -> OpacusInLoopResult:
+        """:meth:`bound`, its end-to-end conversion and the verdict on the user's claim, with the seeds, settings and evidence.
+
+        ``claimed_epsilon`` and ``claimed_delta`` (default ``delta``) are the
+        user's end-to-end claim for the run, never read from the optimizer.
+        Converting it needs the run's q and T: from the ``accountant`` given to
+        the auditor (its history), else q from the ``data_loader`` and T the
+        audited steps.
+        """
         import opacus
         import torch
 
+        from ..stats.ceiling import ceiling_of
+
         optimizer = self.optimizer
+        bound = self.bound(delta=delta, confidence=confidence)
+        _, out_scores = self.observations()
+        evidence = OpacusEvidence(
+            noise_multipliers=tuple(sorted(set(self._sigmas))),
+            noise_measured=float(np.std(out_scores, ddof=1)),
+            audited_steps=self.num_steps,
+            **read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=self.num_steps),
+        )
+        verdict, evidence = opacus_verdict(bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=self.accountant)
         return OpacusInLoopResult(
-            bound=self.bound(delta=delta, confidence=confidence),
+            bound=bound,
             num_steps=self.num_steps,
             canaries_per_step=self.canaries_per_step,
             audit_size=self.audit_size,
@@ -231,6 +273,10 @@ class OpacusInLoopAuditor:
             seed=self.seed,
             seeds=dict(self.seeds),
             framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
+            evidence=evidence,
+            ceiling=ceiling_of(bound),
+            verdict=verdict,
+            flagged=None if verdict is None else verdict.flagged,
             conventions=self._conventions(),
         )
 

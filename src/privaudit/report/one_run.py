@@ -83,6 +83,14 @@ def figures(run) -> dict:
     return drawings
 
 
+def _given(result: Any) -> str:
+    """With --train: whether σ, q and the steps were observed or only typed (privaudit's own DP-SGD ran them otherwise)."""
+    status = result.model.get("settings")
+    if not status:
+        return ""
+    return "; " + ", ".join(f"{key}: {text}" for key, text in status.items())
+
+
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
     from ..audits.one_run import OneRunAuditResult
@@ -101,7 +109,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
         ("score", result.score),
         ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
-        ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}"),
+        ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}{_given(result)}"),
         ("test accuracy", result.test_accuracy),
     ]
     if result.canary_epsilon != result.claimed_epsilon:

@@ -19,7 +19,7 @@ from .._core.files import staged_output
 from ..audits.base import AuditRun
 from ..schemas import stamp_results, validate_results, write_results
 
-__all__ = ["FIGURES", "REPORT_NAME", "figures_for", "run_to_dict", "write_run"]
+__all__ = ["FIGURES", "LOOSE_RESULTS", "REPORT_NAME", "as_run", "figures_for", "run_to_dict", "write_run"]
 
 REPORT_NAME = "report.html"
 
@@ -39,6 +39,20 @@ FIGURES: dict[str, str] = {
     "synthetic-text": "privaudit.report.lm:figures",
     "synthetic-data": "privaudit.report.synthetic_data:figures",
 }
+
+
+# results made outside an Audit's run (in the user's own loop) -> the audit name their results.json carries
+LOOSE_RESULTS: dict[str, str] = {"OpacusInLoopResult": "opacus-inloop", "OpacusAuditResult": "opacus"}
+
+
+def as_run(run: Any) -> AuditRun:
+    """``run`` itself, or the AuditRun of a result made in the user's own loop (:data:`LOOSE_RESULTS`)."""
+    if isinstance(run, AuditRun):
+        return run
+    audit = LOOSE_RESULTS.get(type(run).__name__)
+    if audit is None:
+        raise ValueError(f"`run` must be an AuditRun or one of {', '.join(sorted(LOOSE_RESULTS))}, got {type(run).__name__}")
+    return AuditRun(audit, None, run)
 
 
 def figures_for(run: AuditRun) -> dict[str, Callable[[Path], Any]]:
@@ -64,11 +78,14 @@ def _write_report_page(folder: Path, title: str) -> None:
     write_report([section_for(load_results(folder), folder)], folder / REPORT_NAME, title=title)
 
 
-def write_run(directory: Any, run: AuditRun, *, figures: bool = True, report: bool = False, title: str = "privaudit report") -> dict[str, Any]:
+def write_run(directory: Any, run: Any, *, figures: bool = True, report: bool | None = None, title: str = "privaudit report") -> dict[str, Any]:
     """Write ``results.json``, the artifacts and the figures of ``run`` into ``directory``; return the results dict.
 
     With ``report``, also ``report.html`` (titled ``title``): the self-contained
     page that ``privaudit report directory`` builds, staged with the rest.
+    ``run`` is an :class:`~privaudit.audits.base.AuditRun`, or the result of an
+    audit in the user's own loop (``OpacusInLoopAuditor.result()``,
+    ``audit_opacus``), which gets its report by default, as a CLI audit does.
 
     >>> import dataclasses, tempfile, os
     >>> from privaudit.audits.base import AuditResult, Headline
@@ -82,6 +99,9 @@ def write_run(directory: Any, run: AuditRun, *, figures: bool = True, report: bo
     ...     sorted(os.listdir(os.path.join(folder, "run"))), data["schema_version"], data["epsilon"]
     (['notes.txt', 'results.json'], 1, 1.5)
     """
+    if report is None:
+        report = not isinstance(run, AuditRun)
+    run = as_run(run)
     data = run_to_dict(run)  # refused by the schema before anything is created
     drawings = figures_for(run) if figures else {}
     with staged_output(directory) as scratch:

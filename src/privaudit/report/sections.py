@@ -63,6 +63,7 @@ ADAPTERS: dict[str, Adapter | str] = {
     )
 }
 ADAPTERS["synthetic-text"] = "privaudit.report.lm:synthetic_section"
+ADAPTERS["opacus-inloop"] = ADAPTERS["opacus"] = "privaudit.report.opacus:section"
 
 
 def register_adapter(audit: str, adapter: Adapter) -> Adapter:
@@ -126,6 +127,8 @@ FAMILY_OF_RESULT_TYPE = {
     "MIAResult": "mia",
     "SyntheticTextResult": "synthetic-text",
     "SyntheticDataResult": "synthetic-data",
+    "OpacusInLoopResult": "opacus-inloop",
+    "OpacusAuditResult": "opacus",
 }
 
 

@@ -1,0 +1,159 @@
+"""The verdict of an Opacus audit: the user's claim, the settings read as evidence, and the two like-for-like comparisons.
+
+The claim is the user's (``claimed_epsilon``, ``claimed_delta``), never the
+optimizer's: σ, q and the step count read from the user's optimizer, data
+loader and accountant are *evidence*. They are recorded, and checked against
+what the claim implies:
+
+* every σ the optimizer used must be at least σ_min, the least noise with
+  which the run's T steps at rate q can meet the claim
+  (:func:`privaudit.stats.dpsgd_claims.least_noise_for_claim`). A σ below it
+  (``optimizer.noise_multiplier /= 10`` after ``make_private``) is a finding,
+  and flags the run, whatever the canaries show;
+* Opacus' own accountant, where given, must report at most the claimed ε.
+
+The per-step bound is then held against the claim converted to one step,
+and its end-to-end conversion against the claim itself
+(:func:`~privaudit.stats.dpsgd_claims.step_and_end_verdicts`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._core.results import Result
+from ..stats.dpsgd_claims import step_and_end_verdicts
+from ..stats.verdict import Claim, Verdict
+
+__all__ = ["OpacusEvidence", "OpacusVerdict", "opacus_verdict", "read_run"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusEvidence(Result):
+    """What the audit read from the user's Opacus objects and measured on its canary coordinates; evidence, not the claim.
+
+    ``noise_multipliers``: the distinct σ the optimizer held at the audited
+    steps; ``noise_measured``: the standard deviation of the audit
+    coordinates' released noise (in units of σ·C, so it estimates the σ that
+    was applied); ``sample_rate`` and ``run_steps`` with where each was read
+    (``"accountant history"``, ``"data loader"``, ``"audited steps"``);
+    ``accountant_noise_multipliers`` and ``accountant_epsilon`` (at the
+    claim's δ) from Opacus' accountant, where given.
+    """
+
+    noise_multipliers: tuple[float, ...]
+    noise_measured: float | None
+    sample_rate: float | None
+    sample_rate_source: str | None
+    run_steps: int
+    run_steps_source: str
+    audited_steps: int
+    accountant_noise_multipliers: tuple[float, ...] = ()
+    accountant_epsilon: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class OpacusVerdict(Result):
+    """The user's claim against the audit, both ways, and the findings of the evidence.
+
+    ``flagged`` is true when either bound exceeds its claim or a finding
+    contradicts the claim; ``implied_noise`` is σ_min, the least noise the
+    claim allows at the run's q and T.
+    """
+
+    claim: Claim
+    per_step: Verdict
+    end_to_end: Verdict
+    implied_noise: float
+    findings: tuple[str, ...]
+    flagged: bool
+
+
+def read_run(*, accountant=None, data_loader=None, audited_steps: int) -> dict:
+    """q and the run's step count, with where each was read, and the accountant's σs: from the history, else the loader and the audited steps."""
+    history = list(getattr(accountant, "history", [])) if accountant is not None else []
+    rates = sorted({float(rate) for _, rate, _ in history})
+    out: dict[str, Any] = {"accountant_noise_multipliers": tuple(sorted({float(noise) for noise, _, _ in history}))}
+    if history:
+        if len(rates) > 1:
+            raise ValueError(f"`accountant` history holds several sampling rates {rates}: a run at one rate q is needed to convert the claim")
+        out.update(sample_rate=rates[0], sample_rate_source="accountant history", run_steps=sum(int(count) for *_, count in history))
+        out["run_steps_source"] = "accountant history"
+    else:
+        out.update(run_steps=int(audited_steps), run_steps_source="audited steps", sample_rate=None, sample_rate_source=None)
+    loader_rate = getattr(data_loader, "sample_rate", None) if data_loader is not None else None
+    if loader_rate is None and data_loader is not None and len(data_loader):
+        loader_rate = 1.0 / len(data_loader)  # as Opacus computes it for a plain DataLoader
+    if loader_rate is not None:
+        if out["sample_rate"] is not None and not np.isclose(float(loader_rate), out["sample_rate"], rtol=1e-9):
+            raise ValueError(f"`data_loader`'s sampling rate {float(loader_rate):g} differs from the `accountant` history's {out['sample_rate']:g}")
+        if out["sample_rate"] is None:
+            out.update(sample_rate=float(loader_rate), sample_rate_source="data loader")
+    return out
+
+
+def _accountant_epsilon(accountant, delta: float) -> float | None:
+    if accountant is None or not len(getattr(accountant, "history", [])):
+        return None
+    return float(copy.deepcopy(accountant).get_epsilon(delta))  # on a copy: some accountants cache
+
+
+def opacus_verdict(
+    step_bound, *, claimed_epsilon, claimed_delta, evidence: OpacusEvidence, accountant=None, compose_over: int | None = None
+) -> tuple[OpacusVerdict | None, OpacusEvidence]:
+    """The verdict (None without a claim) and the evidence, with Opacus' accountant's ε at the claim's δ added.
+
+    The end-to-end bound composes the per-step bound over ``compose_over``
+    steps (default: the audited steps).
+    """
+    if claimed_epsilon is None:
+        if claimed_delta is not None:
+            raise ValueError("`claimed_delta` needs `claimed_epsilon`")
+        return None, evidence
+    claim = Claim(epsilon=claimed_epsilon, delta=step_bound.delta if claimed_delta is None else claimed_delta, quantity="end-to-end")
+    if evidence.sample_rate is None:
+        raise ValueError(
+            "`claimed_epsilon` is end to end: converting it needs the sampling rate q that ran; pass `accountant=` (privacy_engine.accountant) or `data_loader=`"
+        )
+    where = f"q from the {evidence.sample_rate_source}, T from the {evidence.run_steps_source}"
+    per_step, end_to_end, sigma_min = step_and_end_verdicts(
+        step_bound, claim, sampling_prob=evidence.sample_rate, run_steps=evidence.run_steps, observed_steps=compose_over or evidence.audited_steps, where=where
+    )
+    low = min(evidence.noise_multipliers + evidence.accountant_noise_multipliers)
+    if low >= sigma_min:  # below it the finding says it all, and some accountants (PRV) take minutes on so little noise
+        evidence = dataclasses.replace(evidence, accountant_epsilon=_accountant_epsilon(accountant, claim.delta))
+    findings = []
+    run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {evidence.sample_rate:.4g} and T = {evidence.run_steps}"
+    if low < sigma_min:
+        findings.append(
+            f"σ observed {low:.4g} (the optimizer's noise_multiplier) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim"
+        )
+    if len(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers)) > 1:
+        seen = sorted(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers))
+        findings.append(f"σ changed during the run: the optimizer and accountant held {', '.join(f'{value:.4g}' for value in seen)}")
+    if evidence.accountant_epsilon is not None and evidence.accountant_epsilon > claim.epsilon * (1.0 + 1e-6):
+        findings.append(
+            f"Opacus' accountant reports ε = {evidence.accountant_epsilon:.4g} at δ = {claim.delta:g} for the run, above the claimed {claim.epsilon:g}"
+        )
+    verdict = OpacusVerdict(
+        claim=claim,
+        per_step=per_step,
+        end_to_end=end_to_end,
+        implied_noise=sigma_min,
+        findings=tuple(findings),
+        flagged=bool(per_step.flagged or end_to_end.flagged or findings),
+    )
+    return verdict, evidence
+
+
+def describe(verdict: OpacusVerdict | None) -> list[str]:
+    """The verdict's lines for a console or a report: the two comparisons, then each finding."""
+    from ..stats.verdict import describe_verdict
+
+    if verdict is None:
+        return [describe_verdict(None).replace("--claimed-epsilon and --claimed-delta", "claimed_epsilon= and claimed_delta=")]
+    return [describe_verdict(verdict.end_to_end), describe_verdict(verdict.per_step), *(f"finding: {line}" for line in verdict.findings)]

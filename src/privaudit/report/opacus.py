@@ -1,0 +1,103 @@
+"""The report section of an Opacus audit in the user's own loop (``OpacusInLoopAuditor``) or on a copy (``audit_opacus``).
+
+The headline is the end-to-end bound against the user's claim when a claim
+was given, else the per-step bound; the details hold both comparisons with
+the way each was converted, the evidence read from the user's objects, and
+each finding as its own line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..integrations.opacus_verdict import describe
+from ..stats.ceiling import ceiling_note
+from ..stats.verdict import describe_verdict
+from .html import ReportSection
+from .provenance import provenance
+from .sections import generic_section
+
+__all__ = ["headline_values", "section"]
+
+TITLES = {"opacus-inloop": "Opacus, audited in your own training loop", "opacus": "Opacus, audited on a copy of your setup"}
+
+
+def headline_values(result: Any) -> dict[str, Any]:
+    """value, label, kind, confidence and valid of the section: the end-to-end verdict's bound with a claim, else the per-step bound."""
+    bound, verdict = result.bound, result.verdict
+    if verdict is None:
+        return {"value": float(bound.epsilon), "label": f"per-step ε lower bound (δ = {bound.delta:g})", "kind": bound.kind}
+    return {
+        "value": float(verdict.end_to_end.bound),
+        "label": f"end-to-end ε lower bound (δ = {verdict.claim.delta:g}; per-step bound composed over the run at the q that ran)",
+        "kind": bound.kind,
+    }
+
+
+def _typed(result_type: type, data: dict) -> Any:
+    """The result of a results dict (its own fields only); None for a partial file."""
+    from pydantic import TypeAdapter, ValidationError
+
+    names = {field.name for field in dataclasses.fields(result_type)}
+    try:
+        return TypeAdapter(result_type).validate_python({key: value for key, value in data.items() if key in names})
+    except ValidationError:
+        return None
+
+
+def section(data: dict, directory: Path | None) -> ReportSection:
+    """The report section of a results dict of either Opacus audit."""
+    from ..integrations.opacus import OpacusAuditResult
+    from ..integrations.opacus_inloop import OpacusInLoopResult
+
+    audit = str(data.get("audit"))
+    result = _typed(OpacusInLoopResult if audit == "opacus-inloop" else OpacusAuditResult, data)
+    if result is None:
+        return generic_section(data, directory)
+    bound, verdict, evidence = result.bound, result.verdict, result.evidence
+    details: list[tuple[str, Any]] = [
+        (f"per-step ε lower bound ({bound.kind}, GDP, Clopper–Pearson)", bound.epsilon),
+        ("per-step ceiling (no error on either side)", result.ceiling),
+        ("canary / other observations", f"{bound.num_in} / {bound.num_out}"),
+    ]
+    note = ceiling_note(float(bound.epsilon), result.ceiling, raise_with="more canaries per step or more audited steps")
+    if note:
+        details.append(("per-step bound", note))
+    for line in describe(verdict):
+        details.append(("verdict", line))
+    if evidence is not None:
+        details += [
+            ("σ read from the optimizer (evidence)", ", ".join(f"{value:.4g}" for value in evidence.noise_multipliers)),
+            ("σ measured on the audit coordinates", evidence.noise_measured),
+            ("sampling rate q (evidence)", f"{evidence.sample_rate:.4g} ({evidence.sample_rate_source})" if evidence.sample_rate else "not read"),
+            ("steps of the run (evidence)", f"{evidence.run_steps} ({evidence.run_steps_source}); {evidence.audited_steps} audited"),
+        ]
+        if evidence.accountant_epsilon is not None:
+            details.append(("Opacus' accountant's ε at the claim's δ (evidence)", evidence.accountant_epsilon))
+    if verdict is not None:
+        details.append(("σ the claim implies (at least)", verdict.implied_noise))
+    flag = None
+    if verdict is not None and verdict.flagged:
+        lines = [describe_verdict(v) for v in (verdict.end_to_end, verdict.per_step) if v.flagged] + list(verdict.findings)
+        flag = "Claim rejected: " + " | ".join(lines)
+    return ReportSection(
+        title=TITLES.get(audit, audit),
+        audit=audit,
+        **headline_values(result),
+        confidence=bound.confidence,
+        valid=bool(bound.valid),
+        meaning=(
+            "With the stated confidence, one step of this training is no better than the per-step bound; composed over the run's "
+            "steps at the sampling rate that ran, the run is no better than the end-to-end bound. Either above its claim refutes the claim."
+        ),
+        not_meaning=(
+            "A bound below the claim does not prove the claim. σ, q and the steps read from your objects are evidence checked against "
+            "the claim, not the claim: the claim is the one you gave."
+        ),
+        threat_model=result.threat_model,
+        flag=flag,
+        details=tuple(details),
+        **provenance(data),
+    )
