@@ -122,7 +122,7 @@ def mechanism_cases() -> list[MechanismCase]:
             "Laplace sum, 1.3× scale bug", _laplace(1 / 1.3), UNIT, np.append(UNIT, 1.0), {"epsilon": 1.0}, 1.3, "closed form (shift 1 ÷ scale 1/1.3)"
         ),
         MechanismCase(
-            "Gaussian sum, σ = 1 claimed (1, 1e-5)-DP",
+            "Gaussian sum, σ = 1 claimed (1, 1e-5)-DP (the noise that claim needs ÷ 4.86)",
             _gaussian,
             UNIT,
             np.append(UNIT, 1.0),
@@ -253,9 +253,11 @@ def mia_rows(seeds: int, canaries: int) -> list[dict]:
     ]
 
 
+_THEN = "then `python benchmarks/tightness.py --only lm --update`"
 LM_COMMANDS = {
-    "black box": "python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json",
-    "white box": "the LM white-box benchmark (benchmarks/*lm*whitebox*.py), writing benchmarks/results/*lm*whitebox*eps{epsilon:g}*.json",
+    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json`, " + _THEN,
+    "white box": "run the LM fine-tune's white-box benchmark (benchmarks/*lm*whitebox*.py) at ε = {epsilon:g}, writing "
+    "benchmarks/results/*lm*whitebox*.json with `config.epsilon` and `runs[*].bound_over_claimed`, " + _THEN,
 }
 
 
@@ -318,12 +320,7 @@ def table(rows: list[dict]) -> str:
         seconds = [entry.get("seconds_per_audit", entry.get("seconds_per_run")) for entry in entries]
         timing = " / ".join("–" if value is None else f"{value:.2f}" for value in seconds)
         lines.append(f"| {row['case']} | {truth} ({row['truth_how']}) | {_cell(entries[0])} | {_cell(entries[1])} | {timing} |")
-    notes = [
-        f"- {row['case']}, {label}: not measured; run `{row[label]['not_measured']}`"
-        for row in rows
-        for label in ("default",)
-        if "not_measured" in row.get(label, {})
-    ]
+    notes = [f"- {row['case']}: not measured; {row['default']['not_measured']}" for row in rows if "not_measured" in row.get("default", {})]
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
