@@ -4,7 +4,10 @@
   wall time to a verdict for Laplace at ε = 1 with half the scale (a 2×
   bug) against a budget of 10⁴ samples (DP-Auditorium's example budget):
   2 sides × (2,000 pilot + 3,000 held-out), the audit's tests included; and
-  the same in sequential mode (4 looks), with the samples drawn until the rejection;
+  the same in sequential mode (4 looks), with the samples drawn until the
+  rejection; and the default audit (``privaudit audit mechanism`` with no
+  options: the Laplace example, the default search and budget) with the
+  learned statistics and with the fixed ones only;
 * ``acceptance``: each reference mechanism of ``tests/mechanisms_reference.py``,
   buggy and correct, on ``--seeds`` seeds (default 20) at that budget, with
   how often each is rejected at 95% and the range of its ε lower bounds;
@@ -32,6 +35,7 @@ from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sy
 import privaudit
 from privaudit._core.results import library_versions
 from privaudit.audits.mechanism import audit_mechanism
+from privaudit.mechanisms.examples import DEFAULT_DATASET, laplace_sum
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mechanisms_reference import REFERENCES, laplace  # noqa: E402
@@ -61,7 +65,14 @@ def _speed(repeats: int = 5) -> dict:
         result_sequential = audit_mechanism(mechanism, reference.dataset, reference.neighbour, epsilon=1.0, seed=seed, stages=4, **BUDGET)
         sequential_times.append(time.perf_counter() - start)
         sequential_samples.append(result_sequential.total_samples if result_sequential.rejected else None)
+    default_times: dict[str, list[float]] = {"learned": [], "fixed only": []}
+    for seed in range(repeats):
+        for label, learned in (("learned", True), ("fixed only", False)):
+            start = time.perf_counter()
+            audit_mechanism(laplace_sum, DEFAULT_DATASET, seed=seed, learned=learned)
+            default_times[label].append(time.perf_counter() - start)
     return {
+        "default_audit_with_search_seconds_median": {label: float(np.median(values)) for label, values in default_times.items()},
         "sequential_4_looks_time_to_verdict_seconds_median": float(np.median(sequential_times)),
         "sequential_4_looks_samples_to_rejection": sequential_samples,
         "laplace_samples_per_second": per_second,

@@ -122,7 +122,7 @@ def mechanism_cases() -> list[MechanismCase]:
             "Laplace sum, 1.3× scale bug", _laplace(1 / 1.3), UNIT, np.append(UNIT, 1.0), {"epsilon": 1.0}, 1.3, "closed form (shift 1 ÷ scale 1/1.3)"
         ),
         MechanismCase(
-            "Gaussian sum, σ = 1 claimed (1, 1e-5)-DP",
+            "Gaussian sum, σ = 1 claimed (1, 1e-5)-DP (the noise that claim needs ÷ 4.86)",
             _gaussian,
             UNIT,
             np.append(UNIT, 1.0),
@@ -214,7 +214,7 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
             ratios.append(result.bound.epsilon / epsilon)
         row = {
             "family": "dpsgd white box (one run)",
-            "case": f"DP-SGD, digits MLP, ε = {epsilon:g}",
+            "case": f"DP-SGD white box end to end (one run), digits MLP, ε = {epsilon:g}",
             "truth": epsilon,
             "truth_how": "the accountant (an upper bound)",
             "default": {"ratio": _summary(ratios), "seconds_per_run": (time.perf_counter() - started) / seeds, "canaries": base.num_canaries},
@@ -228,35 +228,36 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
 def mia_rows(seeds: int, canaries: int) -> list[dict]:
     """mia canary mode on the non-private overfitted MLP: the bound ÷ its ceiling (every canary guessed right)."""
     from privaudit.audits.mia import MIAConfig, run_mia_audit
-    from privaudit.stats.one_run_combined import one_run_lower_bound
+    from privaudit.audits.mia_bounds import slot_bound
 
     ratios, bounds, ceilings, started = [], [], [], time.perf_counter()
     for seed in range(seeds):
         config = MIAConfig(mode="canary", train="own_models.dp_mlp:train_overfit", num_canaries=canaries, num_references=4, seed=seed)
         with tempfile.TemporaryDirectory(prefix="tightness-mia-") as directory:
             result = run_mia_audit(config, directory, max_workers=1).result
-        members = np.asarray(result.bound.is_member, dtype=bool) if hasattr(result.bound, "is_member") else None
-        if members is None:
-            members = np.arange(result.num_records) < result.num_members
-        ceiling = one_run_lower_bound(members.astype(np.float64), members, delta=config.delta, confidence=config.confidence, methods=("steinke",)).epsilon
+        # the ceiling: the same bound on scores that put every included canary above every excluded one
+        members = np.arange(result.num_records) < result.num_members
+        ceiling = slot_bound(members.astype(np.float64), members, delta=config.delta, confidence=config.confidence).epsilon
         bounds.append(result.bound.epsilon)
         ceilings.append(ceiling)
         ratios.append(result.bound.epsilon / ceiling if ceiling > 0 else math.nan)
     return [
         {
             "family": "mia canary mode",
-            "case": f"non-private overfitted MLP (digits), m = {canaries} canaries",
+            "case": f"mia canary mode, non-private overfitted MLP (digits), m = {canaries}: bound ÷ its ceiling",
             "truth": None,
-            "truth_how": "∞ (no DP); the ceiling is the bound when every canary is guessed right",
+            "truth_how": "no DP; the ratio is to the ceiling, the bound if every canary were guessed right",
             "default": {"ratio": _summary(ratios), "bounds": bounds, "ceilings": ceilings, "seconds_per_run": (time.perf_counter() - started) / seeds},
             "10x": {"not_measured": "the canary count is capped by the pool (digits)"},
         }
     ]
 
 
+_THEN = "then `python benchmarks/tightness.py --only lm --update`"
 LM_COMMANDS = {
-    "black box": "python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json",
-    "white box": "the LM white-box benchmark (benchmarks/*lm*whitebox*.py), writing benchmarks/results/*lm*whitebox*eps{epsilon:g}*.json",
+    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json`, " + _THEN,
+    "white box": "run the LM fine-tune's white-box benchmark (benchmarks/*lm*whitebox*.py) at ε = {epsilon:g}, writing "
+    "benchmarks/results/*lm*whitebox*.json with `config.epsilon` and `runs[*].bound_over_claimed`, " + _THEN,
 }
 
 
@@ -287,7 +288,7 @@ def lm_rows(results: Path) -> list[dict]:
                         found = (path, _lm_ratios(data))
             row: dict[str, Any] = {
                 "family": f"Opacus LM fine-tune, user loop, {threat}",
-                "case": f"tiny GPT-2, ε = {epsilon:g}",
+                "case": f"Opacus LM fine-tune (user loop, tiny GPT-2), {threat}, ε = {epsilon:g}",
                 "truth": epsilon,
                 "truth_how": "the accountant (an upper bound)",
             }
@@ -319,12 +320,7 @@ def table(rows: list[dict]) -> str:
         seconds = [entry.get("seconds_per_audit", entry.get("seconds_per_run")) for entry in entries]
         timing = " / ".join("–" if value is None else f"{value:.2f}" for value in seconds)
         lines.append(f"| {row['case']} | {truth} ({row['truth_how']}) | {_cell(entries[0])} | {_cell(entries[1])} | {timing} |")
-    notes = [
-        f"- {row['case']}, {label}: not measured; run `{row[label]['not_measured']}`"
-        for row in rows
-        for label in ("default",)
-        if "not_measured" in row.get(label, {})
-    ]
+    notes = [f"- {row['case']}: not measured; {row['default']['not_measured']}" for row in rows if "not_measured" in row.get("default", {})]
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
@@ -372,7 +368,14 @@ def main(argv: list[str] | None = None) -> int:
             earlier[row["case"]] = row
         rows = list(earlier.values())
     order = [case.name for case in mechanism_cases()]
-    rows.sort(key=lambda row: (order.index(row["case"]) if row["case"] in order else len(order), not row["family"].startswith("dpsgd")))
+    families = ["mechanism", "dpsgd", "mia", "Opacus"]
+    rows.sort(
+        key=lambda row: (
+            order.index(row["case"]) if row["case"] in order else len(order),
+            next(i for i, name in enumerate(families) if row["family"].startswith(name)),
+            row["truth"] or 0.0,
+        )
+    )
     report = {
         "benchmark": "tightness",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),

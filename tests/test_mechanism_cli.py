@@ -47,6 +47,19 @@ def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files,
     assert relation["decided"] == "explicit" and "neighbouring" in relation["evidence"]
 
 
+def test_domain_on_the_command_line_bounds_the_searched_records(files, tmp_path):
+    dataset, _ = files
+    argv = ["audit", "mechanism", "--mechanism", "mechanisms_reference:cli_laplace", "--dataset", dataset, "--domain", "-3,4", "--search-steps", "0"]
+    code, _, stderr = run_cli([*argv, "--output", tmp_path / "out", *SMALL])
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert code == 0, stderr
+    domain = next(c for c in data["conventions"] if c["name"] == "record domain")
+    assert domain["decided"] == "explicit" and domain["value"] == "[-3, 4]" and "--domain" in domain["evidence"]
+    tried = [how for how, _ in data["pair"]["candidates"]]
+    assert "add a record at the domain's minimum" in tried and not any(how.startswith("local search") for how in tried)
+    assert all(-3.0 <= value <= 4.0 for value in data["pair"]["record"])
+
+
 @pytest.mark.parametrize(
     ("mechanism", "extra", "match"),
     [
@@ -57,6 +70,8 @@ def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files,
         ("mechanisms_reference:cli_laplace", ["--epsilon", "-1"], "`epsilon` must be > 0, got -1"),
         ("mechanisms_reference:cli_laplace", ["--samples", str(10**12)], "needs about"),
         ("mechanisms_reference:cli_laplace_half", [], "`epsilon` or `rho` must be given"),
+        ("mechanisms_reference:cli_laplace", ["--domain", "1,0"], "`--domain` must be two comma-separated numbers LOW,HIGH with LOW < HIGH, got '1,0'"),
+        ("mechanisms_reference:cli_laplace", ["--domain", "low,5"], "`--domain` must be two comma-separated numbers"),
     ],
 )
 def test_bad_input_is_refused_with_one_line_before_any_sampling(mechanism, extra, match, files, tmp_path):

@@ -2,15 +2,19 @@
 
 The samples of each side come in two independent sets: pilot samples and
 held-out samples. The pilot is split in two halves: on the first the
-statistics are fitted (:mod:`.statistics`), on the second each statistic's
-thresholds are chosen, in each direction: D as "in" against D' as "out",
-and D' as "in" against D as "out". Each (statistic, direction) is one test;
-its held-out scores go through :func:`privaudit.stats.bounds.epsilon_lower_bound`
-with the thresholds fixed in advance (``Bonferroni(thresholds=...)``), at
-confidence 1 - (1 - c)/T for T tests, so the largest of all the bounds is a
-lower bound at confidence c (Bonferroni over everything tested). The claim
-is rejected at confidence c when that bound exceeds the claimed ε; a correct
-mechanism is then rejected with probability at most 1 - c.
+statistics are fitted (:mod:`.statistics`, :mod:`.learned`), on the second
+each statistic's thresholds are chosen, in each direction: D as "in"
+against D' as "out", and D' as "in" against D as "out". Each (statistic,
+direction) is one test, ranked by the bound its thresholds promise on the
+pilot; with ``tests_kept`` only the T most promising are kept (the family
+is fixed on the pilot alone, before the held-out samples are seen). Each
+kept test's held-out scores go through
+:func:`privaudit.stats.bounds.epsilon_lower_bound` with the thresholds fixed
+in advance (``Bonferroni(thresholds=...)``), at confidence 1 - (1 - c)/T,
+so the largest of the bounds is a lower bound at confidence c (Bonferroni
+over everything bounded). The claim is rejected at confidence c when that
+bound exceeds the claimed ε; a correct mechanism is then rejected with
+probability at most 1 - c.
 
 >>> rng = np.random.default_rng(1)
 >>> def laplace(scale, shift, size):

@@ -56,9 +56,10 @@ def section(data: dict, directory: Path | None) -> Any:
         ("mechanism", result.mechanism),
         ("pair", f"{pair.how} ({pair.relation}; |D| = {pair.dataset_size}, |D'| = {pair.neighbour_size})"),
         ("best test", f"{best.statistic}, {best.direction}: threshold {best.bound.threshold:.4g}, {best.bound.num_in} + {best.bound.num_out} held-out samples"),
-        ("tests (Bonferroni)", len(result.tests)),
+        ("tests (Bonferroni)", f"{len(result.tests)} kept of {len(result.statistics_tried)} tried on the pilot"),
         ("samples drawn", result.total_samples),
     ]
+    details += [("search budget", pair.search_budget)] if pair.search_budget else []
     details += [(f"search candidate: {how}", f"pilot ε {value:.3g}") for how, value in pair.candidates]
     flag = f"Claim rejected at confidence {result.confidence:g}: ε >= {result.epsilon:.3g} > {result.claimed_epsilon:.3g}." if result.rejected else None
     return ReportSection(
