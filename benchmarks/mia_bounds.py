@@ -2,8 +2,10 @@
 
 For each trainer, canary count m and seed, :func:`privaudit.audits.mia.run_mia_audit`
 runs ``mode="canary"`` on digits: m mislabeled canaries, each in the one
-target run by a fair coin, ``--references`` calibration models, online RMIA,
-and Steinke et al.'s one-run bound at δ = 1e-5 and 95% confidence. The
+target run by a fair coin, ``--references`` calibration models, the attack
+chosen on a quarter of the canaries (pilot) and Steinke et al.'s one-run
+bound on the other three quarters at δ = 1e-5 and 95% confidence, with its
+ceiling (the bound a perfect attack gets on the same held-out canaries). The
 trainers are the user-style functions of the acceptance test
 (``tests/own_models/dp_mlp.py``: ``train_dp`` at ε = 1 by Opacus' RDP
 accountant, ``train_overfit`` without DP), passed as ``--train`` paths
@@ -47,6 +49,11 @@ def one(config: MIAConfig, workers: int | None) -> dict:
         "seed": config.seed,
         "slots": result.num_records,
         "epsilon_lower_bound": result.bound.epsilon,
+        # the attack chosen on the pilot slots, the held-out slots it is bounded on, and the bound a perfect attack gets there
+        "bound_attack": None if result.bound_design is None else result.bound_design.attack,
+        "pilot_slots": None if result.bound_design is None else result.bound_design.num_pilot,
+        "bounded_slots": result.bound.num_canaries,
+        "ceiling": None if result.bound_design is None else result.bound_design.ceiling,
         "guesses": best[1],
         "correct": best[2],
         "auc": rmia.auc,

@@ -11,9 +11,9 @@ from cli_helpers import assert_refused, run_cli
 from sklearn.metrics import roc_auc_score
 
 from privaudit.audits.mia import AUDIT, MIAConfig, attack_scores, run_mia_audit
-from privaudit.audits.mia_training import draws, load_pool, user_target_draws
+from privaudit.audits.mia_training import draws, load_pool
 from privaudit.runner import RunStore
-from privaudit.stats.mia import lira_online_scores, rmia_scores
+from privaudit.stats.mia import lira_online_scores, rmia_fractions_left_out, rmia_log_ratios, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics
 
 pytest.importorskip("sklearn")
@@ -58,19 +58,33 @@ def test_reported_statistics_are_those_of_the_stored_signals(full_run):
     signals = np.array([store.load(index)["signals"] for index in range(TINY.num_references + 1)])
     population, target_members, membership = draws(TINY.seed, signals.shape[1], TINY.num_references, run.result.num_population)
     keep = ~population
-    # recomputed here from the stored signals and the seed's draws, attack by attack
-    online = lira_online_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], global_variance=True)
-    rmia = rmia_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population])
+    # recomputed here from the stored signals and the seed's draws, attack by attack, on every record (the population samples z too)
+    online = lira_online_scores(signals[-1], signals[:-1], membership, global_variance=True)
+    rmia = rmia_log_ratios(signals[-1], signals[:-1], membership)
     for name, scores in (("lira-online", online), ("rmia-online", rmia)):
-        metrics = attack_metrics(scores, target_members[keep])
+        metrics = attack_metrics(scores, target_members)
         summary = run.result.attack(name)
         assert summary.auc == metrics.auc and summary.tpr == tuple(metrics.tpr) and summary.tpr_low == tuple(metrics.tpr_low)
+        assert summary.num_out == int((~target_members).sum()) > 1000  # every non-member: enough for 0.1% FPR
     headline = run.result.headline()
     assert headline.kind == "statistic" and "not an ε bound" in headline.label and headline.value == run.result.attack("rmia-online").tpr[2]
-    assert set(attack_scores(signals[-1], signals[:-1], membership, population, TINY)) == {"loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline"}
-    # the most exposed records are the top of the headline attack, by their row in the pool
+    assert set(attack_scores(signals[-1], signals[:-1], membership, population, TINY)) == {
+        "loss",
+        "lira-online",
+        "lira-offline",
+        "rmia-online",
+        "rmia-offline",
+        "rmia-online fraction",
+        "rmia-offline fraction",
+    }
+    # the most exposed records are the top of the headline attack, by their row in the pool, with the paper's fraction beside the ratio
     top = run.result.most_vulnerable[0]
-    assert top.score == rmia.max() and not population[top.record] and top.member == bool(target_members[top.record])
+    assert top.score == rmia.max() and top.member == bool(target_members[top.record])
+    fraction = rmia_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population])
+    ratio_z = rmia_log_ratios(signals[-1, population], signals[:-1, population], membership[:, population])
+    z_index = np.cumsum(population) - 1
+    expected = fraction[np.cumsum(keep)[top.record] - 1] if keep[top.record] else rmia_fractions_left_out(ratio_z)[z_index[top.record]]
+    assert top.fraction == expected
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +109,7 @@ def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_pa
     assert conventions["output kind"]["value"] == "logits" and conventions["output kind"]["decided"] == "checked"
     label = conventions["label column of --data"]
     assert label["decided"] == "explicit" and label["value"].startswith("'digit'") and "--label-col" in label["evidence"]
-    assert data["num_records"] + data["num_population"] == 300 and data["config"]["train"] == "own_models.relu_net:train_torch"
+    assert data["num_records"] == 300 and data["num_population"] == 120 and data["config"]["train"] == "own_models.relu_net:train_torch"
     assert (output / "roc.png").is_file() and (output / "vulnerability.png").is_file()
     assert AUDIT.result_from_dict(data).headline().kind == "statistic"
 
@@ -141,13 +155,13 @@ def test_users_own_target_model_and_members(pool_csv, users_target, tmp_path):
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     conventions = {item["name"]: item for item in data["conventions"]}
     assert conventions["target membership"]["decided"] == "explicit" and conventions["target output kind"]["value"] == "probabilities"
-    assert data["num_members"] == rows.size and data["num_records"] + data["num_population"] == 300
+    # every non-member of the user's target is evaluated, the population samples among them
+    assert data["num_members"] == rows.size and data["num_records"] == 300 and data["num_population"] == 120
     # the LOSS attack is the model's own log-probability of the label: recomputed here with scikit-learn
     members = np.isin(np.arange(300), rows)
-    population, _ = user_target_draws(0, members, data["num_population"])
     log_p = np.log(model.predict_proba(x)[np.arange(300), y])
     loss = next(item for item in data["attacks"] if item["attack"] == "loss")
-    assert loss["auc"] == pytest.approx(roc_auc_score(members[~population], log_p[~population]), abs=1e-9)
+    assert loss["auc"] == pytest.approx(roc_auc_score(members, log_p), abs=1e-9) and loss["num_out"] == 200
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """The mia audit's bound modes with real training: a DP-SGD target (Opacus, ε = 1) from the command line, an overfitted MLP, and refused input.
 
 Each figure the audit reports is recomputed here from the models' stored
-signals and the seed's draws: RMIA with :func:`privaudit.stats.mia.rmia_scores`
-directly, the AUC with scikit-learn, the bound with
+signals and the seed's draws: every attack with :mod:`privaudit.stats.mia`
+directly, the AUC with scikit-learn, the choice of attack on the pilot
+slots and the bound on the held-out slots with
 :func:`privaudit.stats.one_run.epsilon_one_run_sweep` (Steinke et al.'s
 test, Bonferroni over its guess counts).
 """
@@ -18,17 +19,17 @@ from cli_helpers import assert_refused, run_cli
 from sklearn.metrics import roc_auc_score
 
 from privaudit.audits.mia import AUDIT, MIAConfig, run_mia_audit
-from privaudit.audits.mia_bounds import draw_design
+from privaudit.audits.mia_bounds import PREFERENCE, draw_design
 from privaudit.audits.mia_training import load_pool
 from privaudit.runner import RunStore
-from privaudit.stats.mia import rmia_scores
+from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_log_ratios
 from privaudit.stats.one_run import epsilon_one_run_sweep
 
 pytest.importorskip("sklearn")
 
 
 def recomputed(directory, config: MIAConfig):
-    """(RMIA scores (T, a), coins (T, a)) recomputed from the stored signals and the design the seed draws."""
+    """(every attack's scores (T, a), coins (T, a), pilot mask (a,)) recomputed from the stored signals and the design the seed draws."""
     pool = load_pool(config.dataset, config.data, config.label_col)
     num_population = int(round(config.population_fraction * len(pool.y)))
     trials = 1 if config.mode == "canary" else config.num_trial_models
@@ -43,10 +44,28 @@ def recomputed(directory, config: MIAConfig):
     )
     store = RunStore(directory)
     signals = np.array([store.load(index)["signals"] for index in range(config.num_references + trials)])
-    k, x, z = config.num_references, design.audited, design.population
-    reference, membership = signals[:k], design.references
-    scores = np.array([rmia_scores(own[x], reference[:, x], membership[:, x], own[z], reference[:, z], membership[:, z]) for own in signals[k:]])
-    return scores, design.trials[:, x]
+    k, x = config.num_references, design.audited
+    reference, membership = signals[:k, x], design.references[:, x]
+    attacks = {
+        "loss": lambda own: loss_scores(own),
+        "lira-online": lambda own: lira_online_scores(own, reference, membership, global_variance=True),
+        "lira-offline": lambda own: lira_offline_scores(own, reference, membership, global_variance=True),
+        "rmia-online": lambda own: rmia_log_ratios(own, reference, membership),
+        "rmia-offline": lambda own: rmia_log_ratios(own, reference, membership, offline_a=config.offline_a),
+    }
+    scores = {name: np.array([attack(own[x]) for own in signals[k:]]) for name, attack in attacks.items()}
+    return scores, design.trials[:, x], design.pilot[x]
+
+
+def held_out_bound(scores, coins, pilot, config):
+    """The attack that is best on the pilot slots (bound, then AUC, then PREFERENCE order), bounded on the held-out slots: (attack, bound)."""
+
+    def on_pilot(name):
+        values, member = scores[name][:, pilot].ravel(), coins[:, pilot].ravel()
+        return epsilon_one_run_sweep(values, member, delta=config.delta, confidence=config.confidence).epsilon, roc_auc_score(member, values)
+
+    best = max(PREFERENCE, key=on_pilot)
+    return best, epsilon_one_run_sweep(scores[best][:, ~pilot].ravel(), coins[:, ~pilot].ravel(), delta=config.delta, confidence=config.confidence)
 
 
 #: The DP target's AUC may differ from 1/2 by this many null standard errors (5 SE = 0.17 with 300 canaries).
@@ -77,11 +96,13 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     output, stdout = dp_run
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     config = AUDIT.config_from_dict(data["config"])
-    scores, coins = recomputed(output / "runs", config)
+    every, coins, pilot = recomputed(output / "runs", config)
+    scores = every["rmia-online"]
     bound = data["bound"]
-    # the reported bound is Steinke et al.'s test on RMIA's scores of the canaries, recomputed here
-    expected = epsilon_one_run_sweep(scores.ravel(), coins.ravel(), delta=config.delta, confidence=config.confidence)
-    assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 300
+    # the reported bound is Steinke et al.'s test on the 225 held-out canaries, by the attack best on the 75 pilot ones, recomputed here
+    attack, expected = held_out_bound(every, coins, pilot, config)
+    assert data["bound_design"]["attack"] == attack and data["bound_design"]["num_pilot"] == 75
+    assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 225
     assert bound["epsilon"] < 1.0  # training is 1-DP at δ = 1e-5: a valid bound cannot pass 1 (except at rate 5%, the bound's own risk)
     # AUC near 1/2: within AUC_TOLERANCE_SE standard errors of it (see the constant), and the overfitted MLP's is far outside
     auc = roc_auc_score(coins.ravel(), scores.ravel())
@@ -91,7 +112,13 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     # results.json, the report and the printed table say what the number is
     assert data["mode"] == "canary" and "one training run" in data["threat_model"] and "mislabeled canaries" in data["threat_model"]
     headline = AUDIT.result_from_dict(data).headline()
-    assert headline.kind == "lower bound" and headline.confidence == 0.95 and "300 canaries" in headline.label and "δ = 1e-05" in headline.label
+    assert (
+        headline.kind == "lower bound"
+        and headline.confidence == 0.95
+        and "225 canaries" in headline.label
+        and "75 pilot slots" in headline.label
+        and "δ = 1e-05" in headline.label
+    )
     report = (output / "report.html").read_text(encoding="utf-8")
     assert "ε lower bound (canary mode" in stdout and "ε lower bound (canary mode" in report and "mislabeled canaries, each included by a fair coin" in report
     assert "not (ε, δ)-DP for any ε below the bound" in report and "not a bound on ε" not in report  # the page reads the bound as one
@@ -104,9 +131,10 @@ def test_overfitted_mlp_gives_a_clearly_positive_canary_bound(tmp_path):
     # an MLP fitted to every label, wrong ones too: seeds 0-2 gave 1.9-2.5 with 100-200 canaries
     config = MIAConfig(mode="canary", train="own_models.dp_mlp:train_overfit", num_canaries=100, num_references=4, seed=1)
     run = run_mia_audit(config, tmp_path, max_workers=1)
-    scores, coins = recomputed(tmp_path, config)
-    expected = epsilon_one_run_sweep(scores.ravel(), coins.ravel(), delta=config.delta, confidence=config.confidence)
-    assert run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9)
+    every, coins, pilot = recomputed(tmp_path, config)
+    scores = every["rmia-online"]
+    attack, expected = held_out_bound(every, coins, pilot, config)
+    assert run.result.bound_design.attack == attack and run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9)
     assert run.result.bound.epsilon > 0.5 and run.result.headline().value == run.result.bound.epsilon
     # the AUC check of the DP target can fail: this training's AUC is far outside its tolerance
     auc = roc_auc_score(coins.ravel(), scores.ravel())
@@ -120,9 +148,11 @@ def test_leave_one_out_pools_every_trial_models_slots(tmp_path):
     np.savez(tmp_path / "pool.npz", x=pool.x[:400], y=pool.y[:400])
     config = MIAConfig(mode="leave-one-out", data=str(tmp_path / "pool.npz"), epochs=100, num_references=4, num_trial_models=3, seed=4)
     run = run_mia_audit(config, tmp_path / "runs", max_workers=1)
-    scores, coins = recomputed(tmp_path / "runs", config)
-    assert coins.shape == (3, 240) and run.result.bound.num_canaries == 720 and run.result.num_trained == 7
-    expected = epsilon_one_run_sweep(scores.ravel(), coins.ravel(), delta=config.delta, confidence=config.confidence)
+    every, coins, pilot = recomputed(tmp_path / "runs", config)
+    # 60 of the 240 records are pilot records (all 3 models' slots of them): 540 held-out slots are bounded
+    assert coins.shape == (3, 240) and pilot.sum() == 60 and run.result.bound.num_canaries == 540 and run.result.num_trained == 7
+    attack, expected = held_out_bound(every, coins, pilot, config)
+    assert run.result.bound_design.attack == attack
     assert run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9) and run.result.bound.epsilon > 0.5, run.result.bound.epsilon
     assert "3 trial models" in run.result.headline().label and "never trial models" in run.result.threat_model
 

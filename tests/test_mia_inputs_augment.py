@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import assert_refused, run_cli
 
 from privaudit.audits.mia_augment import augmented_attack_scores, augmented_views
-from privaudit.audits.mia_training import load_pool, user_target_draws
+from privaudit.audits.mia_training import load_pool
 
 
 def _brute_view(image, flip, dy, dx):
@@ -63,7 +63,7 @@ def test_lira_and_rmia_on_views_match_brute_force():
     population = np.zeros(records, dtype=bool)
     population[rng.choice(records, 4, replace=False)] = True
     config = SimpleNamespace(global_variance=False, gamma=float(rng.uniform(0.5, 2.0)), offline_a=0.3)
-    scores = augmented_attack_scores(target, reference, membership, population, config)
+    scores = augmented_attack_scores(target, reference, membership, population, config, evaluated=~population)
     evaluated = np.flatnonzero(~population)
 
     # LiRA: a Gaussian per record and view (diagonal covariance), the mean over views of the log-likelihood ratios
@@ -81,7 +81,8 @@ def test_lira_and_rmia_on_views_match_brute_force():
     assert scores["lira-online"] == pytest.approx(lira, rel=1e-9, abs=1e-9)
     assert scores["loss"] == pytest.approx([sum(math.log(_sigmoid(target[a, i])) for a in range(views)) / views for i in evaluated], rel=1e-12)
 
-    # RMIA: probabilities averaged over views, then Pr(x) = (mean over IN + mean over OUT references) / 2, LR against every z
+    # RMIA: probabilities averaged over views, then Pr(x) = (mean over IN + mean over OUT references) / 2, LR against every z;
+    # ranked by the log ratio log(Pr(x|θ)/Pr(x)), the fraction of z dominated beside it
     def ratio(i, offline):
         p_target = sum(_sigmoid(target[a, i]) for a in range(views)) / views
         p_reference = [sum(_sigmoid(reference[j, a, i]) for a in range(views)) / views for j in range(k)]
@@ -93,7 +94,8 @@ def test_lira_and_rmia_on_views_match_brute_force():
     for name, offline in (("rmia-online", False), ("rmia-offline", True)):
         z = [ratio(i, offline) for i in np.flatnonzero(population)]
         expected = [sum(ratio(i, offline) / r >= config.gamma for r in z) / len(z) for i in evaluated]
-        assert scores[name] == pytest.approx(expected, abs=1e-12)
+        assert scores[f"{name} fraction"] == pytest.approx(expected, abs=1e-12)
+        assert scores[name] == pytest.approx([math.log(ratio(i, offline)) for i in evaluated], rel=1e-9, abs=1e-12)
 
 
 NUM_RECORDS = 300  # 30 per class: every half of the pool holds each class (a model missing one has probability < 1e-7)
@@ -142,9 +144,8 @@ def test_users_images_queried_with_their_mirror(digits, tmp_path):
     mirrored = x.reshape(-1, 1, 8, 8)[..., ::-1].reshape(len(x), 64)
     rows = np.arange(len(y))
     mean_log_p = (np.log(target.predict_proba(x)[rows, y]) + np.log(target.predict_proba(mirrored)[rows, y])) / 2
-    population, _ = user_target_draws(0, members, data["num_population"])
     loss = next(item for item in data["attacks"] if item["attack"] == "loss")
-    assert loss["auc"] == pytest.approx(roc_auc_score(members[~population], mean_log_p[~population]), abs=1e-9)
+    assert loss["auc"] == pytest.approx(roc_auc_score(members, mean_log_p), abs=1e-9)  # every record, the population samples too
 
 
 @pytest.mark.parametrize(
@@ -184,7 +185,7 @@ def test_trained_references_on_embedded_digits_are_queried_on_every_view(tmp_pat
     store = RunStore(output / "runs")
     signals = np.array([store.load(index)["signals"] for index in range(5)])
     assert signals.shape == (5, 2, 1797)  # 4 references and the target, 2 views, every record
-    population, target_members, _ = draws(5, 1797, 4, data["num_population"])
+    _, target_members, _ = draws(5, 1797, 4, data["num_population"])
     mean_log_p = (loss_scores(signals[4, 0]) + loss_scores(signals[4, 1])) / 2
     loss = next(item for item in data["attacks"] if item["attack"] == "loss")
-    assert loss["auc"] == pytest.approx(roc_auc_score(target_members[~population], mean_log_p[~population]), abs=1e-9)
+    assert loss["auc"] == pytest.approx(roc_auc_score(target_members, mean_log_p), abs=1e-9)

@@ -90,7 +90,8 @@ def test_table_names_records_by_the_users_ids_with_their_membership_and_scores(r
         # the id is the pool's id column at the record's row, and its membership is the members file's (listed by id)
         assert int(row["record id"]) == ids[record["record"]]
         assert row["member of the target"] == ("yes" if is_member[int(row["record id"])] else "no")
-        assert float(row["online RMIA score"]) == pytest.approx(record["score"], rel=1e-3, abs=1e-12)
+        assert float(row["online RMIA log ratio log Pr(x|θ)/Pr(x)"]) == pytest.approx(record["score"], rel=1e-3, abs=1e-12)
+        assert float(row["online RMIA fraction of z dominated"]) == pytest.approx(record["fraction"], rel=1e-3, abs=1e-12)
         assert [float(row[f"{name} score"]) for name in ATTACKS] == pytest.approx(record["attack_scores"], rel=1e-3, abs=1e-12)
         assert record["attack_scores"][ATTACKS.index("rmia-online")] == record["score"]
     # the headline attack's scores run down the table
