@@ -92,14 +92,14 @@ def text_pool_signals(
         raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {str(reference_membership)!r}: {error}") from None
     membership = check_membership(raw, (len(directories), len(texts)), "--reference-membership")
     with quiet_loading():
-        target = load_model(model, kind="huggingface", device=device)
+        target = load_model(model, kind="huggingface", device=device, option="--model")
     target_signals, special, leading = sequence_signals(target.model, target.tokenizer, texts, bos=bos, seed=seed)
     tokenizer: Any = target.tokenizer
     vocabulary = tokenizer.get_vocab()
     reference = []
     for directory in directories:
         with quiet_loading():
-            loaded = load_model(directory, kind="huggingface", device=device)
+            loaded = load_model(directory, kind="huggingface", device=device, option="--reference-models")
         its_tokenizer: Any = loaded.tokenizer
         if its_tokenizer.get_vocab() != vocabulary:
             raise ValueError(
