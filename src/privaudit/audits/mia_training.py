@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, checked
+from ..runner.digests import input_digests
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
 from .mia_augment import augment_spec, signals_on_views
@@ -64,6 +65,12 @@ class Pool:
     ) -> None:
         self.x, self.y, self.source, self.label, self.columns = x, y, source, label, columns or {}
         self.image_shape = image_shape  # declared by an embedded dataset; the user's pool states it with --image-shape
+
+
+def job_inputs(config: Any) -> dict[str, Any]:
+    """The content hashes of what each training job reads (``--data``, ``--train``'s module source): in its resume key, so changed contents retrain."""
+    digests = input_digests(files={"data": config.data}, functions={"train": config.train})
+    return {"inputs": digests} if digests else {}  # none (embedded data, built-in MLP): runs stored before resume unchanged
 
 
 def pool_of(config: Any) -> Pool:

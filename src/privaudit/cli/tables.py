@@ -152,9 +152,20 @@ _TABLES = {
 }
 
 
+def _reused(result: Any, output: Path) -> str:
+    """How many finished runs a resumable audit took from ``output`` instead of training them ("" when it trained them all)."""
+    trained = getattr(result, "num_trained", None)
+    if trained is None:
+        return ""
+    total = result.num_in + result.num_out if hasattr(result, "num_in") else len(getattr(result, "seeds", ()))
+    reused = total - trained
+    return f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings and input contents)\n" if reused > 0 else ""
+
+
 def table_for(run: Any, output: Path) -> str:
     """The printed table of an audit run; the headline alone for a family without its own table."""
     if run.audit in _TABLES:
-        return _TABLES[run.audit](run.result, output)
+        return _TABLES[run.audit](run.result, output) + _reused(run.result, output)
     headline = run.result.headline()
-    return render_table(f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]])
+    rows = [[headline.label, format_value(headline.value)], ["kind", headline.kind]]
+    return render_table(f"{run.audit}, results in {output}", ["quantity", "value"], rows) + _reused(run.result, output)
