@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zipfile
 
 import pytest
@@ -205,3 +206,30 @@ def test_an_output_holding_a_folder_named_results_json_is_refused_in_one_line(tm
     _one_error_line(*run_cli(["bound", "--in", tmp_path / "in.txt", "--out", tmp_path / "out.txt", "--output", out]), "`--output`", "results.json")
     _one_error_line(*run_cli(["audit", "mechanism", "--output", out, "--no-history"]), "`--output`", "results.json")
     assert sorted(path.name for path in out.iterdir()) == ["results.json"] and not any((out / "results.json").iterdir())
+
+
+# -- report reads only inside its run ----------------------------------------------------------
+def test_report_refuses_a_results_json_linked_from_another_run(scores_run, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "results.json").symlink_to(scores_run / "results.json")
+    _one_error_line(*run_cli(["report", other, "--output", tmp_path / "r1.html"]), "`run`", "symlink")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    os.link(scores_run / "results.json", linked / "results.json")
+    _one_error_line(*run_cli(["report", linked, "--output", tmp_path / "r2.html"]), "`run`", "hard link")
+    assert not (tmp_path / "r1.html").exists() and not (tmp_path / "r2.html").exists()
+
+
+def test_report_skips_a_hard_linked_figure_with_a_note(scores_run, tmp_path):
+    from test_report_security import PNG_SIGNATURE, embedded
+
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(PNG_SIGNATURE + b"a private image from outside the run")
+    (scores_run / "roc.png").unlink()
+    os.link(outside, scores_run / "roc.png")
+    code, stdout, stderr = run_cli(["report", scores_run, "--output", tmp_path / "page.html"])
+    assert code == 0, stderr
+    assert f"note: {scores_run / 'roc.png'} was not embedded" in stdout
+    images = embedded((tmp_path / "page.html").read_text(encoding="utf-8"))
+    assert outside.read_bytes() not in images and len(images) == len([p for p in scores_run.glob("*.png") if p.name != "roc.png"])

@@ -26,6 +26,7 @@ from .messages import describe_value, printable
 __all__ = [
     "MAX_JSON_BYTES",
     "check_output_apart",
+    "check_own_file",
     "check_output_dir",
     "check_output_file",
     "read_json",
@@ -168,6 +169,38 @@ def check_output_apart(output: StrPath, inputs: Iterable[tuple[str, StrPath | No
             raise ValueError(f"`{name}` must not be `{option}`: both are {_shown(source)}; choose another {name}")
         detail = f"{_shown(source)} is inside {_shown(target)}" if relation == "must not hold" else f"{_shown(target)} is inside {_shown(source)}"
         raise ValueError(f"`{name}` {relation} `{option}`: {detail}; choose another {name}")
+
+
+def check_own_file(path: StrPath, directory: StrPath, name: str) -> Path:
+    """``path`` if it is a regular file of ``directory`` itself: not a symlink, not a hard link (one name only), resolved inside it.
+
+    A link could bring in any file from outside (another run's results, a
+    private file); ValueError naming ``name`` and the reason otherwise.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "results.json").write_text("{}")
+    >>> check_own_file(folder / "results.json", folder, "run").name
+    'results.json'
+    >>> os.link(folder / "results.json", folder / "copy.json")
+    >>> check_own_file(folder / "copy.json", folder, "run")
+    Traceback (most recent call last):
+    ...
+    ValueError: `run`: '...copy.json' is a hard link (2 names): read only a run's own files, not a link to a file elsewhere
+    """
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise ValueError(f"`{name}`: cannot read {_shown(path)}: {error.strerror or error}") from None
+    if os.path.islink(path):
+        raise ValueError(f"`{name}`: {_shown(path)} is a symlink: read only a run's own files, not a link to a file elsewhere")
+    if not os.path.isfile(path):
+        raise ValueError(f"`{name}`: {_shown(path)} is not a regular file")
+    if info.st_nlink != 1:
+        raise ValueError(f"`{name}`: {_shown(path)} is a hard link ({info.st_nlink} names): read only a run's own files, not a link to a file elsewhere")
+    if _real(path).parent != _real(directory):
+        raise ValueError(f"`{name}`: {_shown(path)} lies outside the run directory {_shown(directory)}")
+    return path
 
 
 def _pid_alive(pid: int) -> bool:

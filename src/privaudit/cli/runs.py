@@ -91,7 +91,7 @@ def report(
     title: Annotated[str, typer.Option("--title", help="Title of the page.")] = "privaudit report",
 ) -> None:
     """Build one self-contained report.html from audit output directories."""
-    from ..report.html import write_report
+    from ..report.html import linked_figures, write_report
     from ..report.sections import load_results, section_for
 
     check_output_file(output)
@@ -101,7 +101,8 @@ def report(
     temporary = output.with_name(f".{output.name}.tmp")
     write_report(sections, temporary, title=title)
     os.replace(temporary, output)
-    emit(f"report: {output}")
+    notes = [f"note: {figure} was not embedded: it is a symlink or a hard link, not the run's own file\n" for run in runs for figure in linked_figures(run)]
+    emit("".join(notes) + f"report: {output}")
 
 
 @app.command("history")
