@@ -147,12 +147,12 @@ class MIAConfig:
             from .mia_augment import check_augment_settings
 
             check_augment_settings(self)
-        if self.model is not None:
-            from ..models.loading import KINDS
-            from ..models.outputs import OUTPUT_KINDS
+        from ..models.loading import KINDS
+        from ..models.outputs import OUTPUT_KINDS
 
-            check_choice(self.model_kind, "model_kind", KINDS)
-            check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+        # checked whether or not --model is given: a setting that is not one of the choices is a typo, never ignored
+        check_choice(self.model_kind, "model_kind", KINDS)
+        check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
         if self.model_kind == "huggingface":
             from .mia_signals_lm import check_text_config
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, checked
+from .._core.readers import read_npy
 from ..runner.digests import input_digests
 from ..stats.mia import logit_confidence
 from .blackbox import check_train_function
@@ -91,6 +92,14 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
         from .._core.labelled import read_labelled
 
         read = read_labelled(data, "--data", label_col=label_col, other_cols=columns)
+        classes = np.unique(read.y)
+        if classes.size < 2:  # no model learns anything to attack: a wrong --label-col (an id or a constant column) most likely
+            column = (
+                f"`--label-col` {label_col!r}"
+                if label_col is not None
+                else f"the label column ({read.label.value if read.label else 'as read'}; choose it with `--label-col`)"
+            )
+            raise ValueError(f"`--data` has a single class ({classes[:1].tolist()}) in {column}: membership inference needs at least 2 classes")
         return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label, read.columns)
     if columns:
         raise ValueError(f"`--id-col` and `--members-col` name columns of the user's pool: they need `--data`, got {', '.join(map(repr, columns))}")
@@ -231,10 +240,7 @@ def read_reference_models(
     files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
     if not files:
         raise ValueError(f"`--reference-models` must be a directory of {kind} models (*{SUFFIXES[kind]}), got {directory!r} with none")
-    try:
-        raw = np.load(membership_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
+    raw = read_npy(membership_path, "--reference-membership")  # the header bounded by the file's size before anything is allocated
     membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
     from .mia_augment import signals_on_views
 

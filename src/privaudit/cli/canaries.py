@@ -151,6 +151,7 @@ def lm(
     from ..canaries.corpus import TEXT_FORMATS
     from ..canaries.lm import DESIGNS
     from ..canaries.lm_corpus import corpus_file_name, corpus_with_canaries, read_corpus_records
+    from ..canaries.lm_limits import check_lm_sizes, model_sizes
     from ..canaries.lm_provenance import prepare_lm_canaries
     from ..models.hf import quiet_loading
 
@@ -164,6 +165,8 @@ def lm(
         raise ValueError(f"`--column` must name the text field with --format {text_format}")
     check_output_dir(output)
     check_output_apart(output, [("--corpus", corpus), ("--base-model", base_model)])
+    context, hidden = model_sizes(base_model)
+    check_lm_sizes(design, count=count, length=length, context=context, hidden=hidden)  # before the corpus is read or a model loaded
     records = read_corpus_records(corpus, text_format=text_format, column=column)
     model, tokenizer = _base_model(base_model, design)
     with staged_output(output) as scratch:
