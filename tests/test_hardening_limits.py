@@ -173,3 +173,20 @@ def test_assert_mechanism_dp_refuses_a_missing_dataset():
 
     with pytest.raises(ValueError, match="`dataset` must be the records your mechanism runs on"):
         assert_mechanism_dp(laplace_count, None, None, epsilon=1.0)
+
+
+def test_ids_beyond_2_53_are_never_shown_as_other_numbers(tmp_path):
+    ids = [2**60 + 1000 * i + 1 for i in range(120)]  # a float64 rounds each to a multiple of 256: another id
+    assert all(int(float(i)) != i for i in ids)
+    rng = np.random.default_rng(1)
+    rows = "".join(f"{i},{rng.normal():.4f},{rng.normal():.4f},{n % 2}\n" for n, i in enumerate(ids))
+    (tmp_path / "dd.csv").write_text("record,a,b,label\n" + rows, encoding="utf-8")
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", tmp_path / "dd.csv", "--label-col", "label", "--id-col", "record", "--output", output, "--no-history"]
+    code, stdout, stderr = run_cli(argv)
+    if code == 2:  # refused before any work, naming the option
+        assert len(stderr.strip().splitlines()) == 1 and "`--id-col`" in stderr and not output.exists(), stderr
+    else:  # or read exactly: every id shown is one of the file's
+        assert code == 0, stderr
+        shown = [record["record_id"] for record in json.loads((output / "results.json").read_text())["most_vulnerable"]]
+        assert shown and {str(value) for value in shown} <= {str(i) for i in ids}, shown

@@ -78,7 +78,13 @@ def pool_of(config: Any) -> Pool:
     """The pool of a :class:`~privaudit.audits.mia.MIAConfig` (or of a job's dict of its fields)."""
     get = config.get if isinstance(config, dict) else functools.partial(getattr, config)
     columns = tuple(name for name in (get("id_col", None), get("members_col", None)) if name is not None)
-    return load_pool(get("dataset"), get("data"), get("label_col"), columns)
+    pool = load_pool(get("dataset"), get("data"), get("label_col"), columns)
+    id_col = get("id_col", None)
+    ids = pool.columns.get(id_col) if id_col is not None and pool.columns else None
+    if ids is not None and ids.dtype.kind == "f" and bool((np.abs(ids[np.isfinite(ids)]) >= 2**53).any()):
+        # a float holds whole numbers exactly only below 2**53: a larger id would be shown, matched and reported as another number
+        raise ValueError(f"`--id-col` {id_col!r} holds ids of 2**53 or more, which are not read exactly as numbers; give ids below 2**53")
+    return pool
 
 
 @functools.lru_cache(maxsize=4)
