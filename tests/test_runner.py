@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from privaudit.runner import RunStore, run_all
+from privaudit.runner import RunStore, reusable_runs, run_all
 
 
 def noisy_task(config: dict) -> dict:
@@ -97,12 +97,13 @@ def test_resume_runs_only_missing_runs(tmp_path):
     assert _calls(marker) == [0, 1, 2, 3, 4, 5]
 
 
-def test_resume_refuses_a_different_experiment(tmp_path):
+def test_resume_reruns_a_run_whose_config_changed_and_never_mixes_it_in(tmp_path):
     store = RunStore(tmp_path)
     run_all(noisy_task, _configs(2), store=store, max_workers=1)
-    changed = [dict(config, seed=12) for config in _configs(2)]
-    with pytest.raises(ValueError, match="different config"):
-        run_all(noisy_task, changed, store=store)
+    changed = [_configs(2)[0], dict(_configs(2)[1], seed=12)]
+    assert reusable_runs(store, changed) == {0}
+    assert run_all(noisy_task, changed, store=store, max_workers=1) == [noisy_task(config) for config in changed]
+    assert store.load_config(1) == changed[1]
 
 
 def test_local_backend_matches_in_process(tmp_path):

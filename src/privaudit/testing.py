@@ -168,6 +168,8 @@ def assert_mechanism_dp(
     """
     from .audits.mechanism import audit_mechanism
 
+    if dataset is None:  # the audit's own default dataset would be tested instead of the user's: a silent wrong answer
+        raise ValueError("`dataset` must be the records your mechanism runs on (an array), got None")
     result = audit_mechanism(
         mechanism,
         dataset,

@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
@@ -25,6 +25,8 @@ from .messages import describe_value, printable
 
 __all__ = [
     "MAX_JSON_BYTES",
+    "check_output_apart",
+    "check_own_file",
     "check_output_dir",
     "check_output_file",
     "read_json",
@@ -41,6 +43,8 @@ _STAGING_NAME = re.compile(r"^\.(?P<name>.+)" + re.escape(_STAGING) + r"(?P<pid>
 StrPath: TypeAlias = "str | os.PathLike[str]"
 
 _SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+# the files the commands write at the top of an output directory
+_WRITTEN = ("results.json", "report.html", "provenance.json")
 
 
 def _shown(path: StrPath) -> str:
@@ -97,6 +101,9 @@ def check_output_dir(path: StrPath | None, name: str = "--output") -> Path:
     if path.exists() and not path.is_dir():
         raise ValueError(f"`{name}` must be a directory, got the file {_shown(path)}")
     _check_location(path, name, "a directory")
+    for written in _WRITTEN:  # a folder where a command writes its file would fail the write after the work
+        if (path / written).is_dir():
+            raise ValueError(f"`{name}` holds a folder named {written!r} where the command writes that file; remove it or choose another {name}")
     return path
 
 
@@ -119,6 +126,80 @@ def check_output_file(path: StrPath | None, name: str = "--output") -> Path:
     _check_location(path, name, "a file")
     if path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"`{name}` must be a writable file, got {_shown(path)}")
+    return path
+
+
+def _real(path: StrPath) -> Path:
+    """``path`` made absolute with every symlink resolved (as far as it exists)."""
+    resolved = Path(os.path.abspath(path))
+    with contextlib.suppress(OSError, RuntimeError):
+        resolved = resolved.resolve()
+    return resolved
+
+
+def check_output_apart(output: StrPath, inputs: Iterable[tuple[str, StrPath | None]], name: str = "--output") -> None:
+    """Refuse an ``output`` that is, contains or lies inside one of ``inputs`` (pairs of the option and the path it gave).
+
+    Paths are compared with every symlink resolved, before any work, so a
+    command never writes over the user's corpus, data, model or a run's
+    results. ``None`` inputs (options not given) are skipped.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "corpus.txt").write_text("a line")
+    >>> check_output_apart(folder / "out", [("--corpus", folder / "corpus.txt")])
+    >>> check_output_apart(folder, [("--corpus", folder / "corpus.txt")])
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` must not hold `--corpus`: ... is inside ...; choose another --output
+    """
+    target = _real(output)
+    for option, given in inputs:
+        if given is None or not str(given).strip():
+            continue
+        source = _real(given)
+        if target == source:
+            relation = "is"
+        elif target in source.parents:
+            relation = "must not hold"
+        elif source in target.parents:
+            relation = "must not be inside"
+        else:
+            continue
+        if relation == "is":
+            raise ValueError(f"`{name}` must not be `{option}`: both are {_shown(source)}; choose another {name}")
+        detail = f"{_shown(source)} is inside {_shown(target)}" if relation == "must not hold" else f"{_shown(target)} is inside {_shown(source)}"
+        raise ValueError(f"`{name}` {relation} `{option}`: {detail}; choose another {name}")
+
+
+def check_own_file(path: StrPath, directory: StrPath, name: str) -> Path:
+    """``path`` if it is a regular file of ``directory`` itself: not a symlink, not a hard link (one name only), resolved inside it.
+
+    A link could bring in any file from outside (another run's results, a
+    private file); ValueError naming ``name`` and the reason otherwise.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "results.json").write_text("{}")
+    >>> check_own_file(folder / "results.json", folder, "run").name
+    'results.json'
+    >>> os.link(folder / "results.json", folder / "copy.json")
+    >>> check_own_file(folder / "copy.json", folder, "run")
+    Traceback (most recent call last):
+    ...
+    ValueError: `run`: '...copy.json' is a hard link (2 names): read only a run's own files, not a link to a file elsewhere
+    """
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise ValueError(f"`{name}`: cannot read {_shown(path)}: {error.strerror or error}") from None
+    if os.path.islink(path):
+        raise ValueError(f"`{name}`: {_shown(path)} is a symlink: read only a run's own files, not a link to a file elsewhere")
+    if not os.path.isfile(path):
+        raise ValueError(f"`{name}`: {_shown(path)} is not a regular file")
+    if info.st_nlink != 1:
+        raise ValueError(f"`{name}`: {_shown(path)} is a hard link ({info.st_nlink} names): read only a run's own files, not a link to a file elsewhere")
+    if _real(path).parent != _real(directory):
+        raise ValueError(f"`{name}`: {_shown(path)} lies outside the run directory {_shown(directory)}")
     return path
 
 

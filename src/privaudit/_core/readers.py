@@ -31,10 +31,10 @@ from typing import IO
 
 import numpy as np
 
-from .messages import describe_value
+from .messages import describe_value, printable
 from .validation import as_scores
 
-__all__ = ["MAX_TEXT_BYTES", "read_csv_rows", "read_npz", "read_numbers", "read_score_table"]
+__all__ = ["MAX_TEXT_BYTES", "read_csv_rows", "read_npy", "read_npz", "read_numbers", "read_score_table"]
 
 MAX_TEXT_BYTES = 256 * 2**20
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -76,6 +76,26 @@ def _read_npy(path: Path) -> np.ndarray:
         shape, fortran_order, dtype = _npy_header(file, size)
         values = np.fromfile(file, dtype=dtype, count=math.prod(shape))
     return values.reshape(shape, order="F" if fortran_order else "C")
+
+
+def read_npy(path: str | os.PathLike[str], name: str) -> np.ndarray:
+    """The array in the ``.npy`` file ``path``, its header checked against the file's size before anything is allocated.
+
+    A forged header (a shape the bytes cannot hold), Python objects, a
+    non-real dtype or an ``.npz`` archive is a ValueError naming ``name``.
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> np.save(os.path.join(folder, "m.npy"), np.eye(2, dtype=bool))
+    >>> read_npy(os.path.join(folder, "m.npy"), "--reference-membership").tolist()
+    [[True, False], [False, True]]
+    """
+    path = Path(path)
+    try:
+        return _read_npy(path)
+    except (OSError, ValueError, EOFError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise ValueError(f"`{name}`: cannot read {printable(repr(str(path)))} as a .npy array: {reason}") from None
 
 
 def read_npz(path: str | os.PathLike[str], name: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:

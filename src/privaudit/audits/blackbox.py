@@ -56,7 +56,7 @@ import numpy as np
 
 from .._core.conventions import Convention, default
 from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
-from ..runner import RunStore, run_all
+from ..runner import RunStore, input_digests, reusable_runs, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ..stats.conversions import gaussian_epsilon
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
@@ -243,6 +243,9 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     for key in ("train", "data", "label_col"):
         if base[key] is None:  # unset: runs stored before these options existed resume unchanged
             del base[key]
+    digests = input_digests(files={"data": config.data}, functions={"train": config.train})
+    if digests:  # the contents each run reads: a changed file is a new run, never a stale one resumed
+        base["inputs"] = digests
     return [dict(base, index=index, with_canary=index % 2 == 0) for index in range(2 * config.num_models_per_side)]
 
 
@@ -395,7 +398,7 @@ def run_blackbox_audit(
         check_train_function(config.train)
     store = RunStore(directory)
     configs = run_configs(config)
-    already = len(store.done() & set(range(len(configs))))
+    already = len(reusable_runs(store, configs))
     start = time.perf_counter()
     results = run_all(train_one, configs, store=store, backend=backend, max_workers=max_workers, address=address)
     wall = time.perf_counter() - start

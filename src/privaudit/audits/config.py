@@ -147,6 +147,23 @@ def config_from_dict(cls: type[T], values: Any, name: str = "--config") -> T:
         raise ValueError(_message(cls, error, name)) from None
 
 
+def _plain_yaml_loader(yaml: Any, source: str, name: str) -> Any:
+    """yaml's SafeLoader (no ``!!python`` tags) that also refuses anchors and aliases: 1 KB of aliases can expand to gigabytes."""
+
+    class PlainLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                line = event.start_mark.line + 1
+                raise ValueError(
+                    f"`{name}`: {source!r} uses a YAML anchor or alias (&name / *name, line {line}), which privaudit does not read "
+                    "(a few of them can expand to gigabytes); write the values out"
+                )
+            return super().compose_node(parent, index)
+
+    return PlainLoader
+
+
 def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
     """The JSON or YAML document in ``text`` (YAML when ``source`` ends in .yaml or .yml)."""
     if source.lower().endswith((".yaml", ".yml")):
@@ -154,7 +171,7 @@ def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
 
         yaml = require("yaml", purpose="YAML configs")
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_plain_yaml_loader(yaml, source, name))  # noqa: S506 - a SafeLoader that also refuses aliases
         except RecursionError:
             raise ValueError(f"`{name}`: {source!r} is nested too deeply to read") from None
         except yaml.YAMLError as error:

@@ -270,7 +270,7 @@ def _load(directory, provenance: LMProvenance, option: str):
     if directory is None or not Path(directory).is_dir():
         raise ValueError(f"`{option}` must be a Hugging Face model directory (save_pretrained), got {str(directory)!r}")
     with quiet_loading():
-        loaded = load_model(directory, kind="huggingface")  # on the GPU when there is one
+        loaded = load_model(directory, kind="huggingface", option=option)  # on the GPU when there is one
     check_tokenizer(provenance, loaded.tokenizer, option)
     return loaded
 

@@ -42,13 +42,13 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
-from ..runner import RunStore, check_backend, run_all
+from ..runner import RunStore, check_backend, reusable_runs, run_all
 from ..stats.mia import loss_scores, rmia_fractions
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_ratios_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .mia_training import draws, pool_of, preflight, record_ids, train_and_score
+from .mia_training import draws, job_inputs, pool_of, preflight, record_ids, train_and_score
 from .mia_user import user_references, user_target
 from .verdicts import check_claim_fields
 
@@ -156,12 +156,12 @@ class MIAConfig:
             from .mia_augment import check_augment_settings
 
             check_augment_settings(self)
-        if self.model is not None:
-            from ..models.loading import KINDS
-            from ..models.outputs import OUTPUT_KINDS
+        from ..models.loading import KINDS
+        from ..models.outputs import OUTPUT_KINDS
 
-            check_choice(self.model_kind, "model_kind", KINDS)
-            check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
+        # checked whether or not --model is given: a setting that is not one of the choices is a typo, never ignored
+        check_choice(self.model_kind, "model_kind", KINDS)
+        check_choice(self.model_output, "model_output", ("auto",) + OUTPUT_KINDS)
         if self.model_kind == "huggingface":
             from .mia_signals_lm import check_text_config
 
@@ -428,6 +428,7 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
+    base.update(job_inputs(config))
     if config.augment:  # only then: runs stored without augmentations resume unchanged
         base.update(augment=list(config.augment), image_shape=config.image_shape and list(config.image_shape), shift_pixels=config.shift_pixels)
     if config.reference_models is not None:  # the user's references: nothing to train
@@ -474,7 +475,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         return run_bound_audit(config, directory, backend=backend, max_workers=max_workers, address=address)
     store = RunStore(directory)
     jobs = _jobs(config)
-    already = len(store.done() & set(range(len(jobs))))
+    already = len(reusable_runs(store, jobs))
     start = time.perf_counter()
     results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
     wall = time.perf_counter() - start

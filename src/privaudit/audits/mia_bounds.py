@@ -75,11 +75,12 @@ import numpy as np
 from .._core.conventions import Convention, default, explicit
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_probability
-from ..runner import RunStore, run_all
+from ..runner import RunStore, reusable_runs, run_all
 from ..stats.metrics import roc_auc
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from .base import Headline
-from .verdicts import auc_margin, auc_warnings, bound_ceiling, claim_of, with_verdict
+from .verdicts import auc_margin, auc_warnings, claim_of, with_verdict
+from .verdicts import bound_ceiling as ceiling_of_bound
 
 __all__ = [
     "BOUND_METHODS",
@@ -379,7 +380,9 @@ def bound_conventions(config: Any) -> tuple[Convention, ...]:
 
 def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
     keys = ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed", "mode", "num_canaries", "num_trial_models")
-    base = {key: getattr(config, key) for key in keys}
+    from .mia_training import job_inputs
+
+    base = {key: getattr(config, key) for key in keys} | job_inputs(config)
     models = config.num_references + (1 if config.mode == "canary" else config.num_trial_models)
     return [dict(base, num_population=num_population, index=index) for index in range(models)]
 
@@ -395,7 +398,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     check_bound_pool(config, len(pool.y), num_population)
     jobs = _jobs(config, num_population)
     store = RunStore(directory)
-    already = len(store.done() & set(range(len(jobs))))
+    already = len(reusable_runs(store, jobs))
     start = time.perf_counter()
     results = run_all(train_and_score_design, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
     wall = time.perf_counter() - start
@@ -430,7 +433,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
         bound_design=chosen,
         conventions=conventions,
     )
-    result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == BOUND_ATTACK), member)
+    result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == chosen.attack), member)
     observations = {"scores": {name: values.ravel() for name, values in scores.items()}, "is_member": member, "record_ids": ids}
     return AuditRun(AUDIT.name, config, result, observations=observations)
 
@@ -447,6 +450,6 @@ def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float,
         bound_delta=bound.delta,
         quantity="end-to-end",
         claim=claim,
-        ceiling=bound_ceiling(bound, raise_with=raise_with),
+        ceiling=ceiling_of_bound(bound, raise_with=raise_with),
         warnings=warnings,
     )

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, default
+from .._core.readers import read_npy
 
 __all__ = ["SEQUENCE_SIGNAL", "check_text_config", "read_text_pool", "reference_directories", "run_text_pool_audit", "sequence_signals", "text_pool_signals"]
 
@@ -86,20 +87,17 @@ def text_pool_signals(
     from ..stats.mia import check_membership
 
     directories = reference_directories(reference_models)
-    try:
-        raw = np.load(reference_membership, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {str(reference_membership)!r}: {error}") from None
+    raw = read_npy(reference_membership, "--reference-membership")  # the header bounded by the file's size before anything is allocated
     membership = check_membership(raw, (len(directories), len(texts)), "--reference-membership")
     with quiet_loading():
-        target = load_model(model, kind="huggingface", device=device)
+        target = load_model(model, kind="huggingface", device=device, option="--model")
     target_signals, special, leading = sequence_signals(target.model, target.tokenizer, texts, bos=bos, seed=seed)
     tokenizer: Any = target.tokenizer
     vocabulary = tokenizer.get_vocab()
     reference = []
     for directory in directories:
         with quiet_loading():
-            loaded = load_model(directory, kind="huggingface", device=device)
+            loaded = load_model(directory, kind="huggingface", device=device, option="--reference-models")
         its_tokenizer: Any = loaded.tokenizer
         if its_tokenizer.get_vocab() != vocabulary:
             raise ValueError(

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, checked
+from .._core.readers import read_npy
+from ..runner.digests import input_digests
 from ..stats.mia import clip_at_resolution, logit_confidence
 from .blackbox import check_train_function
 from .mia_augment import augment_spec, signals_on_views
@@ -68,11 +70,23 @@ class Pool:
         self.image_shape = image_shape  # declared by an embedded dataset; the user's pool states it with --image-shape
 
 
+def job_inputs(config: Any) -> dict[str, Any]:
+    """The content hashes of what each training job reads (``--data``, ``--train``'s module source): in its resume key, so changed contents retrain."""
+    digests = input_digests(files={"data": config.data}, functions={"train": config.train})
+    return {"inputs": digests} if digests else {}  # none (embedded data, built-in MLP): runs stored before resume unchanged
+
+
 def pool_of(config: Any) -> Pool:
     """The pool of a :class:`~privaudit.audits.mia.MIAConfig` (or of a job's dict of its fields)."""
     get = config.get if isinstance(config, dict) else functools.partial(getattr, config)
     columns = tuple(name for name in (get("id_col", None), get("members_col", None)) if name is not None)
-    return load_pool(get("dataset"), get("data"), get("label_col"), columns)
+    pool = load_pool(get("dataset"), get("data"), get("label_col"), columns)
+    id_col = get("id_col", None)
+    ids = pool.columns.get(id_col) if id_col is not None and pool.columns else None
+    if ids is not None and ids.dtype.kind == "f" and bool((np.abs(ids[np.isfinite(ids)]) >= 2**53).any()):
+        # a float holds whole numbers exactly only below 2**53: a larger id would be shown, matched and reported as another number
+        raise ValueError(f"`--id-col` {id_col!r} holds ids of 2**53 or more, which are not read exactly as numbers; give ids below 2**53")
+    return pool
 
 
 @functools.lru_cache(maxsize=4)
@@ -86,6 +100,14 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
         from .._core.labelled import read_labelled
 
         read = read_labelled(data, "--data", label_col=label_col, other_cols=columns)
+        classes = np.unique(read.y)
+        if classes.size < 2:  # no model learns anything to attack: a wrong --label-col (an id or a constant column) most likely
+            column = (
+                f"`--label-col` {label_col!r}"
+                if label_col is not None
+                else f"the label column ({read.label.value if read.label else 'as read'}; choose it with `--label-col`)"
+            )
+            raise ValueError(f"`--data` has a single class ({classes[:1].tolist()}) in {column}: membership inference needs at least 2 classes")
         return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label, read.columns)
     if columns:
         raise ValueError(f"`--id-col` and `--members-col` name columns of the user's pool: they need `--data`, got {', '.join(map(repr, columns))}")
@@ -226,10 +248,7 @@ def read_reference_models(
     files = sorted(folder.glob(f"*{SUFFIXES[kind]}")) if folder.is_dir() else []
     if not files:
         raise ValueError(f"`--reference-models` must be a directory of {kind} models (*{SUFFIXES[kind]}), got {directory!r} with none")
-    try:
-        raw = np.load(membership_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"`--reference-membership` must be a .npy file of booleans, could not read {membership_path!r}: {error}") from None
+    raw = read_npy(membership_path, "--reference-membership")  # the header bounded by the file's size before anything is allocated
     membership = check_membership(raw, (len(files), len(pool.y)), "--reference-membership")
     from .mia_augment import signals_on_views
 

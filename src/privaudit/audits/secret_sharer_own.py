@@ -115,7 +115,7 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
     _check_settings(config, default, record)
     say("loading the model", None, None, str(model))
     with quiet_loading():
-        loaded = load_model(model, kind="huggingface", device=device)
+        loaded = load_model(model, kind="huggingface", device=device, option="--model")
     say("checking the special tokens", None, None, f"--bos {config.bos}")
     scorer = HFCausalLMScorer(loaded.model, loaded.tokenizer, bos=config.bos, bos_lines=_corpus_lines(config, record, provenance), seed=config.seed)
     fmt = record.canary_format

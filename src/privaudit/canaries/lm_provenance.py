@@ -92,13 +92,13 @@ class LMProvenance:
             record = cls(
                 design=check_choice(data["design"], f"{source} design", DESIGNS),
                 span=check_choice(data["span"], f"{source} span", SPANS),
-                prefixes=tuple(str(item) for item in data["prefixes"]),
-                secrets=tuple(str(item) for item in data["secrets"]),
-                included=tuple(bool(item) for item in data["included"]),
+                prefixes=_list_of(data, "prefixes", str, source),
+                secrets=_list_of(data, "secrets", str, source),
+                included=_list_of(data, "included", bool, source),  # JSON booleans: "0" or 0 would be read as a coin it was not
                 seed=check_seed(data["seed"], f"{source} seed"),
                 inclusion_seed=check_seed(data["inclusion_seed"], f"{source} inclusion_seed"),
-                tokenizer={"vocab_size": int(data["tokenizer"]["vocab_size"]), "vocab_sha256": str(data["tokenizer"]["vocab_sha256"])},
-                new_tokens=tuple(str(item) for item in data.get("new_tokens", ())),
+                tokenizer=_tokenizer_identity(data["tokenizer"], source),
+                new_tokens=_list_of(data, "new_tokens", str, source),
                 settings=dict(data.get("settings", {})),
             )
         except (TypeError, KeyError) as error:
@@ -139,6 +139,28 @@ def check_inclusion_draw(record: LMProvenance, source: str = "--provenance") -> 
             f"`{source}`: its inclusion flags are not the draw of its inclusion_seed {record.inclusion_seed} ({what});"
             " the provenance was edited after it was written: use the file privaudit wrote"
         )
+
+
+def _list_of(data: dict, key: str, kind: type, source: str) -> tuple:
+    """``data[key]`` (absent: empty) as a tuple, every item of JSON type ``kind`` exactly; never coerced (``"0"`` is not False, null not "None")."""
+    values = data.get(key, [])
+    names = {bool: "JSON booleans (true/false)", str: "strings"}
+    if not isinstance(values, list):
+        raise ValueError(f"`{source}`: {key} must be a list of {names[kind]}, got {type(values).__name__}")
+    wrong = [(index, value) for index, value in enumerate(values) if type(value) is not kind]
+    if wrong:
+        index, value = wrong[0]
+        raise ValueError(f"`{source}`: {key} must hold {names[kind]}, got {json.dumps(value)} at position {index} ({len(wrong)} such)")
+    return tuple(values)
+
+
+def _tokenizer_identity(value: Any, source: str) -> dict:
+    """The provenance's tokenizer identity, with an integer vocab_size and a string vocab_sha256."""
+    size = value.get("vocab_size") if isinstance(value, dict) else None
+    digest = value.get("vocab_sha256") if isinstance(value, dict) else None
+    if type(size) is not int or not isinstance(digest, str):
+        raise ValueError(f"`{source}`: tokenizer must be {{vocab_size: an integer, vocab_sha256: a string}}, got {json.dumps(value)[:80]}")
+    return {"vocab_size": size, "vocab_sha256": digest}
 
 
 def read_lm_provenance(path, source: str = "--provenance") -> LMProvenance:

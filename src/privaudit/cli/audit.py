@@ -22,7 +22,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .._core.files import check_output_dir
+from .._core.files import check_output_apart, check_output_dir
 from .._core.resources import check_memory
 from ..audits.base import run_capturing
 from ..audits.registry import get_audit, names
@@ -700,6 +700,8 @@ def make_audit_command(name: str) -> Callable[..., None]:
         output: Path = options["output"]
         run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
         check_output_dir(output)
+        given = [("--config", options["config"])] + [(flag.option, options[flag.parameter]) for flag in flags if isinstance(options[flag.parameter], Path)]
+        check_output_apart(output, given)  # never written over the user's data, model or config
         if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
             _current_directory_importable()
         check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate

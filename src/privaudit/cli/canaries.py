@@ -54,7 +54,7 @@ def insert(
     secure: Annotated[bool, typer.Option("--secure-canaries", help="Draw canaries from the OS's secure randomness (not reproducible from --seed).")] = False,
 ) -> None:
     """Insert canaries into your corpus and write it with provenance.json; train on it, then run `privaudit audit secret-sharer --model ... --provenance ...`."""
-    from .._core.files import check_output_dir, check_utf8_file
+    from .._core.files import check_output_apart, check_output_dir, check_utf8_file
     from .._core.seeding import check_seed
     from .._core.validation import check_choice, check_count
     from ..canaries import CanaryFormat
@@ -70,6 +70,7 @@ def insert(
     check_count(canaries_per_count, "--canaries-per-count", minimum=1)
     seed = check_seed(seed, "--seed")
     check_output_dir(output)
+    check_output_apart(output, [("--corpus", corpus)])
     record = insert_into_corpus(
         corpus,
         CanaryFormat(template),
@@ -106,15 +107,18 @@ def _base_model(directory: Path, design: str):
 
         try:
             with quiet_loading():
-                loaded = load_model(directory, kind="huggingface")
+                loaded = load_model(directory, kind="huggingface", option="--base-model")
         except ValueError as error:
             raise ValueError(f"`--base-model`: design {design!r} draws from the base model's weights, and {error}") from None
         return loaded.model, loaded.tokenizer
     import transformers
 
+    from ..models.model_files import HF_LOAD_OPTIONS, check_hf_directory
+
+    check_hf_directory(directory, "--base-model")  # before transformers reads it: no code of the directory's runs
     try:
         with quiet_loading():
-            return None, transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
+            return None, transformers.AutoTokenizer.from_pretrained(directory, **HF_LOAD_OPTIONS)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"`--base-model`: {str(directory)!r} has no loadable tokenizer: {error}") from None
 
@@ -140,13 +144,14 @@ def lm(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the canaries, the fair coins and the canaries' positions in the corpus.")] = 0,
 ) -> None:
     """Draw LM canaries, include each by a fair coin in your corpus, and write provenance.json; fine-tune, then run `privaudit audit lm-one-run`."""
-    from .._core.files import check_output_dir, staged_output
+    from .._core.files import check_output_apart, check_output_dir, staged_output
     from .._core.results import library_versions
     from .._core.seeding import check_seed, child_seeds
     from .._core.validation import check_choice, check_count
     from ..canaries.corpus import TEXT_FORMATS
     from ..canaries.lm import DESIGNS
     from ..canaries.lm_corpus import corpus_file_name, corpus_with_canaries, read_corpus_records
+    from ..canaries.lm_limits import check_lm_sizes, model_sizes
     from ..canaries.lm_provenance import prepare_lm_canaries
     from ..models.hf import quiet_loading
 
@@ -159,6 +164,9 @@ def lm(
     if text_format != "lines" and column is None:
         raise ValueError(f"`--column` must name the text field with --format {text_format}")
     check_output_dir(output)
+    check_output_apart(output, [("--corpus", corpus), ("--base-model", base_model)])
+    context, hidden = model_sizes(base_model)
+    check_lm_sizes(design, count=count, length=length, context=context, hidden=hidden)  # before the corpus is read or a model loaded
     records = read_corpus_records(corpus, text_format=text_format, column=column)
     model, tokenizer = _base_model(base_model, design)
     with staged_output(output) as scratch:

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .._core.files import check_output_dir, check_output_file
+from .._core.files import check_output_apart, check_output_dir, check_output_file
 from .app import app
 from .options import (
     HistoryOption,
@@ -75,6 +75,15 @@ def demo(
     emit(text + f"report: {outcome.report_path}\n")
 
 
+def _run_entries(run: Path, *, files_only: bool) -> list[Path]:
+    """What a run directory holds at its top (its files only, or every entry), results.json always: what an output must not replace."""
+    entries = [run / "results.json"]
+    if run.is_dir():
+        # a symlink is not the run's own file (the report never reads through one)
+        entries += [entry for entry in sorted(run.iterdir()) if not entry.is_symlink() and (entry.is_file() or not files_only)]
+    return entries
+
+
 @app.command()
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Output directories of audits (each with results.json and its plots).")],
@@ -82,16 +91,18 @@ def report(
     title: Annotated[str, typer.Option("--title", help="Title of the page.")] = "privaudit report",
 ) -> None:
     """Build one self-contained report.html from audit output directories."""
-    from ..report.html import write_report
+    from ..report.html import linked_figures, write_report
     from ..report.sections import load_results, section_for
 
     check_output_file(output)
+    check_output_apart(output, [("RUN", entry) for run in runs for entry in _run_entries(run, files_only=False)])  # a report never replaces a run's file
     sections = [section_for(load_results(run), run) for run in runs]
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(f".{output.name}.tmp")
     write_report(sections, temporary, title=title)
     os.replace(temporary, output)
-    emit(f"report: {output}")
+    notes = [f"note: {figure} was not embedded: it is a symlink or a hard link, not the run's own file\n" for run in runs for figure in linked_figures(run)]
+    emit("".join(notes) + f"report: {output}")
 
 
 @app.command("history")
@@ -169,6 +180,7 @@ def extract(
     from ..report.runs import write_run
 
     target = check_output_dir(output if output is not None else run / "extraction")
+    check_output_apart(target, [("--run", entry) for entry in _run_entries(run, files_only=True)])
     extraction = extract_from_run(run, batch_size=batch_size, max_queries=max_queries)
     data = write_run(target, extraction, report=True, title="privaudit extract")
     if as_json:

@@ -45,7 +45,7 @@ def exposure(
     as_json: JsonOption = False,
 ) -> None:
     """Rank-based exposure of each canary among reference losses (Secret Sharer §4), the baselines and, insertions known, the ε bound."""
-    from .._core.files import check_output_dir
+    from .._core.files import check_output_apart, check_output_dir
     from .._core.messages import printable
     from .._core.readers import read_numbers
     from .._core.results import to_plain
@@ -53,6 +53,7 @@ def exposure(
 
     if output is not None:
         check_output_dir(output)
+        check_output_apart(output, [("--canaries", canaries), ("--references", references)])
     if insertions is not None and insertions_col is not None:
         raise ValueError("give either `--insertions` (one count for every canary) or `--insertions-col`, not both")
     texts = counts = None
@@ -238,7 +239,7 @@ def bound(
     as_json: JsonOption = False,
 ) -> None:
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
-    from .._core.files import check_output_dir
+    from .._core.files import check_output_apart, check_output_dir
     from .._core.seeding import check_seed
     from ..audits.scores import LOWER, audit_scores, direction_warning
     from ..stats.pld import SubsampledGaussian
@@ -246,6 +247,7 @@ def bound(
     seed = check_seed(seed, "--seed")
     if output is not None:
         check_output_dir(output)
+        check_output_apart(output, [("--in", in_file), ("--out", out_file), ("--scores", scores)])
     direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method

@@ -201,6 +201,16 @@ def verdict_table(result: Any) -> str:
     return render_table("Verdict", ["quantity", "value"], rows)
 
 
+def _reused(result: Any, output: Path) -> str:
+    """How many finished runs a resumable audit took from ``output`` instead of training them ("" when it trained them all)."""
+    trained = getattr(result, "num_trained", None)
+    if trained is None:
+        return ""
+    total = result.num_in + result.num_out if hasattr(result, "num_in") else len(getattr(result, "seeds", ()))
+    reused = total - trained
+    return f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings and input contents)\n" if reused > 0 else ""
+
+
 def table_for(run: Any, output: Path) -> str:
     """The printed table of an audit run (the headline alone for a family without its own table), then the verdict's."""
     if run.audit in _TABLES:
@@ -210,4 +220,4 @@ def table_for(run: Any, output: Path) -> str:
         text = render_table(
             f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]]
         )
-    return text + verdict_table(run.result)
+    return text + _reused(run.result, output) + verdict_table(run.result)

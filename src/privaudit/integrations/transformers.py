@@ -51,7 +51,7 @@ def _scorer(model, tokenizer, batch_size, device, bos="auto", bos_lines=None, se
     from ..models.loading import LoadedModel, load_model
 
     if isinstance(model, (str, Path)):
-        model = load_model(model, kind="huggingface", device=device)
+        model = load_model(model, kind="huggingface", device=device, option="model")
     if isinstance(model, LoadedModel):
         if model.kind != "huggingface":
             raise ValueError(f"`model` must be a Hugging Face causal LM, got a {model.kind} model")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core.readers import read_npy
 from .._core.validation import as_real_array
 
 __all__ = ["read_dataset"]
@@ -48,8 +49,10 @@ def read_dataset(path: str | Path, name: str) -> np.ndarray:
     if not path.is_file():
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: file not found")
     try:
-        raw = np.load(path, allow_pickle=False) if suffix == ".npy" else _read_csv(path)
-    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raw = read_npy(path, name) if suffix == ".npy" else _read_csv(path)  # a .npy header bounded before anything is allocated
+    except ValueError as error:
+        raise ValueError(str(error) if str(error).startswith(f"`{name}`") else f"`{name}`: cannot read {str(path)!r}: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {error}") from None
     values = as_real_array(raw, name)
     if raw.ndim == 2 and raw.shape[1] == 1:

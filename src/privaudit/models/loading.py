@@ -35,7 +35,7 @@ from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.validation import check_choice
 from .device import seeded_torch
-from .model_files import SAVE_ADVICE, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
+from .model_files import HF_LOAD_OPTIONS, SAVE_ADVICE, check_hf_directory, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
 from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
 __all__ = [
@@ -143,22 +143,18 @@ def _device(device):
     return torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
-def _load_huggingface(directory, device, task: str) -> LoadedModel:
+def _load_huggingface(directory, device, task: str, option: str) -> LoadedModel:
     transformers = require("transformers", purpose="loading a Hugging Face model")
     directory = Path(directory)
     if not directory.is_dir() or not (directory / "config.json").is_file():
-        raise ValueError(f"{str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
-    for item in directory.iterdir():
-        if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
-            refuse_pickle(item, "huggingface")
+        raise ValueError(f"`{option}`: {str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
+    check_hf_directory(directory, option)  # before transformers reads it: no code of the directory's, no pickle
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
-        model, info = auto.from_pretrained(
-            directory, local_files_only=True, use_safetensors=any(directory.glob("*.safetensors")) or None, output_loading_info=True
-        )
-        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        model, info = auto.from_pretrained(directory, **HF_LOAD_OPTIONS, use_safetensors=any(directory.glob("*.safetensors")) or None, output_loading_info=True)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, **HF_LOAD_OPTIONS)
     except (OSError, ValueError, KeyError) as error:
-        raise ValueError(f"{str(directory)!r} is not a loadable huggingface {task} directory: {error}") from None
+        raise ValueError(f"`{option}`: {str(directory)!r} is not a loadable huggingface {task} directory: {error}") from None
     # transformers fills weights missing from the checkpoint with random ones and only logs it: a model that is not the user's
     unfit = {kind: sorted(info.get(f"{kind}_keys") or ()) for kind in ("missing", "mismatched")}
     if any(unfit.values()):
@@ -365,7 +361,16 @@ def _load_onnx(path, output_name) -> LoadedModel:
 
 
 def load_model(
-    path, *, kind: str, factory: str | None = None, device=None, trusted=(), output: str = "auto", task: str = "causal-lm", output_name=None
+    path,
+    *,
+    kind: str,
+    factory: str | None = None,
+    device=None,
+    trusted=(),
+    output: str = "auto",
+    task: str = "causal-lm",
+    output_name=None,
+    option: str = "--model",
 ) -> LoadedModel:
     """Load a model of the declared ``kind`` (see the module docstring); never unpickle.
 
@@ -375,7 +380,8 @@ def load_model(
     (checked on its outputs, :mod:`privaudit.models.outputs`), "logits",
     "probabilities" or "log-probabilities" (``--model-output``); a skops
     model gives probabilities (``predict_proba``). ``task`` picks the
-    Hugging Face head; ``output_name`` the ONNX output.
+    Hugging Face head; ``output_name`` the ONNX output; ``option`` the
+    command-line option a Hugging Face directory came from, for messages.
 
     >>> load_model("model.bin", kind="keras")
     Traceback (most recent call last):
@@ -390,7 +396,7 @@ def load_model(
     if kind == "skops" and output not in ("auto", "probabilities"):
         raise ValueError(f"`output` must be 'auto' or 'probabilities' for kind 'skops' (predict_proba gives probabilities), got {output!r}")
     if kind == "huggingface":
-        return _load_huggingface(path, device, task)
+        return _load_huggingface(path, device, task, option)
     if kind == "skops":
         return _load_skops(path, trusted)
     if kind == "onnx":

@@ -32,7 +32,7 @@ from .._core.conventions import Convention, checked
 from .._core.extras import require
 from .hf import quiet_loading
 from .loading import LoadedModel
-from .model_files import refuse_pickle
+from .model_files import check_hf_directory
 
 __all__ = ["ADAPTER_CONFIG", "is_adapter_directory", "load_lora_adapter"]
 
@@ -61,9 +61,7 @@ def load_lora_adapter(directory, base: LoadedModel, *, option: str = "--model", 
     torch = require("torch", purpose="scoring a LoRA adapter")
     directory = Path(directory)
     config = _adapter_config(directory, option)
-    for item in directory.iterdir():
-        if item.is_file() and item.suffix in (".bin", ".pkl", ".pt", ".pth", ".ckpt"):
-            refuse_pickle(item, "huggingface")
+    check_hf_directory(directory, option)  # no code of the directory's, no pickled weights
     with quiet_loading():  # peft's warnings are dropped when the adapter is refused: the error is the one line
         try:
             adapted = peft.PeftModel.from_pretrained(copy.deepcopy(base.model), directory)

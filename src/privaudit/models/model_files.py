@@ -15,11 +15,30 @@ ValueError: '...model.skops' is a pickle file, which can run code when loaded, a
 
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
 from pathlib import Path
 
-__all__ = ["SAVE_ADVICE", "existing_file", "is_pickle", "is_safetensors", "not_of_kind", "read_head", "refuse_pickle", "zip_names"]
+__all__ = [
+    "HF_LOAD_OPTIONS",
+    "SAVE_ADVICE",
+    "check_hf_directory",
+    "existing_file",
+    "is_pickle",
+    "is_safetensors",
+    "not_of_kind",
+    "read_head",
+    "refuse_pickle",
+    "zip_names",
+]
+
+#: What every transformers load passes: offline, and never the directory's own code (no prompt either: an explicit False raises).
+HF_LOAD_OPTIONS = {"local_files_only": True, "trust_remote_code": False}
+# the files in which a save_pretrained directory can ask for its own code (transformers' `auto_map`, peft's `auto_mapping`)
+_CODE_KEYS = ("auto_map", "auto_mapping", "custom_pipelines")
+_CONFIG_FILES = ("config.json", "tokenizer_config.json", "adapter_config.json", "preprocessor_config.json", "processor_config.json")
+_PICKLE_SUFFIXES = (".bin", ".pkl", ".pt", ".pth", ".ckpt", ".pickle")
 
 
 def read_head(path: Path, size: int = 16) -> bytes:
@@ -79,3 +98,48 @@ def existing_file(path, kind: str) -> Path:
         raise ValueError(f"`path` must be an existing {kind} file, got {str(path)!r}")
     refuse_pickle(path, kind)
     return path
+
+
+def _is_torch_pickle_zip(path: Path) -> bool:
+    """Whether ``path`` is torch.save's zip archive, which holds a pickle (``data.pkl``)."""
+    return any(name.endswith(".pkl") for name in zip_names(path))
+
+
+def check_hf_directory(directory, option: str) -> Path:
+    """``directory`` if nothing in it asks to run its own code or to be unpickled; a one-line ValueError naming ``option`` otherwise.
+
+    Called before every Hugging Face load: a config that maps classes to the
+    directory's own Python (``auto_map``) is refused, never imported, and
+    weights saved as a pickle (raw, or torch.save's zip) are refused for
+    safetensors.
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "config.json"), "w").write('{"model_type": "gpt2", "auto_map": {"AutoModel": "x_modeling.M"}}')
+    >>> check_hf_directory(folder, "--model")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--model`: '...config.json' has `auto_map`: it asks to run the directory's own Python code, which privaudit never runs (trust_remote_code is never set); save a model of a class transformers ships
+    """
+    directory = Path(directory)
+    for name in _CONFIG_FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"`{option}`: {str(path)!r} is not readable JSON: {error}") from None
+        found = [key for key in _CODE_KEYS if isinstance(config, dict) and config.get(key)]
+        if found:
+            raise ValueError(
+                f"`{option}`: {str(path)!r} has `{found[0]}`: it asks to run the directory's own Python code, which privaudit never runs "
+                "(trust_remote_code is never set); save a model of a class transformers ships"
+            )
+    for item in sorted(directory.iterdir()) if directory.is_dir() else ():
+        if item.is_file() and item.suffix in _PICKLE_SUFFIXES and (is_pickle(item) or _is_torch_pickle_zip(item)):
+            raise ValueError(
+                f"`{option}`: {str(item)!r} is a pickle file (torch.save), which can run code when loaded, and privaudit never unpickles; "
+                f"it accepts safetensors weights: {SAVE_ADVICE['huggingface']}"
+            )
+    return directory

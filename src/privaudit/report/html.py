@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime
 import html
@@ -39,7 +40,7 @@ from typing import Any
 
 from .._core.conventions import Convention
 
-__all__ = ["KINDS", "MAX_PLOT_BYTES", "PNG_SIGNATURE", "ReportSection", "embeddable_png", "plots_in", "render_report", "write_report"]
+__all__ = ["KINDS", "MAX_PLOT_BYTES", "PNG_SIGNATURE", "ReportSection", "embeddable_png", "linked_figures", "plots_in", "render_report", "write_report"]
 
 KINDS = ("lower bound", "credible bound", "estimate", "statistic")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -176,14 +177,14 @@ def embeddable_png(run_dir, relative) -> Path | None:
 
 
 def _read_png(path: Path) -> bytes | None:
-    """The bytes of the regular, non-symlink PNG file ``path`` (at most MAX_PLOT_BYTES), else None."""
+    """The bytes of the regular, non-symlink, single-name (no hard link) PNG file ``path`` (at most MAX_PLOT_BYTES), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PLOT_BYTES:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PLOT_BYTES or info.st_nlink != 1:  # a hard link may be a file from anywhere
             return None
         with os.fdopen(os.dup(fd), "rb") as file:
             data = file.read(MAX_PLOT_BYTES + 1)
@@ -192,6 +193,16 @@ def _read_png(path: Path) -> bytes | None:
     finally:
         os.close(fd)
     return data if data.startswith(PNG_SIGNATURE) and len(data) <= MAX_PLOT_BYTES else None
+
+
+def linked_figures(run_dir) -> list[Path]:
+    """The PNG files at the top of ``run_dir`` that are symlinks or hard links: never embedded, and worth a note to the user."""
+    found = []
+    for path in sorted(Path(run_dir).glob("*.png")) if Path(run_dir).is_dir() else ():
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or os.lstat(path).st_nlink != 1:
+                found.append(path)
+    return found
 
 
 def plots_in(run_dir, captions: Mapping) -> tuple:

@@ -22,6 +22,7 @@ result's fields gets the generic section, as a family without an adapter.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,13 +203,13 @@ def load_results(directory) -> dict:
     ...
     ValueError: `run` ... has no results.json
     """
-    from .._core.files import read_json
+    from .._core.files import check_own_file, read_json
     from ..schemas import check_results
 
     path = Path(directory) / "results.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ValueError(f"`run` {str(directory)!r} has no results.json")
-    data = read_json(path, "run")
+    data = read_json(check_own_file(path, directory, "run"), "run")  # never a link to another run's (or any) file
     try:
         return check_results(data, source="run")
     except ValueError as error:

@@ -21,10 +21,11 @@ from typing import Any
 
 from .._core.capture import record_elsewhere
 from .._core.validation import check_choice, check_count
+from .digests import input_digests
 from .local import WARNINGS_KEY, call_task, run_local
 from .store import RunStore
 
-__all__ = ["BACKENDS", "RunStore", "call_task", "check_backend", "run_all"]
+__all__ = ["BACKENDS", "RunStore", "call_task", "check_backend", "input_digests", "reusable_runs", "run_all"]
 
 BACKENDS = ("local", "ray")
 
@@ -53,6 +54,19 @@ def _normalised(config: Any) -> Any:
     return json.loads(json.dumps(config, sort_keys=True))
 
 
+def reusable_runs(store: RunStore, configs: list[dict]) -> set[int]:
+    """The indices of ``configs`` whose run ``store`` holds with the same config: those :func:`run_all` reuses instead of running.
+
+    >>> import tempfile
+    >>> store = RunStore(tempfile.mkdtemp())
+    >>> _ = run_all(dict, [{"seed": 0}, {"seed": 1}], store=store, max_workers=1)
+    >>> sorted(reusable_runs(store, [{"seed": 0}, {"seed": 5}]))
+    [0]
+    """
+    done = (index for index in store.done() if index < len(configs))
+    return {index for index in done if store.load_config(index) in (None, _normalised(configs[index]))}  # None: stored without its config
+
+
 def run_all(
     task: Callable[[dict], dict],
     configs: list[dict],
@@ -76,8 +90,10 @@ def run_all(
         ``configs[i]``.
     store : RunStore
         Where finished runs are saved (and found again on resume). A stored
-        run whose config differs from ``configs[i]`` raises ValueError
-        rather than mixing experiments.
+        run is reused only when its config equals ``configs[i]`` (put the
+        content hash of every input a run reads in its config:
+        :func:`input_digests`); one whose config differs is run again and
+        replaced, never mixed in.
     backend : {"local", "ray"}
         ``"local"``: a spawn-context process pool; ``"ray"``: Ray tasks.
     max_workers : int or None
@@ -98,11 +114,7 @@ def run_all(
         raise ValueError("`configs` must be a list of dicts")
     total = len(configs)
 
-    done = {index for index in store.done() if index < total}
-    for index in sorted(done):
-        stored = store.load_config(index)
-        if stored is not None and stored != _normalised(configs[index]):
-            raise ValueError(f"`store` holds run {index} with a different config ({stored!r} vs {configs[index]!r}); use a fresh directory")
+    done = reusable_runs(store, configs)
     jobs = [(index, config) for index, config in enumerate(configs) if index not in done]
     finished = len(done)
 

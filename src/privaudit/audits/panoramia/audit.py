@@ -25,11 +25,12 @@ import numpy as np
 
 from ..._core.conventions import Convention
 from ..._core.validation import check_choice, check_count, check_probability
+from ...models.outputs import OUTPUT_KINDS
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from ..verdicts import bound_ceiling, check_claim_fields, claim_of, with_verdict
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
-from .own_model import run_panoramia_on_model
+from .own_model import MODEL_KINDS, run_panoramia_on_model
 from .targets import TrainingRecipe, train_classifier
 
 __all__ = [
@@ -319,6 +320,8 @@ class PanoramiaAudit(Audit):
     ) -> AuditRun:
         """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
         say = progress or no_progress
+        check_choice(model_kind, "--model-kind", MODEL_KINDS)  # checked with or without --model: a typo is never ignored
+        check_choice(model_output, "--model-output", ("auto",) + OUTPUT_KINDS)
         check_claim_fields(claimed_epsilon, claimed_delta)
         if claimed_epsilon is not None and not (model is not None and inclusion_randomised):
             raise ValueError("`--claimed-epsilon` needs `--model` with `--inclusion-randomised`: only the O(1) audit bounds ε (ε̃ is an estimate)")
