@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from typing import Annotated, Any
 
 import typer
@@ -48,9 +49,17 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
+        words = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+        verbose = "--verbose" in list(words)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
+        except KeyboardInterrupt as error:  # Ctrl-C: the runner stopped its workers and kept every finished run
+            kept = f" {' '.join(str(error).split())};" if str(error) else ""
+            typer.echo(f"interrupted:{kept} run the same command again to resume", err=True)
+            sys.exit(130)
         except ValueError as error:
+            if verbose:  # the traceback of the user's code (or of privaudit) behind the one line
+                traceback.print_exception(error, file=sys.stderr)
             typer.echo(f"error: {' '.join(str(error).split())}", err=True)
             sys.exit(2)
         except ImportError as error:
@@ -137,6 +146,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="On an error, also print the traceback behind its one line (e.g. of your --train function's exception).")
+    ] = False,
 ) -> None:
     """Empirical privacy auditing: canary exposure and lower bounds on epsilon."""
 

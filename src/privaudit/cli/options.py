@@ -25,7 +25,11 @@ __all__ = [
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 VerboseOption = Annotated[
-    bool, typer.Option("--verbose", help="Also print the warnings that libraries raised during the audit (always recorded in results.json and the report).")
+    bool,
+    typer.Option(
+        "--verbose",
+        help="Also print the warnings that libraries raised during the audit (always recorded in results.json and the report), and on an error the traceback behind its one line.",
+    ),
 ]
 
 
@@ -105,6 +109,11 @@ def history_recorder(history: Optional[Path], no_history: bool, model_id: Option
             store.append(data, model_id=model_id or default_model_id(data), release=release)
         except HistoryLockedError as error:  # the audit finished and its results.json is written: warn, do not fail
             typer.echo(f"warning: {' '.join(str(error).split())}", err=True)
+            return
+        # a side effect the user should see: where the audit went, and how not to
+        from .._core.messages import printable
+
+        typer.echo(f"history: appended to {printable(path)} (--no-history to skip)", err=True)
 
     return record
 
