@@ -85,10 +85,10 @@ def no_scoring(monkeypatch):
         ("tuned", "other-tokenizer.json", [], "`--model`'s tokenizer is not the provenance's"),
         ("tuned", "missing.json", [], "`--provenance` must be an existing file"),
         ("tuned", None, [], "`--model` and `--provenance` must be given together"),
-        ("tuned", "provenance.json", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
-        ("tuned", "provenance.json", ["--bos", "maybe"], "`bos` must be one of 'auto', 'prepend', 'none'"),
+        ("tuned", "provenance.json", ["--delta", "1.5"], "`--delta` must be in (0, 1)"),
+        ("tuned", "provenance.json", ["--bos", "maybe"], "`--bos` must be one of 'auto', 'prepend', 'none'"),
         ("tuned", "provenance.json", [], "`--canary-copies` must be given (an integer >= 1)"),
-        ("tuned", "provenance.json", ["--canary-copies", "0"], "`canary_copies` must be"),
+        ("tuned", "provenance.json", ["--canary-copies", "0"], "`--canary-copies` must be"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no_scoring, model, provenance, extra, match):

@@ -52,10 +52,10 @@ def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files,
         ("no_such_module:fn", ["--epsilon", "1"], "`--mechanism` 'no_such_module:fn': cannot import 'no_such_module'"),
         ("mechanisms_reference:wrong_shape", ["--epsilon", "1"], "`--mechanism` must return `size` = 2 outputs along the first axis, got shape (3,)"),
         ("mechanisms_reference:returns_nan", ["--epsilon", "1"], "`--mechanism` must return finite numbers"),
-        ("mechanisms_reference:cli_laplace", ["--epsilon", "0"], "`epsilon` must be > 0, got 0"),
-        ("mechanisms_reference:cli_laplace", ["--epsilon", "-1"], "`epsilon` must be > 0, got -1"),
+        ("mechanisms_reference:cli_laplace", ["--epsilon", "0"], "`--epsilon` must be > 0, got 0"),
+        ("mechanisms_reference:cli_laplace", ["--epsilon", "-1"], "`--epsilon` must be > 0, got -1"),
         ("mechanisms_reference:cli_laplace", ["--samples", str(10**12)], "needs about"),
-        ("mechanisms_reference:cli_laplace_half", [], "`epsilon` or `rho` must be given"),
+        ("mechanisms_reference:cli_laplace_half", [], "`--epsilon` or `--rho` must be given"),
     ],
 )
 def test_bad_input_is_refused_with_one_line_before_any_sampling(mechanism, extra, match, files, tmp_path):

@@ -96,7 +96,7 @@ def test_a_model_that_ignores_its_context_cannot_settle_the_check():
 
 
 def test_bad_bos_options_on_the_command_line(tmp_path):
-    assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`bos` must be one of")
+    assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`--bos` must be one of")
     line = assert_refused(["audit", "secret-sharer", "--bos", "prepend", "--output", tmp_path / "out"], tmp_path / "out", "--bos")
     assert "go with `--model`" in line
     # with --model: checked before the model is loaded (there is none here)

@@ -233,9 +233,9 @@ def target_members(pool: Pool, *, members: str | None, members_col: str | None, 
     listed = [_id_key(text) for text in _listed_ids(members)]
     if listed and listed[0] not in keys and len(listed) > 1 and all(key in keys for key in listed[1:]):
         listed = listed[1:]  # a header line (the column's name)
-    missing = [key for key in listed if key not in set(keys)]
     if not listed:
-        raise ValueError(f"`--members` must list ids of the pool's column `--id-col` {id_col!r}, got none in {members!r}")
+        raise ValueError("`--members` must hold at least 1 value(s), got 0")
+    missing = [key for key in listed if key not in set(keys)]
     if missing:
         raise ValueError(
             f"`--members` must list ids of the pool's column `--id-col` {id_col!r}, got {len(missing)} id(s) it does not have, e.g. {missing[0]!r}: "

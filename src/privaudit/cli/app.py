@@ -8,6 +8,7 @@ commands, only the one a command line names when it names one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import traceback
@@ -20,7 +21,22 @@ import privaudit
 
 from .._core.extras import MissingExtraError, missing_extra_message
 
-__all__ = ["app", "audit_app"]
+__all__ = ["CommandInterrupted", "app", "audit_app", "interruptible"]
+
+
+class CommandInterrupted(Exception):
+    """Ctrl-C during a command, carried past typer (which turns a KeyboardInterrupt into a silent exit 130); the message says what was kept."""
+
+
+@contextlib.contextmanager
+def interruptible():
+    """Turn Ctrl-C inside a command into :class:`CommandInterrupted`: one line saying what was kept and how to resume, exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt as error:
+        kept = " ".join(str(error).split())
+        resume = f"{kept}; run the same command again to resume them" if kept else "stopped before anything was finished"
+        raise CommandInterrupted(resume) from None
 
 
 def _usage_error_line(error: Exception) -> str | None:
@@ -53,9 +69,8 @@ class OneLineErrors(TyperGroup):
         verbose = "--verbose" in list(words)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
-        except KeyboardInterrupt as error:  # Ctrl-C: the runner stopped its workers and kept every finished run
-            kept = f" {' '.join(str(error).split())};" if str(error) else ""
-            typer.echo(f"interrupted:{kept} run the same command again to resume", err=True)
+        except CommandInterrupted as error:  # Ctrl-C: the runner stopped its workers and kept every finished run
+            typer.echo(f"interrupted: {error}", err=True)
             sys.exit(130)
         except ValueError as error:
             if verbose:  # the traceback of the user's code (or of privaudit) behind the one line

@@ -27,7 +27,7 @@ from .._core.files import check_output_dir
 from .._core.resources import check_memory
 from ..audits.base import run_capturing
 from ..audits.registry import get_audit, names
-from .app import audit_app
+from .app import audit_app, interruptible
 from .options import (
     HistoryOption,
     JsonOption,
@@ -588,7 +588,13 @@ def flag_text(message: str, flags: tuple[Flag, ...], keys_in_file: set[str] = fr
     """
     for flag in flags:
         if flag.config and flag.config not in keys_in_file:
-            message = message.replace(f"`{flag.config}`", f"`{flag.option}`")
+            flagged = f"`{flag.option}`"
+            message = message.replace(f"`{flag.config}`", flagged)
+            # "`--label-col` (`label_col`)" and "--label-col (config `label_col`)" already name the flag once
+            for twice in (f"{flagged} ({flagged})", f"{flag.option} (config {flagged})", f"{flag.option} ({flagged})"):
+                message = message.replace(twice, flagged if twice.startswith("`") else flag.option)
+            if flagged in message:
+                message = message.replace(f" ({flag.option})", "")
     return message
 
 
@@ -656,7 +662,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
             for flag in flags
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False
         }
-        with flags_in_messages(flags, options["config"]):
+        with interruptible(), flags_in_messages(flags, options["config"]):
             _run_command(name, audit, flags, overrides, options)
 
     common = [
