@@ -72,6 +72,21 @@ class _Table:
     header: list[str] | None
     columns: list[np.ndarray]
     lines: list[int]
+    positions: tuple[int, ...] = ()  # each column's index in the file (empty: as listed), so messages count columns as the user does
+    width: int = 0  # the file's number of columns (0: as listed)
+
+    def where(self, index: int) -> str:
+        """ "'diagnosis' (column 5 of 10)": a column named as in the file, counted among all of its columns."""
+        position = self.positions[index] if self.positions else index
+        where = f"column {position + 1} of {self.width or len(self.columns)}"
+        return where if self.header is None else f"{self.header[index]!r} ({where})"
+
+    def without(self, drop: set[int]) -> _Table:
+        """The table less the columns ``drop``, each column keeping its place in the file."""
+        keep = [index for index in range(len(self.columns)) if index not in drop]
+        positions = tuple(self.positions[index] if self.positions else index for index in keep)
+        header = None if self.header is None else [self.header[index] for index in keep]
+        return _Table(header, [self.columns[index] for index in keep], self.lines, positions, self.width or len(self.columns))
 
     def text(self) -> set[int]:
         return {index for index, column in enumerate(self.columns) if column.dtype == object}
@@ -186,11 +201,6 @@ def label_candidates(header: list[str] | None, table: np.ndarray, text: set[int]
     return sorted({*np.flatnonzero(whole).tolist(), *named, *text})
 
 
-def _column(header: list[str] | None, index: int, width: int) -> str:
-    where = f"column {index + 1} of {width}"
-    return where if header is None else f"{header[index]!r} ({where})"
-
-
 def closest(name: str, choices: list[str]) -> str:
     """ "; did you mean 'diagnosis'?" for the choice closest to ``name`` (difflib), or "" when none is close.
 
@@ -227,10 +237,10 @@ def _decide_label(table: _Table, path: Path, name: str, label_col: str | None) -
                 f"{_LABEL_OPTION}: {str(path)!r} {found} {describe_value(label_col)}{closest(label_col, header)} Its columns are {column_list(header)}"
             )
         index = header.index(label_col)
-        return index, explicit(convention, _column(header, index, width), "--label-col (config `label_col`)")
+        return index, explicit(convention, table.where(index), "--label-col (config `label_col`)")
     candidates = label_candidates(header, table.numbers(), table.text())
     if len(candidates) != 1:
-        shown = ", ".join(_column(header, index, width) for index in candidates[:6]) + (", ..." if len(candidates) > 6 else "")
+        shown = ", ".join(table.where(index) for index in candidates[:6]) + (", ..." if len(candidates) > 6 else "")
         why = f"{len(candidates)} of its columns could be it ({shown})" if candidates else "none of its columns could be it"
         raise ValueError(
             f"{_LABEL_OPTION} must name the label column of `{name}` {str(path)!r}: {why}; a column could be the label when it "
@@ -238,7 +248,7 @@ def _decide_label(table: _Table, path: Path, name: str, label_col: str | None) -
         )
     index = candidates[0]
     evidence = f"the only column of whole numbers or text, or named {'/'.join(LABEL_NAMES)}; the other {width - 1} hold fractions"
-    return index, checked(convention, _column(header, index, width), evidence)
+    return index, checked(convention, table.where(index), evidence)
 
 
 def _take_columns(table: _Table, path: Path, name: str, names: tuple[str, ...]) -> tuple[_Table, dict[str, np.ndarray]]:
@@ -253,8 +263,7 @@ def _take_columns(table: _Table, path: Path, name: str, names: tuple[str, ...]) 
             hint = "" if header is None else closest(column, header)
             raise ValueError(f"`{name}` must have one column named {describe_value(column)}{hint}, got {columns} in {str(path)!r}")
         found[column] = header.index(column)
-    keep = [index for index in range(len(table.columns)) if index not in found.values()]
-    rest = _Table(None if header is None else [header[index] for index in keep], [table.columns[index] for index in keep], table.lines)
+    rest = table.without(set(found.values()))
     return rest, {column: table.columns[index] for column, index in found.items()}
 
 
@@ -278,7 +287,7 @@ def _features(table: _Table, path: Path, name: str) -> np.ndarray:
     for index in sorted(table.text()):
         column = table.columns[index]
         raise ValueError(
-            f"`{name}` {_column_name(table.header, index, len(table.columns))} holds text ({describe_value(column[0])} on line {table.lines[0]} "
+            f"`{name}` column {table.where(index)} holds text ({describe_value(column[0])} on line {table.lines[0]} "
             f"of {str(path)!r}): a feature must be a number; name it with `--label-col` if it is the label, or `--id-col` if it is a record id"
         )
     return table.numbers()
@@ -352,8 +361,7 @@ def read_labelled(
             raise ValueError(f"`{name}` must hold features and a label column besides {describe_value(list(other_cols))} in {str(path)!r}")
         column, label = _decide_label(table, path, name, label_col)
         y, label, classes = _labels(table.columns[column], label)
-        rest = [index for index in range(len(table.columns)) if index != column]
-        features = _Table(None if table.header is None else [table.header[index] for index in rest], [table.columns[index] for index in rest], table.lines)
+        features = table.without({column})
         if features.header is not None and features.columns:
             feature_names = tuple(features.header)
         x = _features(features, path, name) if features.columns else np.empty((len(y), 0))

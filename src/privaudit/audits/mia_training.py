@@ -187,7 +187,7 @@ def record_ids(pool: Pool, id_col: str | None) -> np.ndarray | None:
     unique, counts = np.unique(np.array(keys, dtype=str), return_counts=True)
     if (counts > 1).any():
         raise ValueError(
-            f"`--id-col` {id_col!r} must name a column of unique ids, got {int((counts > 1).sum())} repeated id(s), e.g. {unique[counts > 1][0]!r}"
+            f"`--id-col` {id_col!r} must name a column of unique ids, got {int((counts > 1).sum())} repeated id(s), e.g. {str(unique[counts > 1][0])!r}"
         )
     return ids
 

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -538,6 +539,9 @@ def merged_config(audit: Any, path: Path | None, overrides: dict[str, Any]) -> A
     """
     from ..audits.config import config_to_dict, read_config_values
 
+    for key, value in overrides.items():  # a flag's NaN or infinity, named before the config (which holds only plain JSON) sees it
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"`{key}` must be a finite number, got {value}")
     values = read_config_values(path) if path is not None else config_to_dict(audit.default_config())
     if isinstance(values, dict):  # anything else is refused, with its type, by config_from_dict
         for key, value in overrides.items():
