@@ -14,8 +14,8 @@ import json
 
 import numpy as np
 import pytest
-
 from cli_helpers import assert_refused, run_cli
+
 from privaudit._core.labelled import read_labelled
 
 sklearn = pytest.importorskip("sklearn")

@@ -126,6 +126,8 @@ class MIAConfig:
             check_import_path(self.train, "train")
         check_choice(self.dataset, "dataset", DATASETS)
         check_choice(self.train_input, "train_input", TRAIN_INPUTS)
+        if self.label_col is not None and self.data is None:  # the embedded datasets have no columns to name: never ignored
+            raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
         if isinstance(self.num_references, bool) or not isinstance(self.num_references, int) or self.num_references < 4 or self.num_references % 2:
             raise ValueError(f"`num_references` must be an even integer >= 4, got {self.num_references!r}")
         check_count(self.epochs, "epochs", minimum=1)

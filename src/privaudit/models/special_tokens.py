@@ -123,7 +123,8 @@ def decide_special_tokens(
     if not lines or line_bits is None:
         raise ValueError(
             f"`--bos`: the tokenizer declares BOS {token!r} but does not add it, and no corpus lines were given to check how the model was trained; "
-            f"pass --bos prepend (trained with {token!r} before each text) or --bos none (trained without)" + (", or --bos-corpus FILE" if corpus_option else "")
+            f"pass --bos prepend (trained with {token!r} before each text) or --bos none (trained without)"
+            + (", or --bos-corpus FILE" if corpus_option else "")
         )
     return _check_on_lines(tokenizer, int(token_id), str(token), lines, line_bits, max_tokens, seed)
 
