@@ -136,6 +136,7 @@ CASES = [
     ("mia-backend-dask", mia("--backend", "dask"), "`--backend`"),
     ("mia-address-without-ray", mia("--address", "auto"), "`--address` needs `--backend ray`"),
     ("mia-train-input-tensor", mia("--train-input", "tensor"), "`--train-input` must be one of"),
+    ("mia-train-input-auto", mia("--train-input", "auto"), "`--train-input` must be one of"),
     ("mia-train-input-dataframe-embedded", mia("--train-input", "dataframe", "--train", "mechanisms_r4:train_none"), "`--train-input` dataframe needs"),
     # -- audit mia: --train ------------------------------------------------------------------------
     ("mia-train-no-colon", mia("--train", "mytrain.train"), "`--train` must be 'package.module:callable'"),

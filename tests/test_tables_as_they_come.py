@@ -58,7 +58,20 @@ def test_the_hospital_case_runs_with_no_conversion_and_the_report_names_its_pati
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     output = tmp_path / "out"
-    argv = ["audit", "mia", "--data", path, "--label-col", "diagnosis", "--id-col", "patient_id", "--train", "hospital_train:train"]
+    argv = [
+        "audit",
+        "mia",
+        "--data",
+        path,
+        "--label-col",
+        "diagnosis",
+        "--id-col",
+        "patient_id",
+        "--train",
+        "hospital_train:train",
+        "--train-input",
+        "dataframe",
+    ]
     code, stdout, stderr = run_cli([*argv, "--references", "4", "--workers", "2", "--output", output, "--no-history"])
     assert code == 0, stderr
     results = json.loads((output / "results.json").read_text())
@@ -125,11 +138,21 @@ def test_train_input_array_keeps_the_bare_array_and_dataframe_needs_names(tmp_pa
     from privaudit.audits.mia_training import Pool, as_train_input, train_input_names
 
     named = Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.csv", feature_names=("a", "b"))
-    assert train_input_names(named, "array") is None and train_input_names(named, "auto") == ("a", "b")
+    assert train_input_names(named) is None and train_input_names(named, "array") is None and train_input_names(named, "dataframe") == ("a", "b")
     frame = as_train_input(np.eye(2, dtype=np.float32), ("a", "b"))
     assert list(frame.columns) == ["a", "b"] and frame["b"].tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="`--train-input` dataframe needs a .csv or .parquet `--data` with a header row"):
         train_input_names(Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.npz"), "dataframe")
+
+
+def test_a_name_selecting_train_function_on_the_default_array_is_told_about_train_input(tmp_path, monkeypatch):
+    path, _, _, _ = _hospital(tmp_path, rows=40)
+    (tmp_path / "hospital_train_array.py").write_text(HOSPITAL_TRAIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    output = tmp_path / "out"
+    argv = ["audit", "mia", "--data", path, "--label-col", "diagnosis", "--id-col", "patient_id", "--train", "hospital_train_array:train"]
+    line = assert_refused([*argv, "--output", output, "--no-history"], output, "`--train` 'hospital_train_array:train' raised ValueError")
+    assert "x_train is a float32 NumPy array of shape (8, 8)" in line and "`--train-input dataframe`" in line
 
 
 def test_a_bogus_train_input_names_the_flag(tmp_path):

@@ -22,7 +22,7 @@ _COUNTER = itertools.count()
 
 # the body of a --train function: `x_train` and `y_train` as the audit passes them
 FAILURES = {
-    "KeyError": ("return x_train['mean radius']", "raised KeyError: 'mean radius'"),
+    "KeyError": ("return {}['mean radius']", "raised KeyError: 'mean radius'"),
     "OSError": ("raise OSError(28, 'No space left on device')", "raised OSError: [Errno 28] No space left on device"),
     "MemoryError": ("raise MemoryError()", "raised MemoryError"),
     "RecursionError": ("def deep(n):\n        return deep(n + 1)\n    return deep(0)", "raised RecursionError: maximum recursion depth exceeded"),
@@ -88,8 +88,14 @@ def test_a_train_function_failing_on_the_probe_is_one_line(tmp_path, monkeypatch
     module = _module(tmp_path, monkeypatch, f"def train(x_train, y_train, *, seed):\n    {body}\n")
     line = _one_line(*run_cli(_mia(tmp_path, f"{module}:train")))
     assert f"`--train` '{module}:train' {said}" in line
-    assert "on a probe of 8 records" in line and "x_train is a DataFrame of 8 rows with columns ['a', 'b']" in line
+    assert "on a probe of 8 records" in line and "x_train is a float32 NumPy array of shape (8, 2)" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_the_probe_names_a_dataframes_columns(tmp_path, monkeypatch):
+    module = _module(tmp_path, monkeypatch, "def train(x_train, y_train, *, seed):\n    return x_train['mean radius']\n")
+    line = _one_line(*run_cli(_mia(tmp_path, f"{module}:train", "--train-input", "dataframe")))
+    assert "raised KeyError: 'mean radius' on a probe of 8 records; x_train is a DataFrame of 8 rows with columns ['a', 'b']" in line
 
 
 def test_verbose_adds_the_traceback_of_the_users_code(tmp_path, monkeypatch):

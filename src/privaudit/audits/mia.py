@@ -87,7 +87,7 @@ class MIAConfig:
     data: str | None = None  # the user's .npz/.csv/.parquet pool instead of `dataset`
     label_col: str | None = None
     train: str | None = None  # "package.module:fn"; None: the built-in overfitted MLP
-    train_input: str = "auto"  # what `train` gets as x_train: "auto" (a DataFrame for a .csv/.parquet with a header), "dataframe" or "array"
+    train_input: str = "array"  # what `train` gets as x_train: "array" (float32 NumPy) or "dataframe" (pandas, the file's column names)
     epochs: int = 200  # of the built-in MLP (ignored with `train`)
     num_references: int = 8
     population_fraction: float = 0.4
@@ -316,7 +316,7 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
-    if config.train is not None:  # only then: runs of the built-in MLP stored before the option existed resume unchanged
+    if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
         base["train_input"] = config.train_input
     if config.augment:  # only then: runs stored without augmentations resume unchanged
         base.update(augment=list(config.augment), image_shape=config.image_shape and list(config.image_shape), shift_pixels=config.shift_pixels)

@@ -217,8 +217,8 @@ def train_and_score_design(config: dict[str, Any]) -> dict[str, Any]:
     if config["train"] is None:
         model = train_mlp(x, y, seed=seed, epochs=int(config["epochs"]))
     else:
-        names = train_input_names(pool, config.get("train_input", "auto"))
-        model = fit_user_model(config["train"], config.get("train_input", "auto"), pool, rows, y, seed, f" in training run {index}")
+        names = train_input_names(pool, config.get("train_input", "array"))
+        model = fit_user_model(config["train"], config.get("train_input", "array"), pool, rows, y, seed, f" in training run {index}")
     who = f"model {index}: the model that `--train` {config['train']!r} returned" if config["train"] else f"model {index}"
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
@@ -301,7 +301,7 @@ def bound_conventions(config: Any) -> tuple[Convention, ...]:
 def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
     keys = ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed", "mode", "num_canaries", "num_trial_models")
     base = {key: getattr(config, key) for key in keys}
-    if config.train is not None:
+    if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
         base["train_input"] = config.train_input
     models = config.num_references + (1 if config.mode == "canary" else config.num_trial_models)
     return [dict(base, num_population=num_population, index=index) for index in range(models)]

@@ -371,21 +371,23 @@ def _model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str, names: tu
     return logit_confidence(values, y, kind=kind), checked("output kind", kind, evidence)
 
 
-#: what a ``--train`` function receives as x_train: "auto" (a DataFrame when --data is a table with named columns), "dataframe" or "array"
-TRAIN_INPUTS = ("auto", "dataframe", "array")
+#: what a ``--train`` function receives as x_train: "array" (a float32 NumPy array, the default) or "dataframe" (pandas, the file's column names)
+TRAIN_INPUTS = ("array", "dataframe")
 
 
-def train_input_names(pool: Pool, train_input: str = "auto") -> tuple[str, ...] | None:
-    """The column names of the DataFrame a ``--train`` function receives, or None when it receives a NumPy array.
+def train_input_names(pool: Pool, train_input: str = "array") -> tuple[str, ...] | None:
+    """The column names of the DataFrame a ``--train`` function receives (``dataframe``), or None when it receives a NumPy array (``array``).
 
-    ``auto``: a DataFrame when ``--data`` is a .csv or .parquet with a header
-    row (and pandas is installed), so a ColumnTransformer can select columns by
-    name; an array for an .npz, a headerless CSV and the embedded datasets.
+    ``array`` is the default: every training function written before the
+    option exists (a torch loop calling ``torch.from_numpy``) keeps working.
+    ``dataframe`` gives a ``.csv`` or ``.parquet`` ``--data``'s column names,
+    so a ColumnTransformer can select columns by name; data without names
+    is refused.
 
-    >>> pool = Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.npz")
-    >>> train_input_names(pool) is None
-    True
-    >>> train_input_names(pool, "dataframe")
+    >>> named = Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.csv", feature_names=("a", "b"))
+    >>> train_input_names(named) is None, train_input_names(named, "dataframe")
+    (True, ('a', 'b'))
+    >>> train_input_names(Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.npz"), "dataframe")
     Traceback (most recent call last):
     ...
     ValueError: `--train-input` dataframe needs a .csv or .parquet `--data` with a header row naming its columns, got 'p.npz'
@@ -395,14 +397,7 @@ def train_input_names(pool: Pool, train_input: str = "auto") -> tuple[str, ...] 
     if train_input == "array":
         return None
     if pool.feature_names is None:
-        if train_input == "dataframe":
-            raise ValueError(f"`--train-input` dataframe needs a .csv or .parquet `--data` with a header row naming its columns, got {pool.source!r}")
-        return None
-    if train_input == "auto":
-        import importlib.util
-
-        if importlib.util.find_spec("pandas") is None:  # pandas is optional (the parquet extra)
-            return None
+        raise ValueError(f"`--train-input` dataframe needs a .csv or .parquet `--data` with a header row naming its columns, got {pool.source!r}")
     return pool.feature_names
 
 
@@ -421,7 +416,7 @@ def describe_train_input(x: np.ndarray, names: tuple[str, ...] | None) -> str:
     from .._core.labelled import column_list
 
     if names is None:
-        return f"x_train is a {x.dtype} NumPy array of shape {x.shape} (no column names; --train-input dataframe gives a .csv's names)"
+        return f"x_train is a {x.dtype} NumPy array of shape {x.shape} (no column names: `--train-input dataframe` passes a .csv's or .parquet's)"
     return f"x_train is a DataFrame of {x.shape[0]} rows with columns [{column_list(list(names))}]"
 
 
@@ -432,7 +427,7 @@ def fit_user_model(path: str, train_input: str, pool: Pool, rows: np.ndarray, y:
     return call_user("--train", path, _function(path), as_train_input(x, names), y, seed=seed, context=f"{context}; {describe_train_input(x, names)}")
 
 
-def preflight(path: str, pool: Pool, train_input: str = "auto") -> Convention:
+def preflight(path: str, pool: Pool, train_input: str = "array") -> Convention:
     """Import ``path``, train it once on a small probe of the pool (up to 4 records per class) and check its model's outputs.
 
     Run before any model of the audit trains, so a function that does not
@@ -469,7 +464,7 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     if config["train"] is None:
         model = train_mlp(pool.x[rows], pool.y[rows], seed=seed, epochs=int(config["epochs"]))
     else:
-        train_input = config.get("train_input", "auto")
+        train_input = config.get("train_input", "array")
         names = train_input_names(pool, train_input)
         model = fit_user_model(config["train"], train_input, pool, np.flatnonzero(rows), pool.y[rows], seed, f" in training run {index}")
     if model is None:

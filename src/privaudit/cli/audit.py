@@ -411,8 +411,8 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(
             "--train-input",
             Optional[str],
-            "What your --train function gets as x_train: auto (default: a pandas DataFrame with the file's column names when --data is a .csv "
-            "or .parquet with a header row, else a NumPy array), dataframe, or array (a float32 NumPy array, the behaviour before this option).",
+            "What your --train function gets as x_train: array (default: a float32 NumPy array, as before this option) or dataframe "
+            "(a pandas DataFrame with the file's column names, for a .csv or .parquet --data with a header row: a ColumnTransformer can select by name).",
             config="train_input",
         ),
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
