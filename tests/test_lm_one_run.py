@@ -146,6 +146,6 @@ def test_the_command_keeps_the_libraries_log_records_off_stderr_and_in_the_recor
     command = [sys.executable, "-m", "privaudit", "audit", "lm-one-run", "--config", config, "--output", tmp_path / "run", "--no-history"]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    assert all(line.startswith("stage: ") for line in done.stderr.splitlines()), done.stderr  # only a log's lines for long stages
     captured = json.loads((tmp_path / "run" / "results.json").read_text())["captured_warnings"]
     assert any(item["source"].startswith("transformers") for item in captured)  # resizing the embeddings for new tokens logs a warning

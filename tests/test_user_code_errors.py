@@ -239,3 +239,33 @@ def test_a_synthetic_train_that_exits_is_an_error(tmp_path, monkeypatch):
     )
     with pytest.raises(ValueError, match=rf"`--synthetic-train` '{module}:train' called sys.exit\(0\)"):
         synthetic_text.canary_signals(record, ["a b w1"], signal="model", n=2, train=f"{module}:train")
+
+
+# -- a log (stderr not a terminal): long stages print when they started and their elapsed time -------
+
+
+def test_a_long_stage_prints_its_start_and_elapsed_time_in_a_captured_run(monkeypatch, capsys):
+    import time
+
+    from privaudit.cli import options
+
+    monkeypatch.setattr(options, "LONG_STAGE_S", 0.2)
+    with options.progress_bars() as report:  # pytest captures stderr: not a terminal
+        report("a quick stage")
+        report("training models", 0, 4)
+        time.sleep(0.6)
+        report("training models", 1, 4)  # the same stage: no new line
+        report("writing results.json")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "stage: training models: started 0 s ago"
+    assert lines[1].startswith("stage: training models: done in ") and 0.5 <= float(lines[1].split()[-2]) < 30
+    assert len(lines) == 2, lines  # the quick stages print nothing
+
+
+def test_a_refusal_inside_a_stage_stays_one_line(monkeypatch, capsys):
+    from privaudit.cli import options
+
+    with pytest.raises(ValueError), options.progress_bars() as report:
+        report("reading the data")
+        raise ValueError("refused")
+    assert capsys.readouterr().err == ""
