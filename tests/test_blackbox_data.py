@@ -83,11 +83,11 @@ def test_training_function_trains_on_the_users_data_and_the_canary_is_scored_as_
 @pytest.mark.parametrize(
     ("flags", "match"),
     [
-        (["--data", "pool.csv"], "`--label-col` (`label_col`) must name the label column of `--data`"),  # 'kind' and 'flag' could both be it
-        (["--data", "pool.csv", "--label-col", "nope"], "`--label-col` (`label_col`): "),
+        (["--data", "pool.csv"], "`--label-col` must name the label column of `--data`"),  # 'kind' and 'flag' could both be it
+        (["--data", "pool.csv", "--label-col", "nope"], "`--label-col`: "),
         (["--data", "pool.txt"], "`--data` must be a .npz, .csv or .parquet file"),
         (["--data", "missing.csv"], "`--data`: cannot read"),
-        (["--label-col", "kind"], "`label_col` (--label-col) needs `data` (--data)"),
+        (["--label-col", "kind"], "`--label-col` needs `--data`"),
     ],
 )
 def test_bad_data_is_refused_before_any_training(user, flags, match):

@@ -125,7 +125,7 @@ def dpsgd(files, output, *extra, config="tiny.json"):
 
 def test_dpsgd_refuses_label_first_and_a_binary_feature_last_without_label_col(files, tmp_path):
     out = tmp_path / "out"
-    line = refused(dpsgd(files, out, "--data", files / "m.csv"), out, "`--label-col` (`label_col`) must name the label column of `--data`")
+    line = refused(dpsgd(files, out, "--data", files / "m.csv"), out, "`--label-col` must name the label column of `--data`")
     assert "'label' (column 1 of 5), 'flag' (column 5 of 5)" in line
 
 
@@ -162,7 +162,7 @@ def test_dpsgd_npz_labels_are_its_array_y(files, tmp_path):
         {"name": "label column of --data", "value": "array 'y'", "decided": "explicit", "evidence": "the .npz key 'y' (by name, not position)"}
     ]
     assert data["model"]["num_classes"] == int(np.load(files / "m.npz")["y"].max()) + 1 == 3
-    refused(dpsgd(files, tmp_path / "o", "--data", files / "m.npz", "--label-col", "label"), tmp_path / "o", "`--label-col` (`label_col`) needs `--data`")
+    refused(dpsgd(files, tmp_path / "o", "--data", files / "m.npz", "--label-col", "label"), tmp_path / "o", "`--label-col` needs `--data`")
 
 
 # -- a config's values against the flags: flags override, a config value alone is enough -------
@@ -187,7 +187,10 @@ def test_config_and_flags_combine_by_one_precedence_rule(tmp_path, data_source, 
     dataset = {"none": "digits", "config": "from_config.csv"}.get(data_source, "from_flag.csv")
     label = {"none": None, "config": "config_label"}.get(label_source, "flag_label")
     if label is not None and dataset == "digits":  # a label column of the embedded data, from either side: refused
-        refused(command, out, "`--label-col` (`label_col`) needs `--data` (`dataset`) with a .csv or .parquet file")
+        # the message names each setting as the user wrote it: the config's key beside the flag only when the config holds it
+        label_words = "`--label-col` (`label_col`)" if "label_col" in config else "`--label-col`"
+        data_words = "`--data` (`dataset`)" if "dataset" in config else "`--data`"
+        refused(command, out, f"{label_words} needs {data_words} with a .csv or .parquet file")
         return
     code, stdout, stderr = run(command)
     assert code == 0, stderr

@@ -146,7 +146,7 @@ def test_the_command_scores_the_canaries_echoes_in_the_synthetic_text(echoed):
         (b"", [], "is empty"),
         (b"\xff\xfe\x00binary", [], "is not UTF-8 text"),
         (b"a record\n", ["--model", "."], "`--synthetic` audits the released text alone"),
-        (b"a record\n", ["--synthetic-signal", "cosine"], "`synthetic_signal` must be one of 'ngram', 'jaccard'"),
+        (b"a record\n", ["--synthetic-signal", "cosine"], "`--synthetic-signal` must be one of 'ngram', 'jaccard'"),
     ],
 )
 def test_a_bad_synthetic_corpus_is_refused_in_one_line(echoed, content, extra, match):

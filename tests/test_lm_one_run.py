@@ -34,6 +34,12 @@ def saved(tmp_path_factory):
     new_tokenizer.save_pretrained(root / "tuned")
     base.save_pretrained(root / "plain")  # the vocabulary not resized
     tokenizer.save_pretrained(root / "plain")
+    (root / "weightless").mkdir()
+    for item in (root / "tuned").iterdir():  # the config and tokenizer, without the weights
+        if item.suffix != ".safetensors" and item.is_file():
+            (root / "weightless" / item.name).write_bytes(item.read_bytes())
+    tuned.save_pretrained(root / "wrong-tokenizer")
+    tokenizer.save_pretrained(root / "wrong-tokenizer")  # the resized model beside the tokenizer from before the canaries
     plain, _, _ = prepare_lm_canaries("random-tokens", bpe_tokenizer(TEXTS, vocab_size=300), count=8, seed=1)
     plain.write(root / "other-tokenizer.json")
     return root, provenance
@@ -83,12 +89,14 @@ def no_scoring(monkeypatch):
         ("plain", "provenance.json", [], "`--model` lacks 80 of the canaries' 80 new tokens"),
         ("tuned", "provenance.json", ["--base-model", "plain"], "`--base-model` lacks 80 of the canaries' 80 new tokens"),
         ("tuned", "other-tokenizer.json", [], "`--model`'s tokenizer is not the provenance's"),
+        ("wrong-tokenizer", "provenance.json", [], "`--model`: its tokenizer does not match its model: the model has"),
+        ("weightless", "provenance.json", [], "holds a config.json but no weights"),
         ("tuned", "missing.json", [], "`--provenance` must be an existing file"),
         ("tuned", None, [], "`--model` and `--provenance` must be given together"),
-        ("tuned", "provenance.json", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
-        ("tuned", "provenance.json", ["--bos", "maybe"], "`bos` must be one of 'auto', 'prepend', 'none'"),
+        ("tuned", "provenance.json", ["--delta", "1.5"], "`--delta` must be in (0, 1)"),
+        ("tuned", "provenance.json", ["--bos", "maybe"], "`--bos` must be one of 'auto', 'prepend', 'none'"),
         ("tuned", "provenance.json", [], "`--canary-copies` must be given (an integer >= 1)"),
-        ("tuned", "provenance.json", ["--canary-copies", "0"], "`canary_copies` must be"),
+        ("tuned", "provenance.json", ["--canary-copies", "0"], "`--canary-copies` must be"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no_scoring, model, provenance, extra, match):
@@ -96,7 +104,8 @@ def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no
     argv = ["audit", "lm-one-run", "--model", root / model, "--output", tmp_path / "out", "--no-history"]
     argv += ["--provenance", root / provenance] if provenance else []
     argv += [root / item if item in ("plain", "tuned") else item for item in extra]
-    assert_refused(argv, tmp_path / "out", match)
+    line = assert_refused(argv, tmp_path / "out", match)
+    assert line.startswith("error: `--model`") or line.startswith("error: `--base-model`") or model == "tuned", line
 
 
 def test_a_provenance_that_is_not_one_is_refused(saved, tmp_path, no_scoring):
@@ -137,6 +146,6 @@ def test_the_command_keeps_the_libraries_log_records_off_stderr_and_in_the_recor
     command = [sys.executable, "-m", "privaudit", "audit", "lm-one-run", "--config", config, "--output", tmp_path / "run", "--no-history"]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    assert all(line.startswith("stage: ") for line in done.stderr.splitlines()), done.stderr  # only a log's lines for long stages
     captured = json.loads((tmp_path / "run" / "results.json").read_text())["captured_warnings"]
     assert any(item["source"].startswith("transformers") for item in captured)  # resizing the embeddings for new tokens logs a warning

@@ -111,17 +111,21 @@ def no_scoring(monkeypatch):
         (b"\x89PNG\r\n\x1a\n\xff", [], "is not UTF-8 text"),
         (b"a record\x00\n", [], "holds NUL bytes"),
         (None, [], "`--synthetic` must be an existing text file"),
-        (b"a record\n", ["--synthetic-signal", "cosine"], "`synthetic_signal` must be one of 'ngram', 'jaccard'"),
-        (b"a record\n", ["--ngram-order", "0"], "`ngram_order` must be"),
-        (b"a record\n", ["--delta", "1.5"], "`delta` must be in (0, 1)"),
-        (b"a record\n", ["--synthetic-signal", "model"], "`synthetic_train` (--synthetic-train) must be given with `synthetic_signal` 'model'"),
+        (b"a record\n", ["--synthetic-signal", "cosine"], "`--synthetic-signal` must be one of 'ngram', 'jaccard'"),
+        (b"a record\n", ["--ngram-order", "0"], "`--ngram-order` must be"),
+        (b"a record\n", ["--delta", "1.5"], "`--delta` must be in (0, 1)"),
+        (b"a record\n", ["--synthetic-signal", "model"], "`--synthetic-train` must be given with `--synthetic-signal` 'model'"),
         (
             b"a record\n",
             ["--synthetic-signal", "model", "--synthetic-train", "no_such_module:fn", "--canary-copies", "1"],
             "`--synthetic-train` 'no_such_module:fn': cannot import",
         ),
         (b"a record\n", [], "`--canary-copies` must be given (an integer >= 1)"),
-        (b"a record\n", ["--synthetic-train", "test_lm_synthetic_text:train_on_synthetic"], "must be given with `synthetic_signal` 'model', and only with it"),
+        (
+            b"a record\n",
+            ["--synthetic-train", "test_lm_synthetic_text:train_on_synthetic"],
+            "must be given with `--synthetic-signal` 'model', and only with it",
+        ),
     ],
 )
 def test_bad_synthetic_text_or_option_is_refused_in_one_line_before_any_scoring(files, no_scoring, content, extra, match):

@@ -223,7 +223,7 @@ CASES = [
     ("ss-config-null", lambda f: ["audit", "secret-sharer", "--config", _write(f, "c.json", {"hidden": None}), "--output", str(f / "out")], "`hidden`", ()),
     ("ss-template-no-hole", lambda f: ["audit", "secret-sharer", "--template", "no secret here", "--output", str(f / "out")], "template", ()),
     ("ss-schedule-text", lambda f: ["audit", "secret-sharer", "--schedule", "1,x", "--output", str(f / "out")], "`--schedule`", ()),
-    ("ss-schedule-zero", lambda f: ["audit", "secret-sharer", "--schedule", "0,2", "--output", str(f / "out")], "`schedule`", ()),
+    ("ss-schedule-zero", lambda f: ["audit", "secret-sharer", "--schedule", "0,2", "--output", str(f / "out")], "`--schedule`", ()),
     (
         "ss-missing-torch",
         lambda f: ["audit", "secret-sharer", "--output", str(f / "out"), "--max-corpus-chars", "1000"],

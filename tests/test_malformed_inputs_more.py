@@ -544,21 +544,21 @@ CASES = [
     (
         "secret-sharer-max-corpus-chars-negative",
         lambda f: ["audit", "secret-sharer", "--max-corpus-chars", "-5", "--output", str(f / "out"), "--no-history"],
-        "`max_corpus_chars` must be an integer in [1, inf), got -5",
+        "`--max-corpus-chars` must be an integer in [1, inf), got -5",
         NO_TORCH,
         (),
     ),
     (
         "secret-sharer-template-digits-5000",
         lambda f: ["audit", "secret-sharer", "--template", "pin {digits:5000}", "--output", str(f / "out"), "--no-history"],
-        "`template` holes must total at most 256 symbols",
+        "`--template` holes must total at most 256 symbols",
         NO_TORCH,
         (),
     ),
     (
         "secret-sharer-template-digits-1e8",
         lambda f: ["audit", "secret-sharer", "--template", "{digits:100000000}", "--output", str(f / "out"), "--no-history"],
-        "`template` holes must total at most 256 symbols",
+        "`--template` holes must total at most 256 symbols",
         NO_TORCH,
         (),
     ),
@@ -672,4 +672,4 @@ def test_a_zero_max_corpus_chars_is_refused_not_ignored(cli, tmp_path, monkeypat
 
     monkeypatch.setattr(type(get_audit("secret-sharer")), "run", ran)  # fails fast instead of training for minutes
     code, stdout, stderr = cli(["audit", "secret-sharer", "--max-corpus-chars", "0", "--output", tmp_path / "out", "--no-history"])
-    assert code == 2 and stdout == "" and "`max_corpus_chars` must be an integer in [1, inf), got 0" in stderr
+    assert code == 2 and stdout == "" and "`--max-corpus-chars` must be an integer in [1, inf), got 0" in stderr

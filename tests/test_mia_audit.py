@@ -80,7 +80,9 @@ def test_reported_statistics_are_those_of_the_stored_signals(full_run):
     # the most exposed records are the top of the headline attack, by their row in the pool, with the paper's fraction beside the ratio
     top = run.result.most_vulnerable[0]
     assert top.score == rmia.max() and top.member == bool(target_members[top.record])
-    fraction = rmia_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population])
+    fraction = rmia_scores(
+        signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population]
+    )
     ratio_z = rmia_log_ratios(signals[-1, population], signals[:-1, population], membership[:, population])
     z_index = np.cumsum(population) - 1
     expected = fraction[np.cumsum(keep)[top.record] - 1] if keep[top.record] else rmia_fractions_left_out(ratio_z)[z_index[top.record]]
@@ -120,9 +122,9 @@ def test_users_training_function_and_data_from_the_command_line(pool_csv, tmp_pa
         (["--label-col", "digit", "--train", "own_models.no_such_module:fn"], "`--train`"),
         (["--label-col", "digit", "--train", "own_models.relu_net:train_no_seed"], "must accept (x_train, y_train, *, seed)"),
         (["--label-col", "digit", "--train", "own_models.relu_net:train_returns_number"], "must be a torch.nn.Module, an object with predict_proba"),
-        (["--label-col", "digit", "--references", "3"], "`num_references` must be an even integer >= 4, got 3"),
+        (["--label-col", "digit", "--references", "3"], "`--references` must be an even integer >= 4, got 3"),
         (["--label-col", "nope"], "`--label-col`"),
-        (["--train", "own_models.relu_net:train_torch"], "`--label-col` (`label_col`) must name the label column of `--data`"),
+        (["--train", "own_models.relu_net:train_torch"], "`--label-col` must name the label column of `--data`"),
     ],
 )
 def test_bad_input_is_refused_before_any_training(pool_csv, tmp_path, flags, match):
@@ -168,8 +170,8 @@ def test_users_own_target_model_and_members(pool_csv, users_target, tmp_path):
     ("flags", "match"),
     [
         (["--members", "BAD"], "`--members` must hold row indices of the pool's records, integers in [0, 299]"),
-        ([], "`model` (--model) and `members` (--members) go together"),
-        (["--members", "members.txt", "--model-output", "softmax"], "`model_output` must be one of 'auto', 'logits', 'probabilities', 'log-probabilities'"),
+        ([], "`--model` and `--members` go together"),
+        (["--members", "members.txt", "--model-output", "softmax"], "`--model-output` must be one of 'auto', 'logits', 'probabilities', 'log-probabilities'"),
     ],
 )
 def test_users_target_refused_before_any_training(pool_csv, users_target, tmp_path, flags, match):

@@ -160,12 +160,12 @@ def test_leave_one_out_pools_every_trial_models_slots(tmp_path):
 @pytest.mark.parametrize(
     ("flags", "match"),
     [
-        (["--mode", "bound"], "`mode` must be one of 'attack', 'canary', 'leave-one-out', got 'bound'"),
-        (["--mode", "canary", "--canaries", "5"], "`num_canaries` must be an integer in [20, inf), got 5"),
-        (["--mode", "canary", "--canaries", "600"], "`num_canaries` must be an integer in [20, 539], got 600"),
-        (["--mode", "leave-one-out", "--trial-models", "0"], "`num_trial_models` must be an integer in [1, inf), got 0"),
-        (["--mode", "canary", "--delta", "1.5"], "`delta` must be in (0, 1)"),
-        (["--mode", "canary", "--model", "model.skops", "--members", "members.txt"], "`mode` 'canary' (--mode) draws membership by fair coins"),
+        (["--mode", "bound"], "`--mode` must be one of 'attack', 'canary', 'leave-one-out', got 'bound'"),
+        (["--mode", "canary", "--canaries", "5"], "`--canaries` must be an integer in [20, inf), got 5"),
+        (["--mode", "canary", "--canaries", "600"], "`--canaries` must be an integer in [20, 539], got 600"),
+        (["--mode", "leave-one-out", "--trial-models", "0"], "`--trial-models` must be an integer in [1, inf), got 0"),
+        (["--mode", "canary", "--delta", "1.5"], "`--delta` must be in (0, 1)"),
+        (["--mode", "canary", "--model", "model.skops", "--members", "members.txt"], "`--mode` 'canary' draws membership by fair coins"),
         (["--mode", "canary", "--train", "own_models.relu_net:train_no_seed"], "must accept (x_train, y_train, *, seed)"),
     ],
 )

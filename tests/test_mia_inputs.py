@@ -70,7 +70,7 @@ def _argv(folder, *flags, data="pool.csv"):
         ("flag_two.csv", ["--id-col", "record", "--members-col", "member"], "`--members-col` 'member' must hold 1 (member of the target) or 0"),
         ("pool.csv", ["--id-col", "record", "--members-col", "in_target"], "`--data` must have one column named 'in_target'"),
         ("repeated_ids.csv", ["--id-col", "record", "--members-col", "member"], "`--id-col` 'record' must name a column of unique ids, got 1 repeated id(s)"),
-        ("pool.csv", ["--members", "members.txt", "--members-col", "member"], "`model` (--model) and `members` (--members) go together"),
+        ("pool.csv", ["--members", "members.txt", "--members-col", "member"], "`--model` and `--members` go together"),
     ],
 )
 def test_target_members_not_in_the_pool_are_refused(user, tmp_path, data, flags, match):

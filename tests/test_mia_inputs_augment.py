@@ -151,13 +151,13 @@ def test_users_images_queried_with_their_mirror(digits, tmp_path):
 @pytest.mark.parametrize(
     ("flags", "match"),
     [
-        (["--augment", "flip"], "`--image-shape` (`image_shape`) must give the images' (channels, height, width) for `--augment`"),
-        (["--augment", "flip", "--image-shape", "1,8,9"], "`--image-shape` (`image_shape`) (1, 8, 9) must hold as many values as the pool's 64 features"),
-        (["--augment", "shift", "--image-shape", "1,8,8", "--shift-pixels", "8"], "`--shift-pixels` (`shift_pixels`) must be in [1, 7]"),
-        (["--augment", "rotate", "--image-shape", "1,8,8"], "`augment` must be one of 'flip', 'shift'"),
+        (["--augment", "flip"], "`--image-shape` must give the images' (channels, height, width) for `--augment`"),
+        (["--augment", "flip", "--image-shape", "1,8,9"], "`--image-shape` (1, 8, 9) must hold as many values as the pool's 64 features"),
+        (["--augment", "shift", "--image-shape", "1,8,8", "--shift-pixels", "8"], "`--shift-pixels` must be in [1, 7]"),
+        (["--augment", "rotate", "--image-shape", "1,8,8"], "`--augment` must be one of 'flip', 'shift'"),
         (["--augment", "flip", "--image-shape", "8x8"], "`--image-shape` must be three comma-separated integers C,H,W"),
         (["--augment", "flip", "--image-shape", "8,8"], "`--image-shape` must be three comma-separated integers C,H,W"),
-        (["--augment", "flip", "--image-shape", "0,8,8"], "`image_shape` (--image-shape) must be three positive integers"),
+        (["--augment", "flip", "--image-shape", "0,8,8"], "`--image-shape` must be three positive integers"),
     ],
 )
 def test_augmentations_without_a_checked_image_shape_are_refused(digits, tmp_path, flags, match):

@@ -91,12 +91,12 @@ def test_cli_without_config_writes_valid_results_that_report_renders(cli_run, tm
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--canaries", "3"], "`num_canaries` must be an integer in [4, inf), got 3"),
-        (["--inclusion-prob", "1.5"], "`inclusion_prob` must be in (0, 1), got 1.5"),
-        (["--inclusion-prob", "0"], "`inclusion_prob` must be in (0, 1), got 0"),
-        (["--threat-model", "grey-box"], "`threat_model` must be one of 'white-box', 'black-box', got 'grey-box'"),
-        (["--train", "own_models.relu_net:train_memoriser"], "`train` (`--train`) needs threat_model 'black-box'"),
-        (["--threat-model", "black-box", "--inclusion-prob", "0.3"], "`inclusion_prob` must be 0.5 here"),
+        (["--canaries", "3"], "`--canaries` must be an integer in [4, inf), got 3"),
+        (["--inclusion-prob", "1.5"], "`--inclusion-prob` must be in (0, 1), got 1.5"),
+        (["--inclusion-prob", "0"], "`--inclusion-prob` must be in (0, 1), got 0"),
+        (["--threat-model", "grey-box"], "`--threat-model` must be one of 'white-box', 'black-box', got 'grey-box'"),
+        (["--train", "own_models.relu_net:train_memoriser"], "`--train` needs threat_model 'black-box'"),
+        (["--threat-model", "black-box", "--inclusion-prob", "0.3"], "`--inclusion-prob` must be 0.5 here"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_no_output(flags, message, tmp_path, cli):

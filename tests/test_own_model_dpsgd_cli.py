@@ -210,7 +210,7 @@ BAD_DPSGD = [
     ("weights-pickle", lambda f: ["--model", MODEL, "--weights", _pickle(f), "--data", NPZ], "is a pickle file"),
     ("weights-missing", lambda f: ["--model", MODEL, "--weights", f / "none.pt", "--data", NPZ], "`--weights` must be an existing weights file"),
     ("weights-not-torch", lambda f: ["--model", MODEL, "--weights", _write(f, "w.pt", "0,1\n"), "--data", NPZ], "is not a torch weights file"),
-    ("weights-without-model", lambda f: ["--weights", _weights(f, "make"), "--data", NPZ], "`--weights` (`weights`) needs `--model"),
+    ("weights-without-model", lambda f: ["--weights", _weights(f, "make"), "--data", NPZ], "`--weights` needs `--model"),
     # the data
     ("data-too-wide", lambda f: ["--model", MODEL, "--data", _npz(f, "wide.npz", x=np.zeros((8, 5)), y=np.arange(8) % 3)], "`--data` does not fit the module"),
     ("data-1d", lambda f: ["--model", MODEL, "--data", _npz(f, "flat.npz", x=np.zeros(8), y=np.zeros(8))], "must hold features x of shape (n, d)"),
@@ -237,7 +237,7 @@ BAD_DPSGD = [
         "has no column 'label'",
     ),
     ("label-col-no-header", lambda f: ["--model", MODEL, "--data", _write(f, "nh.csv", "1,2,3,4,0\n"), "--label-col", "y"], "needs a header row"),
-    ("label-col-npz", lambda f: ["--model", MODEL, "--data", NPZ, "--label-col", "y"], "`--label-col` (`label_col`) needs `--data` (`dataset`) with a .csv"),
+    ("label-col-npz", lambda f: ["--model", MODEL, "--data", NPZ, "--label-col", "y"], "`--label-col` needs `--data` with a .csv"),
 ]
 
 

@@ -37,6 +37,12 @@ def failing_task(config: dict) -> dict:
     return {"index": config["index"]}
 
 
+def crashing_task(config: dict) -> dict:
+    if config["index"] == 1:
+        raise TypeError("bug")
+    return {"index": config["index"]}
+
+
 def _configs(n, marker=None):
     return [{"index": i, "seed": 11, "marker": marker} for i in range(n)]
 
@@ -114,7 +120,15 @@ def test_local_backend_matches_in_process(tmp_path):
 
 def test_failure_keeps_finished_runs_and_names_the_run(tmp_path):
     store = RunStore(tmp_path)
-    with pytest.raises(RuntimeError, match="run 1 failed: ValueError: boom"):
+    with pytest.raises(RuntimeError, match="run 1 failed: TypeError: bug"):
+        run_all(crashing_task, _configs(3), store=store, max_workers=1)
+    assert 0 in store.done() and 1 not in store.done()
+
+
+def test_a_value_error_is_the_tasks_own_message(tmp_path):
+    """Bad input that the task names (a ValueError) reaches the caller unchanged: the CLI prints it as its one line."""
+    store = RunStore(tmp_path)
+    with pytest.raises(ValueError, match="^boom$"):
         run_all(failing_task, _configs(3), store=store, max_workers=1)
     assert 0 in store.done() and 1 not in store.done()
 

@@ -84,7 +84,7 @@ def test_extract_command_reads_the_run(audited, capsys):
     [
         (["--template", "no hole"], "at least one hole"),
         (["--template", "pin {hex:3}"], "hole type"),
-        (["--schedule", "1,0"], "`schedule`"),
+        (["--schedule", "1,0"], "`--schedule`"),
         (["--schedule", "1,x"], "`--schedule`"),
     ],
 )

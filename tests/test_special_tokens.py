@@ -75,8 +75,10 @@ def test_explicit_bos_overrides_and_is_recorded_as_explicit(model):
 
 def test_a_declared_bos_without_lines_or_with_too_few_is_refused(model):
     tokenizer = char_tokenizer(bos_token="<s>")
-    with pytest.raises(ValueError, match="--bos prepend or --bos none, or --bos-corpus FILE"):
-        HFCausalLMScorer(model, tokenizer)
+    with pytest.raises(ValueError, match=r"pass --bos prepend \(trained with '<s>' before each text\) or --bos none \(trained without\)$"):
+        HFCausalLMScorer(model, tokenizer)  # no corpus lines to offer (lm-one-run): no --bos-corpus in the advice
+    with pytest.raises(ValueError, match=r"or --bos none \(trained without\), or --bos-corpus FILE"):
+        HFCausalLMScorer(model, tokenizer, bos_lines=[])  # a command that reads corpus lines offers its option
     with pytest.raises(ValueError, match=f"at least {MIN_CHECK_LINES}"):
         HFCausalLMScorer(model, tokenizer, bos_lines=["ab"] * (MIN_CHECK_LINES - 1) + ["a"])
     with pytest.raises(ValueError, match="`bos` must be one of 'auto', 'prepend', 'none', got 'yes'"):
@@ -96,7 +98,7 @@ def test_a_model_that_ignores_its_context_cannot_settle_the_check():
 
 
 def test_bad_bos_options_on_the_command_line(tmp_path):
-    assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`bos` must be one of")
+    assert_refused(["audit", "secret-sharer", "--bos", "maybe", "--output", tmp_path / "out"], tmp_path / "out", "`--bos` must be one of")
     line = assert_refused(["audit", "secret-sharer", "--bos", "prepend", "--output", tmp_path / "out"], tmp_path / "out", "--bos")
     assert "go with `--model`" in line
     # with --model: checked before the model is loaded (there is none here)

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, default
+from .._core.usercode import call_user
 from .._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ..runner import RunStore, input_digests, reusable_runs, run_all
 from ..stats.bounds import EpsilonLowerBound, epsilon_lower_bound
@@ -331,7 +332,8 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         x = np.concatenate([x, canary_x[None]])
         y = np.concatenate([y, [canary_y]])
     if config.get("train") is not None:  # the user's training function, with its own seed
-        trained = _train_function(config["train"])(x, y, seed=noise_seed)
+        context = f" in training run {config['index']}"
+        trained = call_user("--train", config["train"], _train_function(config["train"]), x, y, seed=noise_seed, context=context)
         logits = _user_canary_logits(trained, canary_x, canary_y, config["train"], int(config["index"]))
         return {
             "index": int(config["index"]),
@@ -400,7 +402,8 @@ def run_blackbox_audit(
     configs = run_configs(config)
     already = len(reusable_runs(store, configs))
     start = time.perf_counter()
-    results = run_all(train_one, configs, store=store, backend=backend, max_workers=max_workers, address=address)
+    who = f"`--train` {config.train!r}" if config.train else "the built-in DP-SGD training"
+    results = run_all(train_one, configs, store=store, backend=backend, max_workers=max_workers, address=address, who=who)
     wall = time.perf_counter() - start
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)

@@ -42,13 +42,13 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
-from ..runner import RunStore, check_backend, reusable_runs, run_all
+from ..runner import RunStore, WorkerDiedError, check_backend, reusable_runs, run_all
 from ..stats.mia import loss_scores, rmia_fractions
 from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_ratios_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .mia_training import draws, job_inputs, pool_of, preflight, record_ids, train_and_score
+from .mia_training import TRAIN_INPUTS, draws, id_text, job_inputs, pool_of, preflight, record_ids, train_and_score
 from .mia_user import user_references, user_target
 from .verdicts import check_claim_fields
 
@@ -91,6 +91,7 @@ class MIAConfig:
     data: str | None = None  # the user's .npz/.csv/.parquet pool instead of `dataset`
     label_col: str | None = None
     train: str | None = None  # "package.module:fn"; None: the built-in overfitted MLP
+    train_input: str = "array"  # what `train` gets as x_train: "array" (float32 NumPy) or "dataframe" (pandas, the file's column names)
     epochs: int = 200  # of the built-in MLP (ignored with `train`)
     num_references: int = 8
     population_fraction: float = 0.4
@@ -133,6 +134,9 @@ class MIAConfig:
 
             check_import_path(self.train, "train")
         check_choice(self.dataset, "dataset", DATASETS)
+        check_choice(self.train_input, "train_input", TRAIN_INPUTS)
+        if self.label_col is not None and self.data is None:  # the embedded datasets have no columns to name: never ignored
+            raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
         if isinstance(self.num_references, bool) or not isinstance(self.num_references, int) or self.num_references < 4 or self.num_references % 2:
             raise ValueError(f"`num_references` must be an even integer >= 4, got {self.num_references!r}")
         check_count(self.epochs, "epochs", minimum=1)
@@ -386,7 +390,7 @@ def most_vulnerable(
             int(rows[i]),
             float(headline[i]),
             bool(member[i]),
-            record_id=None if user_ids is None else _id_text(float(user_ids[rows[i]])),
+            record_id=None if user_ids is None else id_text(user_ids[rows[i]]),
             attack_scores=tuple(float(np.ravel(scores[name])[i]) for name in ATTACKS),
             fraction=None if fraction is None else float(np.ravel(fraction)[i]),
         )
@@ -419,9 +423,9 @@ def evaluate(target: np.ndarray, reference: Any, membership: np.ndarray, populat
     return {"scores": scores, "is_member": np.asarray(in_target, dtype=bool).copy(), "record_ids": np.arange(population.size)}
 
 
-def _id_text(value: float) -> str:
-    """An id as the user wrote it: a whole number without a decimal point."""
-    return str(int(value)) if value.is_integer() else repr(value)
+def trainer_name(config: Any) -> str:
+    """The code that trains the audit's models, as the user named it: "`--train` 'mytrain:train'", or the built-in MLP."""
+    return f"`--train` {config.train!r}" if config.train else "the built-in MLP"
 
 
 def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
@@ -429,6 +433,8 @@ def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     num_population = int(round(config.population_fraction * len(pool.y)))
     base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
     base.update(job_inputs(config))
+    if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
+        base["train_input"] = config.train_input
     if config.augment:  # only then: runs stored without augmentations resume unchanged
         base.update(augment=list(config.augment), image_shape=config.image_shape and list(config.image_shape), shift_pixels=config.shift_pixels)
     if config.reference_models is not None:  # the user's references: nothing to train
@@ -477,7 +483,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     jobs = _jobs(config)
     already = len(reusable_runs(store, jobs))
     start = time.perf_counter()
-    results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
+    results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=trainer_name(config))
     wall = time.perf_counter() - start
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
@@ -575,20 +581,22 @@ class MIAAudit(Audit):
         if config.reference_models is not None:  # and the user's references with their membership matrix
             user_references(config, pool)
         if config.train is not None:  # so is a training function that does not import or returns no model, before any folder exists
-            preflight(config.train, pool)
+            preflight(config.train, pool, config.train_input)
         trainer = f"--train {config.train}" if config.train else "the built-in MLP"
         (progress or no_progress)("training models", detail=f"{config.num_references} references and the target ({trainer}), backend {backend}")
         created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]
         try:
             with tempfile.TemporaryDirectory() as scratch:
                 return run_mia_audit(config, scratch if checkpoints is None else checkpoints, backend=backend, max_workers=max_workers, address=address)
+        except WorkerDiedError as error:  # the user's code ended its process: keep the finished models for a rerun
+            raise ValueError(str(error)) from error
         except (ValueError, RuntimeError) as error:
             cause = error if isinstance(error, ValueError) else error.__cause__
             if not isinstance(cause, ValueError):  # a crash, not bad settings: keep the finished models for a rerun
                 raise
             for path in created:  # bad settings: leave no folder this call created
                 shutil.rmtree(path, ignore_errors=True)
-            raise ValueError(str(cause)) from None
+            raise ValueError(str(cause)) from cause
 
 
 AUDIT = MIAAudit()

@@ -233,7 +233,7 @@ def train_and_score_design(config: dict[str, Any]) -> dict[str, Any]:
     on (a canary's wrong label). Returns ``{"index", "seed", "signals",
     "output_kind", "evidence"}``, as :func:`privaudit.audits.mia_training.train_and_score`.
     """
-    from .mia_training import _function, model_signals, pool_of, train_mlp
+    from .mia_training import fit_user_model, model_signals, pool_of, train_input_names, train_mlp
 
     pool = pool_of(config)
     design = _design(config)
@@ -241,11 +241,16 @@ def train_and_score_design(config: dict[str, Any]) -> dict[str, Any]:
     rows = design.references[index] if index < k else design.trials[index - k]
     seed = int(np.random.SeedSequence((int(config["seed"]), index, 0x424E44)).generate_state(1)[0] % 2**31)
     x, y = pool.x[rows], design.labels[rows]
-    model = train_mlp(x, y, seed=seed, epochs=int(config["epochs"])) if config["train"] is None else _function(config["train"])(x, y, seed=seed)
+    names = None
+    if config["train"] is None:
+        model = train_mlp(x, y, seed=seed, epochs=int(config["epochs"]))
+    else:
+        names = train_input_names(pool, config.get("train_input", "array"))
+        model = fit_user_model(config["train"], config.get("train_input", "array"), pool, rows, y, seed, f" in training run {index}")
     who = f"model {index}: the model that `--train` {config['train']!r} returned" if config["train"] else f"model {index}"
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
-    signals, convention = model_signals(model, pool.x, design.labels, who)
+    signals, convention = model_signals(model, pool.x, design.labels, who, names)
     return {"index": index, "seed": seed, "signals": signals.tolist(), "output_kind": convention.value, "evidence": convention.evidence}
 
 
@@ -383,6 +388,8 @@ def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
     from .mia_training import job_inputs
 
     base = {key: getattr(config, key) for key in keys} | job_inputs(config)
+    if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
+        base["train_input"] = config.train_input
     models = config.num_references + (1 if config.mode == "canary" else config.num_trial_models)
     return [dict(base, num_population=num_population, index=index) for index in range(models)]
 
@@ -400,7 +407,8 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     store = RunStore(directory)
     already = len(reusable_runs(store, jobs))
     start = time.perf_counter()
-    results = run_all(train_and_score_design, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
+    who = f"`--train` {config.train!r}" if config.train else "the built-in MLP"
+    results = run_all(train_and_score_design, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=who)
     wall = time.perf_counter() - start
     design = _design(jobs[0])
     signals = np.array([result["signals"] for result in results], dtype=np.float64)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._core.conventions import Convention, checked
 from .._core.readers import read_npy
+from .._core.usercode import UserCodeError, call_user, exception_line
 from ..runner.digests import input_digests
 from ..stats.mia import clip_at_resolution, logit_confidence
 from .blackbox import check_train_function
@@ -33,6 +34,10 @@ from .mia_augment import augment_spec, signals_on_views
 
 __all__ = [
     "SUFFIXES",
+    "TRAIN_INPUTS",
+    "as_train_input",
+    "fit_user_model",
+    "train_input_names",
     "Pool",
     "draws",
     "read_reference_models",
@@ -42,6 +47,7 @@ __all__ = [
     "model_signals",
     "preflight",
     "read_members",
+    "id_text",
     "record_ids",
     "target_members",
     "train_and_score",
@@ -65,8 +71,10 @@ class Pool:
         label: Convention | None = None,
         columns: dict[str, np.ndarray] | None = None,
         image_shape: tuple[int, int, int] | None = None,
+        feature_names: tuple[str, ...] | None = None,
     ) -> None:
         self.x, self.y, self.source, self.label, self.columns = x, y, source, label, columns or {}
+        self.feature_names = feature_names  # the file's names of the columns of x (a .csv or .parquet with a header row)
         self.image_shape = image_shape  # declared by an embedded dataset; the user's pool states it with --image-shape
 
 
@@ -80,17 +88,11 @@ def pool_of(config: Any) -> Pool:
     """The pool of a :class:`~privaudit.audits.mia.MIAConfig` (or of a job's dict of its fields)."""
     get = config.get if isinstance(config, dict) else functools.partial(getattr, config)
     columns = tuple(name for name in (get("id_col", None), get("members_col", None)) if name is not None)
-    pool = load_pool(get("dataset"), get("data"), get("label_col"), columns)
-    id_col = get("id_col", None)
-    ids = pool.columns.get(id_col) if id_col is not None and pool.columns else None
-    if ids is not None and ids.dtype.kind == "f" and bool((np.abs(ids[np.isfinite(ids)]) >= 2**53).any()):
-        # a float holds whole numbers exactly only below 2**53: a larger id would be shown, matched and reported as another number
-        raise ValueError(f"`--id-col` {id_col!r} holds ids of 2**53 or more, which are not read exactly as numbers; give ids below 2**53")
-    return pool
+    return load_pool(get("dataset"), get("data"), get("label_col"), columns, get("id_col", None))
 
 
 @functools.lru_cache(maxsize=4)
-def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tuple[str, ...] = ()) -> Pool:
+def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tuple[str, ...] = (), id_col: str | None = None) -> Pool:
     """The embedded ``dataset`` (both splits), or the user's ``data`` file read by the toolkit's tabular reader.
 
     ``columns`` (an id column, a membership column) are neither features nor
@@ -99,7 +101,7 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
     if data is not None:
         from .._core.labelled import read_labelled
 
-        read = read_labelled(data, "--data", label_col=label_col, other_cols=columns)
+        read = read_labelled(data, "--data", label_col=label_col, other_cols=columns, text_cols=(id_col,) if id_col else ())
         classes = np.unique(read.y)
         if classes.size < 2:  # no model learns anything to attack: a wrong --label-col (an id or a constant column) most likely
             column = (
@@ -108,7 +110,7 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
                 else f"the label column ({read.label.value if read.label else 'as read'}; choose it with `--label-col`)"
             )
             raise ValueError(f"`--data` has a single class ({classes[:1].tolist()}) in {column}: membership inference needs at least 2 classes")
-        return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label, read.columns)
+        return Pool(np.ascontiguousarray(read.x, dtype=np.float32), read.y, data, read.label, read.columns, feature_names=read.feature_names)
     if columns:
         raise ValueError(f"`--id-col` and `--members-col` name columns of the user's pool: they need `--data`, got {', '.join(map(repr, columns))}")
     from ..data.tabular import load_dataset
@@ -163,24 +165,67 @@ def read_members(path: str, num_records: int) -> np.ndarray:
     return mask
 
 
-def record_ids(pool: Pool, id_col: str | None) -> np.ndarray | None:
-    """The user's id of every record (its value in the column ``id_col``), or None when the row is the id; ids must be unique.
+def id_text(value: Any) -> str:
+    """A record's id as the user wrote it: text verbatim, a whole number without a decimal point.
 
-    >>> pool = Pool(np.zeros((3, 1), np.float32), np.zeros(3, np.int64), "p.csv", columns={"id": np.array([7.0, 3.0, 7.0])})
+    >>> id_text("P-00017"), id_text(17.0), id_text(np.float64(2.5))
+    ('P-00017', '17', '2.5')
+    """
+    if isinstance(value, str):
+        return value
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _id_key(text: str) -> str:
+    """The key two ids are matched by: "17", "17.0" and " 17" are one id; "P-00017" is itself."""
+    try:
+        return str(int(text.strip()))
+    except ValueError:
+        pass
+    try:
+        return id_text(float(text))
+    except ValueError:
+        return text.strip()
+
+
+def record_ids(pool: Pool, id_col: str | None) -> np.ndarray | None:
+    """The user's id of every record (its value in the column ``id_col``, as text), or None when the row is the id; ids must be unique.
+
+    >>> pool = Pool(np.zeros((3, 1), np.float32), np.zeros(3, np.int64), "p.csv", columns={"id": np.array(["P-7", "P-3", "P-7"], dtype=object)})
     >>> record_ids(pool, "id")
     Traceback (most recent call last):
     ...
-    ValueError: `--id-col` 'id' must name a column of unique ids, got 1 repeated id(s), e.g. 7
+    ValueError: `--id-col` 'id' must name a column of unique ids, got 1 repeated id(s), e.g. 'P-7'
     """
     if id_col is None:
         return None
-    ids = pool.columns[id_col]
-    unique, counts = np.unique(ids, return_counts=True)
+    ids = np.array([id_text(value) for value in pool.columns[id_col]], dtype=object)
+    keys = [_id_key(text) for text in ids]
+    unique, counts = np.unique(np.array(keys, dtype=str), return_counts=True)
     if (counts > 1).any():
         raise ValueError(
-            f"`--id-col` {id_col!r} must name a column of unique ids, got {int((counts > 1).sum())} repeated id(s), e.g. {unique[counts > 1][0]:g}"
+            f"`--id-col` {id_col!r} must name a column of unique ids, got {int((counts > 1).sum())} repeated id(s), e.g. {str(unique[counts > 1][0])!r}"
         )
     return ids
+
+
+def _listed_ids(path: str) -> list[str]:
+    """The ids a ``--members`` file lists: one a line (.txt, .csv with an optional header), or a .npy of numbers."""
+    from pathlib import Path
+
+    from .._core.readers import MAX_TEXT_BYTES, read_numbers
+
+    file = Path(path)
+    if file.suffix.lower() == ".npy" or not file.is_file():
+        return [id_text(value) for value in read_numbers(path, "--members")]
+    if file.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"`--members`: {path!r} is larger than {MAX_TEXT_BYTES} bytes")
+    try:
+        lines = [line.strip().strip('"') for line in file.read_text(encoding="utf-8-sig").splitlines()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"`--members`: cannot read {path!r}: {error}") from None
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def target_members(pool: Pool, *, members: str | None, members_col: str | None, id_col: str | None) -> tuple[np.ndarray, Convention]:
@@ -202,18 +247,23 @@ def target_members(pool: Pool, *, members: str | None, members_col: str | None, 
     ids = record_ids(pool, id_col)
     if ids is None:
         return read_members(members, len(pool.y)), explicit("target membership", "rows listed in --members", "--members")
-    from .._core.readers import read_numbers
-
-    listed = read_numbers(members, "--members")
-    missing = listed[~np.isin(listed, ids)]
-    if missing.size:
+    keys = [_id_key(text) for text in ids]
+    listed = [_id_key(text) for text in _listed_ids(members)]
+    if listed and listed[0] not in keys and len(listed) > 1 and all(key in keys for key in listed[1:]):
+        listed = listed[1:]  # a header line (the column's name)
+    if not listed:
+        raise ValueError("`--members` must hold at least 1 value(s), got 0")
+    missing = [key for key in listed if key not in set(keys)]
+    if missing:
         raise ValueError(
-            f"`--members` must list ids of the pool's column `--id-col` {id_col!r}, got {missing.size} id(s) it does not have, e.g. {missing[0]:g}: "
+            f"`--members` must list ids of the pool's column `--id-col` {id_col!r}, got {len(missing)} id(s) it does not have, e.g. {missing[0]!r}: "
             "is --data the pool the target was trained from?"
         )
-    if np.unique(listed).size != listed.size:
-        raise ValueError(f"`--members` must list each id once, got {listed.size - np.unique(listed).size} repeated id(s)")
-    return np.isin(ids, listed), explicit("target membership", f"ids of column {id_col!r} listed in --members", "--members with --id-col")
+    if len(set(listed)) != len(listed):
+        raise ValueError(f"`--members` must list each id once, got {len(listed) - len(set(listed))} repeated id(s)")
+    return np.isin(np.array(keys, dtype=str), np.array(listed, dtype=str)), explicit(
+        "target membership", f"ids of column {id_col!r} listed in --members", "--members with --id-col"
+    )
 
 
 #: The file suffix of each model kind, for a directory of reference models.
@@ -319,13 +369,24 @@ def clip_votes(signals: np.ndarray, model: Any) -> tuple[np.ndarray, str]:
     return clip_at_resolution(signals, resolution[0]), f"; hard probabilities clipped to [r, 1 - r], {resolution[1]}"
 
 
-def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[np.ndarray, Convention]:
+def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str, names: tuple[str, ...] | None = None) -> tuple[np.ndarray, Convention]:
     """φ of every record on ``model``, and how its output kind was decided (checked on these outputs).
 
     A ``torch.nn.Module`` must give logits: rows that are all probability
     vectors are refused as ambiguous. ``predict_proba`` must give rows >= 0
-    summing to 1.
+    summing to 1. ``names``: the feature names a model trained on a
+    DataFrame is queried with (see :func:`train_input_names`). The model's
+    own failures are one line naming ``who``.
     """
+    try:
+        return _model_signals(model, x, y, who, names)
+    except (KeyboardInterrupt, ValueError):
+        raise
+    except BaseException as error:  # noqa: BLE001 - the user's model: any failure (or exit) is named, never a traceback
+        raise UserCodeError(f"{who} raised {exception_line(error)} when queried on {len(y)} records") from error
+
+
+def _model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str, names: tuple[str, ...] | None) -> tuple[np.ndarray, Convention]:
     torch = sys.modules.get("torch")  # a torch model means torch is imported; never import it for a scikit-learn one
     if torch is not None and isinstance(model, torch.nn.Module):
         model.eval()
@@ -341,7 +402,7 @@ def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[n
             predict = model
         if predict is None:
             raise ValueError(f"{who} must be a torch.nn.Module, an object with predict_proba or a predict_proba function, got {type(model).__name__}")
-        values = np.asarray(predict(x), dtype=np.float64)
+        values = np.asarray(predict(as_train_input(x, names)), dtype=np.float64)
         kind = "probabilities"
     if values.ndim != 2 or values.shape[0] != len(y) or values.shape[1] <= int(y.max()):
         raise ValueError(f"{who} must give {kind} of shape ({len(y)}, classes) with classes > {int(y.max())}, got {values.shape}")
@@ -361,20 +422,76 @@ def model_signals(model: Any, x: np.ndarray, y: np.ndarray, who: str) -> tuple[n
     return signals, checked("output kind", kind, evidence + clipped)
 
 
-def preflight(path: str, pool: Pool) -> Convention:
+#: what a ``--train`` function receives as x_train: "array" (a float32 NumPy array, the default) or "dataframe" (pandas, the file's column names)
+TRAIN_INPUTS = ("array", "dataframe")
+
+
+def train_input_names(pool: Pool, train_input: str = "array") -> tuple[str, ...] | None:
+    """The column names of the DataFrame a ``--train`` function receives (``dataframe``), or None when it receives a NumPy array (``array``).
+
+    ``array`` is the default: every training function written before the
+    option exists (a torch loop calling ``torch.from_numpy``) keeps working.
+    ``dataframe`` gives a ``.csv`` or ``.parquet`` ``--data``'s column names,
+    so a ColumnTransformer can select columns by name; data without names
+    is refused.
+
+    >>> named = Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.csv", feature_names=("a", "b"))
+    >>> train_input_names(named) is None, train_input_names(named, "dataframe")
+    (True, ('a', 'b'))
+    >>> train_input_names(Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.npz"), "dataframe")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--train-input` dataframe needs a .csv or .parquet `--data` with a header row naming its columns, got 'p.npz'
+    """
+    if train_input not in TRAIN_INPUTS:
+        raise ValueError(f"`--train-input` must be one of {', '.join(TRAIN_INPUTS)}, got {train_input!r}")
+    if train_input == "array":
+        return None
+    if pool.feature_names is None:
+        raise ValueError(f"`--train-input` dataframe needs a .csv or .parquet `--data` with a header row naming its columns, got {pool.source!r}")
+    return pool.feature_names
+
+
+def as_train_input(x: np.ndarray, names: tuple[str, ...] | None) -> Any:
+    """``x`` as a pandas DataFrame with the file's column ``names``, or as is when ``names`` is None."""
+    if names is None:
+        return x
+    from .._core.extras import require
+
+    pandas = require("pandas", purpose="`--train-input` dataframe")
+    return pandas.DataFrame(x, columns=list(names))
+
+
+def describe_train_input(x: np.ndarray, names: tuple[str, ...] | None) -> str:
+    """ "x_train is a DataFrame with columns [...]" (every name, never cut), or the array's dtype and shape."""
+    from .._core.labelled import column_list
+
+    if names is None:
+        return f"x_train is a {x.dtype} NumPy array of shape {x.shape} (no column names: `--train-input dataframe` passes a .csv's or .parquet's)"
+    return f"x_train is a DataFrame of {x.shape[0]} rows with columns [{column_list(list(names))}]"
+
+
+def fit_user_model(path: str, train_input: str, pool: Pool, rows: np.ndarray, y: np.ndarray, seed: int, context: str) -> Any:
+    """The model that the user's ``--train`` at ``path`` returns on the pool's ``rows``; its failures are one line (:func:`call_user`)."""
+    names = train_input_names(pool, train_input)
+    x = pool.x[rows]
+    return call_user("--train", path, _function(path), as_train_input(x, names), y, seed=seed, context=f"{context}; {describe_train_input(x, names)}")
+
+
+def preflight(path: str, pool: Pool, train_input: str = "array") -> Convention:
     """Import ``path``, train it once on a small probe of the pool (up to 4 records per class) and check its model's outputs.
 
     Run before any model of the audit trains, so a function that does not
-    import, does not take ``(x_train, y_train, *, seed)``, or returns no
-    usable model is refused at once (ValueError naming ``--train``).
+    import, does not take ``(x_train, y_train, *, seed)``, raises, or returns
+    no usable model is refused at once (ValueError naming ``--train``).
     """
-    function = check_train_function(path)
+    check_train_function(path)
     probe = np.concatenate([np.flatnonzero(pool.y == label)[:4] for label in np.unique(pool.y)])
     who = f"`--train` {path!r} (checked on {probe.size} records before the audit)"
-    model = function(pool.x[probe], pool.y[probe], seed=0)
+    model = fit_user_model(path, train_input, pool, probe, pool.y[probe], 0, f" on a probe of {probe.size} records")
     if model is None:
         raise ValueError(f"{who} returned None: it must return the trained model")
-    return model_signals(model, pool.x[probe], pool.y[probe], who)[1]
+    return model_signals(model, pool.x[probe], pool.y[probe], who, train_input_names(pool, train_input))[1]
 
 
 @functools.lru_cache(maxsize=4)
@@ -394,14 +511,17 @@ def train_and_score(config: dict[str, Any]) -> dict[str, Any]:
     rows = target if index == k else references[index]
     seed = int(np.random.SeedSequence((int(config["seed"]), index)).generate_state(1)[0] % 2**31)
     who = f"model {index}: the model that `--train` {config['train']!r} returned" if config["train"] else f"model {index}"
+    names = None
     if config["train"] is None:
         model = train_mlp(pool.x[rows], pool.y[rows], seed=seed, epochs=int(config["epochs"]))
     else:
-        model = _function(config["train"])(pool.x[rows], pool.y[rows], seed=seed)
+        train_input = config.get("train_input", "array")
+        names = train_input_names(pool, train_input)
+        model = fit_user_model(config["train"], train_input, pool, np.flatnonzero(rows), pool.y[rows], seed, f" in training run {index}")
     if model is None:
         raise ValueError(f"{who} is None: the training function must return the trained model")
-    signals, convention = model_signals(model, pool.x, pool.y, who)
+    signals, convention = model_signals(model, pool.x, pool.y, who, names)
     views = augment_spec(config, pool)
     if views is not None:  # every view of every record; the output kind was checked on the records themselves
-        signals = signals_on_views(lambda x: model_signals(model, x, pool.y, who)[0], pool.x, views)
+        signals = signals_on_views(lambda x: model_signals(model, x, pool.y, who, names)[0], pool.x, views)
     return {"index": index, "seed": seed, "signals": signals, "output_kind": convention.value, "evidence": convention.evidence}

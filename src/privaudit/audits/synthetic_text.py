@@ -171,13 +171,14 @@ def canary_signals(record: LMProvenance, corpus: list[str], *, signal: str, n: i
 def _model_scores(record: LMProvenance, corpus: list[str], train, seed: int, report: Progress):
     """The canaries' scored-span log-likelihoods under the model the user's ``train`` fine-tunes on ``corpus`` (Mitchell et al.'s synthetic-data audit)."""
     from .._core.conventions import explicit
+    from .._core.usercode import call_user
     from ..models.hf import HFCausalLMScorer
     from ..models.loading import import_callable
     from .lm_one_run_scores import canary_log_likelihoods
 
     function = import_callable(train, "--synthetic-train")
     report("fine-tuning your model on the synthetic text", detail=f"{len(corpus)} records")
-    returned = function(list(corpus), seed=child_seeds(seed, ["synthetic-train"])["synthetic-train"])
+    returned = call_user("--synthetic-train", train, function, list(corpus), seed=child_seeds(seed, ["synthetic-train"])["synthetic-train"])
     if not (isinstance(returned, tuple) and len(returned) == 2 and hasattr(returned[0], "parameters") and callable(returned[1])):
         raise ValueError(
             f"`--synthetic-train` {train!r} must return (model, tokenizer): a Hugging Face causal LM and its tokenizer, got {type(returned).__name__}"

@@ -172,10 +172,21 @@ def read_lm_provenance(path, source: str = "--provenance") -> LMProvenance:
     return LMProvenance.from_dict(read_json(path, source), source)
 
 
-def check_tokenizer(provenance: LMProvenance, tokenizer, source: str = "--model") -> None:
-    """Refuse a tokenizer that lacks the provenance's new tokens, or is not the one the canaries were made with."""
+def check_tokenizer(provenance: LMProvenance, tokenizer, source: str = "--model", embeddings: int | None = None) -> None:
+    """Refuse a tokenizer that lacks the provenance's new tokens, or is not the one the canaries were made with.
+
+    ``embeddings``: the model's embedding rows. A model with rows for the new
+    tokens beside a tokenizer without them is a tokenizer/model mismatch (the
+    wrong tokenizer saved beside a resized model), not a model left un-resized.
+    """
     vocab = tokenizer.get_vocab()
     missing = [name for name in provenance.new_tokens if name not in vocab]
+    if missing and embeddings is not None and embeddings >= len(tokenizer) + len(missing):
+        raise ValueError(
+            f"`{source}`: its tokenizer does not match its model: the model has {embeddings} embeddings, resized for the canaries' "
+            f"{len(provenance.new_tokens)} new tokens, but the tokenizer saved beside it has {len(tokenizer)} tokens and lacks {len(missing)} of them "
+            f"(e.g. {missing[0]!r}); save the tokenizer that prepare_lm_canaries returned (tokenizer.save_pretrained) into {source}'s directory"
+        )
     if missing:
         raise ValueError(
             f"`{source}` lacks {len(missing)} of the canaries' {len(provenance.new_tokens)} new tokens (e.g. {missing[0]!r}): its vocabulary was not resized; "

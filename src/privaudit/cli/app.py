@@ -8,8 +8,10 @@ commands, only the one a command line names when it names one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+import traceback
 from typing import Annotated, Any
 
 import typer
@@ -19,7 +21,22 @@ import privaudit
 
 from .._core.extras import MissingExtraError, missing_extra_message
 
-__all__ = ["app", "audit_app"]
+__all__ = ["CommandInterrupted", "app", "audit_app", "interruptible"]
+
+
+class CommandInterrupted(Exception):
+    """Ctrl-C during a command, carried past typer (which turns a KeyboardInterrupt into a silent exit 130); the message says what was kept."""
+
+
+@contextlib.contextmanager
+def interruptible():
+    """Turn Ctrl-C inside a command into :class:`CommandInterrupted`: one line saying what was kept and how to resume, exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt as error:
+        kept = " ".join(str(error).split())
+        resume = f"{kept}; run the same command again to resume them" if kept else "stopped before anything was finished"
+        raise CommandInterrupted(resume) from None
 
 
 def _usage_error_line(error: Exception) -> str | None:
@@ -48,9 +65,16 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
+        words = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+        verbose = "--verbose" in list(words)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
+        except CommandInterrupted as error:  # Ctrl-C: the runner stopped its workers and kept every finished run
+            typer.echo(f"interrupted: {error}", err=True)
+            sys.exit(130)
         except ValueError as error:
+            if verbose:  # the traceback of the user's code (or of privaudit) behind the one line
+                traceback.print_exception(error, file=sys.stderr)
             typer.echo(f"error: {' '.join(str(error).split())}", err=True)
             sys.exit(2)
         except ImportError as error:
@@ -137,6 +161,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="On an error, also print the traceback behind its one line (e.g. of your --train function's exception).")
+    ] = False,
 ) -> None:
     """Empirical privacy auditing: canary exposure and lower bounds on epsilon."""
 

@@ -13,9 +13,11 @@ family's table (:mod:`.tables`) or ``--json``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -26,7 +28,7 @@ from .._core.files import check_output_apart, check_output_dir
 from .._core.resources import check_memory
 from ..audits.base import run_capturing
 from ..audits.registry import get_audit, names
-from .app import audit_app
+from .app import audit_app, interruptible
 from .claims import claim_flags
 from .options import (
     HistoryOption,
@@ -436,6 +438,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             parse=_pool_file,
         ),
         _LABEL_COL,
+        Flag(
+            "--train-input",
+            Optional[str],
+            "What your --train function gets as x_train: array (default: a float32 NumPy array, as before this option) or dataframe "
+            "(a pandas DataFrame with the file's column names, for a .csv or .parquet --data with a header row: a ColumnTransformer can select by name).",
+            config="train_input",
+        ),
         Flag("--references", Optional[int], "Number of reference models (even, >= 4; each record is IN exactly half of them).", config="num_references"),
         Flag(
             "--mode",
@@ -623,6 +632,9 @@ def merged_config(audit: Any, path: Path | None, overrides: dict[str, Any]) -> A
     """
     from ..audits.config import config_to_dict, read_config_values
 
+    for key, value in overrides.items():  # a flag's NaN or infinity, named before the config (which holds only plain JSON) sees it
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"`{key}` must be a finite number, got {value}")
     values = read_config_values(path) if path is not None else config_to_dict(audit.default_config())
     if isinstance(values, dict):  # anything else is refused, with its type, by config_from_dict
         for key, value in overrides.items():
@@ -666,6 +678,81 @@ def _current_directory_importable() -> None:
         sys.path.insert(0, os.getcwd())
 
 
+def flag_text(message: str, flags: tuple[Flag, ...], keys_in_file: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """``message`` with each config key quoted as `key` replaced by the flag that sets it, unless the user wrote that key in --config.
+
+    >>> flag_text("`num_canaries` must be in [20, 170], got 300", (Flag("--canaries", int, "", config="num_canaries"),))
+    '`--canaries` must be in [20, 170], got 300'
+    """
+    for flag in flags:
+        if flag.config and flag.config not in keys_in_file:
+            flagged = f"`{flag.option}`"
+            message = message.replace(f"`{flag.config}`", flagged)
+            # "`--label-col` (`label_col`)" and "--label-col (config `label_col`)" already name the flag once
+            for twice in (f"{flagged} ({flagged})", f"{flag.option} (config {flagged})", f"{flag.option} ({flagged})"):
+                message = message.replace(twice, flagged if twice.startswith("`") else flag.option)
+            if flagged in message:
+                message = message.replace(f" ({flag.option})", "")
+    return message
+
+
+@contextlib.contextmanager
+def flags_in_messages(flags: tuple[Flag, ...], config_path: Path | None):
+    """Rewrite a ValueError's config keys into the flags the user typed (one rule for every message)."""
+    try:
+        yield
+    except ValueError as error:
+        keys: set[str] = set()
+        if config_path is not None:
+            with contextlib.suppress(Exception):  # the file was read once already; this only decides which words to keep
+                from ..audits.config import read_config_values
+
+                values = read_config_values(config_path)
+                keys = set(values) if isinstance(values, dict) else set()
+        text = flag_text(str(error), flags, keys)
+        if text == str(error):
+            raise
+        raise ValueError(text) from error
+
+
+def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict[str, Any], options: dict[str, Any]) -> None:
+    """Merge the config, run the audit into ``--output``, record it and print its table."""
+    from ..report.runs import write_run
+    from ..report.verdict import console_lines
+    from .tables import table_for
+
+    config = audit.with_seed(merged_config(audit, options["config"], overrides), options["seed"])
+    if options["print_config"]:
+        from ..audits.config import config_text
+
+        emit(config_text(config).rstrip("\n"))
+        return
+    output: Path = options["output"]
+    run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
+    check_output_dir(output)
+    given = [("--config", options["config"])] + [(flag.option, options[flag.parameter]) for flag in flags if isinstance(options[flag.parameter], Path)]
+    check_output_apart(output, given)  # never written over the user's data, model or config
+    if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
+        _current_directory_importable()
+    check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
+    record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
+    with progress_bars() as progress:
+        if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
+            run_options["checkpoints"] = output / "runs"
+        run = run_capturing(audit, config, progress=progress, **run_options)  # libraries' warnings go to the record, not between the bars
+        progress("writing results.json, figures and report.html")
+        data = write_run(output, run, report=True, title=f"privaudit audit {name}")
+    record(data)
+    report_captured(run.result.captured_warnings, verbose=options["verbose"])
+    emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
+    if not options["as_json"]:
+        for line in console_lines(data):
+            emit(line)
+    status = getattr(audit, "exit_status", None)  # a family whose verdict is the exit status, as a test runner's
+    if status is not None and status(run.result):
+        raise typer.Exit(status(run.result))
+
+
 def make_audit_command(name: str) -> Callable[..., None]:
     """The ``privaudit audit NAME`` command function, with the common options and the family's flags."""
     from ..audits.registry import AUDITS
@@ -673,10 +760,6 @@ def make_audit_command(name: str) -> Callable[..., None]:
     flags = FLAGS.get(name, ())
 
     def command(**options: Any) -> None:
-        from ..report.runs import write_run
-        from ..report.verdict import console_lines
-        from .tables import table_for
-
         audit = get_audit(name)
         given: dict[str, Flag] = {}
         for flag in flags:  # two spellings of one key (mechanism's --epsilon and --claimed-epsilon) must agree
@@ -691,36 +774,8 @@ def make_audit_command(name: str) -> Callable[..., None]:
             for flag in flags
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False
         }
-        config = audit.with_seed(merged_config(audit, options["config"], overrides), options["seed"])
-        if options["print_config"]:
-            from ..audits.config import config_text
-
-            emit(config_text(config).rstrip("\n"))
-            return
-        output: Path = options["output"]
-        run_options = {flag.run: options[flag.parameter] for flag in flags if flag.run and options[flag.parameter] is not None}
-        check_output_dir(output)
-        given = [("--config", options["config"])] + [(flag.option, options[flag.parameter]) for flag in flags if isinstance(options[flag.parameter], Path)]
-        check_output_apart(output, given)  # never written over the user's data, model or config
-        if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
-            _current_directory_importable()
-        check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
-        record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
-        with progress_bars() as progress:
-            if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
-                run_options["checkpoints"] = output / "runs"
-            run = run_capturing(audit, config, progress=progress, **run_options)  # libraries' warnings go to the record, not between the bars
-            progress("writing results.json, figures and report.html")
-            data = write_run(output, run, report=True, title=f"privaudit audit {name}")
-        record(data)
-        report_captured(run.result.captured_warnings, verbose=options["verbose"])
-        emit(json.dumps(data, indent=2) if options["as_json"] else table_for(run, output))
-        if not options["as_json"]:
-            for line in console_lines(data):
-                emit(line)
-        status = getattr(audit, "exit_status", None)  # a family whose verdict is the exit status, as a test runner's
-        if status is not None and status(run.result):
-            raise typer.Exit(status(run.result))
+        with interruptible(), flags_in_messages(flags, options["config"]):
+            _run_command(name, audit, flags, overrides, options)
 
     common = [
         (

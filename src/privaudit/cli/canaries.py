@@ -217,6 +217,7 @@ def _lm_summary(provenance, output: Path, corpus_name: str, base_model: Path, re
         lines.append(f"resized model and tokenizer with the {len(provenance.new_tokens)} new tokens: {tune} (fine-tune this one, not {base_model})")
     lines.append(
         f"fine-tune {tune} on {output / corpus_name}, save_pretrained the model and tokenizer to DIR, then measure with "
-        f"`privaudit audit lm-one-run --model DIR --provenance {output / 'provenance.json'} --base-model {tune}`"
+        f"`privaudit audit lm-one-run --model DIR --provenance {output / 'provenance.json'} --base-model {tune}` "
+        "(add --bos prepend or --bos none if your training put a BOS token before each text, or did not: the default, auto, checks it)"
     )
     return "\n".join(lines) + "\n"

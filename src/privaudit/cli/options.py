@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from .._core.messages import printable
 
 __all__ = [
     "HistoryOption",
@@ -25,7 +29,11 @@ __all__ = [
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 VerboseOption = Annotated[
-    bool, typer.Option("--verbose", help="Also print the warnings that libraries raised during the audit (always recorded in results.json and the report).")
+    bool,
+    typer.Option(
+        "--verbose",
+        help="Also print the warnings that libraries raised during the audit (always recorded in results.json and the report), and on an error the traceback behind its one line.",
+    ),
 ]
 
 
@@ -69,24 +77,79 @@ def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+#: seconds a stage runs before a log (stderr not a terminal) gets its "stage: ... started" line; quick stages, refusals included, print nothing
+LONG_STAGE_S = 5.0
+
+
+class StageLines:
+    """Plain lines for logs instead of bars: a stage still running after :data:`LONG_STAGE_S` prints when it started, and later its elapsed time.
+
+    A refusal comes within seconds, before any stage line, so its ``error:``
+    line stays the only line on stderr.
+    """
+
+    def __init__(self, write, delay: float) -> None:
+        self.write, self.delay = write, delay
+        self.stage: str | None = None
+        self.started = 0.0
+        self.announced = False
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+
+    def _announce(self, stage: str) -> None:
+        with self.lock:
+            if self.stage == stage and not self.announced:
+                self.announced = True
+                self.write(f"stage: {printable(stage)}: started {self.delay:.0f} s ago")
+
+    def close(self, finished: bool = True) -> None:
+        """End the current stage: its "done in" line when it was announced (and finished)."""
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+            if self.stage is not None and self.announced and finished:
+                self.write(f"stage: {printable(self.stage)}: done in {time.monotonic() - self.started:.1f} s")
+            self.stage, self.announced, self.timer = None, False, None
+
+    def __call__(self, stage: str) -> None:
+        if stage == self.stage:
+            return
+        self.close()
+        with self.lock:
+            self.stage, self.started = stage, time.monotonic()
+            self.timer = threading.Timer(self.delay, self._announce, args=(stage,))
+            self.timer.daemon = True
+            self.timer.start()
+
+
 @contextlib.contextmanager
 def progress_bars():
-    """Transient rich progress bars on stderr; yields ``report(stage, completed, total, detail)``."""
+    """Transient rich progress bars on stderr when it is a terminal, plain stage lines when it is not; yields ``report(stage, completed, total, detail)``."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
     console = Console(stderr=True)
     # off when stderr is not a terminal: a finished bar would leave a blank line before an "error: ..." line
+    lines = None if console.is_terminal else StageLines(lambda text: typer.echo(text, err=True), LONG_STAGE_S)
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
         tasks: dict = {}
 
         def report(stage, completed=None, total=None, detail=""):
+            if lines is not None:
+                lines(stage)
             if stage not in tasks:
                 tasks[stage] = bars.add_task(stage, total=total, detail=detail)
             bars.update(tasks[stage], completed=completed or 0, total=total, detail=detail)
 
-        yield report
+        try:
+            yield report
+        except BaseException:
+            if lines is not None:
+                lines.close(finished=False)
+            raise
+        if lines is not None:
+            lines.close()
 
 
 def history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str]):
@@ -105,6 +168,9 @@ def history_recorder(history: Optional[Path], no_history: bool, model_id: Option
             store.append(data, model_id=model_id or default_model_id(data), release=release)
         except HistoryLockedError as error:  # the audit finished and its results.json is written: warn, do not fail
             typer.echo(f"warning: {' '.join(str(error).split())}", err=True)
+            return
+        # a side effect the user should see: where the audit went, and how not to
+        typer.echo(f"history: appended to {printable(path)} (--no-history to skip)", err=True)
 
     return record
 

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from .._core.messages import describe_value
+from .._core.usercode import call_user
 from .._core.validation import as_real_array
 
 __all__ = ["MAX_OUTPUT_DIMENSIONS", "PROBE_SIZE", "Mechanism", "draw", "from_release", "load_mechanism", "probe"]
@@ -82,15 +84,30 @@ def load_mechanism(path: str, name: str = "--mechanism") -> Mechanism:
     return import_callable(path, name)  # type: ignore[no-any-return]
 
 
-def _call(mechanism: Mechanism, dataset: np.ndarray, size: int, rng: np.random.Generator, name: str, which: str) -> np.ndarray:
+def _first_items(raw: Any) -> list[Any]:
+    """Up to 100 leading elements of a list, tuple or array, nested or ragged."""
     try:
-        raw = mechanism(dataset.copy(), size, rng)
-    except Exception as error:  # the user's code: any failure is a refused mechanism, named
-        raise ValueError(f"`{name}` failed on `{which}` with {type(error).__name__}: {error}") from None
+        return list(np.asarray(raw, dtype=object).reshape(-1)[:100])
+    except (TypeError, ValueError):  # ragged beyond what NumPy holds as objects
+        return []
+
+
+def _call(mechanism: Mechanism, dataset: np.ndarray, size: int, rng: np.random.Generator, name: str, which: str) -> np.ndarray:
+    raw = call_user(name, getattr(mechanism, "__qualname__", type(mechanism).__name__), mechanism, dataset.copy(), size, rng, context=f" on `{which}`")
+    expected = f"an array of `size` = {size} numeric outputs (one per sample, along the first axis)"
+    if isinstance(raw, (str, bytes)):
+        raise ValueError(f"`{name}` must return {expected}, got a {type(raw).__name__} {describe_value(raw)} on `{which}`")
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        labels = [item for item in _first_items(raw) if isinstance(item, (str, bytes))]
+        if labels:
+            raise ValueError(
+                f"`{name}` must return {expected}, got {type(raw).__name__} of category labels such as {describe_value(labels[0])} "
+                f"on `{which}`; encode categories as numbers (e.g. each category's index)"
+            )
     try:
         samples = as_real_array(raw, name)
     except ValueError:
-        raise ValueError(f"`{name}` must return an array of numbers, got {type(raw).__name__} on `{which}`") from None
+        raise ValueError(f"`{name}` must return {expected}, got {type(raw).__name__} on `{which}`") from None
     if samples.ndim == 0 or samples.shape[0] != size:
         raise ValueError(f"`{name}` must return `size` = {size} outputs along the first axis, got shape {samples.shape} on `{which}`")
     if samples.ndim - 1 > MAX_OUTPUT_DIMENSIONS:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
+from .._core.usercode import call_user, raised_by_user
 from .._core.validation import check_choice
 from .device import seeded_torch
 from .model_files import HF_LOAD_OPTIONS, SAVE_ADVICE, check_hf_directory, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
@@ -193,6 +194,10 @@ def import_callable(path: str, name: str = "factory"):
         target = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"`{name}` {path!r}: cannot import {module_name!r}: {error}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # noqa: BLE001 - the user's module raised (or called sys.exit) while importing
+        raise raised_by_user(name, path, error, context=f" while importing {module_name!r}") from error
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ValueError(f"`{name}` {path!r}: {module_name!r} has no attribute {attribute!r}")
@@ -282,13 +287,8 @@ def build_torch_module(factory: str, weights=None, *, seed: int = 0, factory_nam
     """
     torch = require("torch", purpose="building a PyTorch model")
     build = import_callable(factory, factory_name)
-    try:
-        with seeded_torch(seed):
-            module = build()
-    except Exception as error:  # the user's code: any failure is reported in one line
-        raise ValueError(
-            f"`{factory_name}` {factory!r} failed when called with no arguments: {type(error).__name__}: {' '.join(str(error).split())[:200]}"
-        ) from None
+    with seeded_torch(seed):
+        module = call_user(factory_name, factory, build, context=" when called with no arguments")
     if not isinstance(module, torch.nn.Module):
         raise ValueError(f"`{factory_name}` {factory!r} must return a torch.nn.Module, got {type(module).__name__}")
     if weights is not None:

@@ -117,12 +117,14 @@ def decide_special_tokens(
     if token_id is None:
         evidence = "the tokenizer adds no special tokens and declares no BOS" if not after else f"the tokenizer declares no BOS{trailing}"
         return SpecialTokens((), checked(NAME, "none", evidence))
+    corpus_option = lines is not None  # a command that reads corpus lines (--bos-corpus); lm-one-run has none to offer
     if callable(lines):
         lines = lines()
     if not lines or line_bits is None:
         raise ValueError(
             f"`--bos`: the tokenizer declares BOS {token!r} but does not add it, and no corpus lines were given to check how the model was trained; "
-            "pass --bos prepend or --bos none, or --bos-corpus FILE"
+            f"pass --bos prepend (trained with {token!r} before each text) or --bos none (trained without)"
+            + (", or --bos-corpus FILE" if corpus_option else "")
         )
     return _check_on_lines(tokenizer, int(token_id), str(token), lines, line_bits, max_tokens, seed)
 

@@ -22,10 +22,10 @@ from typing import Any
 from .._core.capture import record_elsewhere
 from .._core.validation import check_choice, check_count
 from .digests import input_digests
-from .local import WARNINGS_KEY, call_task, run_local
+from .local import WARNINGS_KEY, RunsInterrupted, WorkerDiedError, call_task, run_local
 from .store import RunStore
 
-__all__ = ["BACKENDS", "RunStore", "call_task", "check_backend", "input_digests", "reusable_runs", "run_all"]
+__all__ = ["BACKENDS", "RunStore", "RunsInterrupted", "WorkerDiedError", "call_task", "check_backend", "input_digests", "reusable_runs", "run_all"]
 
 BACKENDS = ("local", "ray")
 
@@ -76,6 +76,7 @@ def run_all(
     max_workers: int | None = None,
     address: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    who: str = "the task",
 ) -> list[dict]:
     """Run ``task(config)`` for every config not yet in ``store``; return all results in index order.
 
@@ -103,6 +104,13 @@ def run_all(
         Ray cluster address (``"auto"``, ``"ray://host:10001"``), ray only.
     progress : callable or None
         Called as ``progress(finished, total)`` after each saved run.
+    who : str
+        The user's code the task runs (e.g. "`--train` 'mytrain:train'"),
+        named when a worker dies without a result.
+
+    Ctrl-C stops the workers at once and raises
+    :class:`~privaudit.runner.local.RunsInterrupted` (a KeyboardInterrupt)
+    whose message says how many runs were kept in the store.
     """
     backend = check_choice(backend, "backend", BACKENDS)
     if max_workers is not None:
@@ -128,10 +136,13 @@ def run_all(
         if progress is not None:
             progress(finished, total)
 
-    if backend == "local":
-        run_local(task, jobs, save, max_workers=max_workers)
-    else:
-        from .ray_backend import run_ray
+    try:
+        if backend == "local":
+            run_local(task, jobs, save, max_workers=max_workers, who=who)
+        else:
+            from .ray_backend import run_ray
 
-        run_ray(task, jobs, save, max_workers=max_workers, address=address)
+            run_ray(task, jobs, save, max_workers=max_workers, address=address)
+    except KeyboardInterrupt:
+        raise RunsInterrupted(f"{finished} of {total} runs finished and are kept in {str(store.directory)!r}") from None
     return [store.load(index) for index in range(total)]

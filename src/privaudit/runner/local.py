@@ -23,12 +23,22 @@ from typing import Any
 
 from .._core.capture import capture_library_output
 
-__all__ = ["WARNINGS_KEY", "call_task", "die_with_parent", "run_local"]
+__all__ = ["WARNINGS_KEY", "RunsInterrupted", "WorkerDiedError", "call_task", "die_with_parent", "run_local"]
 
 #: The key under which :func:`call_task` returns what the libraries warned about in the worker (taken off before a run is saved).
 WARNINGS_KEY = "_library_warnings"
 
 _PR_SET_PDEATHSIG = 1
+
+
+class WorkerDiedError(RuntimeError):
+    """A worker process ended without a result (``os._exit``, ``sys.exit`` outside the task, a crash, the kernel's OOM killer)."""
+
+
+class RunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C while runs were training: the workers are stopped and every finished run is kept in the store."""
+
+
 WATCH_INTERVAL = 0.5  # seconds between two looks at the parent's PID
 
 
@@ -64,6 +74,8 @@ def die_with_parent(parent_pid: int) -> None:
     'alive\\n'
     """
     _set_parent_death_signal()
+    # Ctrl-C on a terminal reaches the whole process group: the parent alone decides, and stops the workers itself
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent_pid:
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="privaudit-parent-watch", daemon=True).start()
@@ -101,12 +113,23 @@ def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str,
     return result
 
 
-def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], None], *, max_workers: int | None = None) -> None:
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes now, without waiting for their runs (Ctrl-C)."""
+    for process in list(getattr(pool, "_processes", {}).values()):  # the executor's own table of its workers
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            process.kill()
+
+
+def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], None], *, max_workers: int | None = None, who: str = "the task") -> None:
     """Run ``task`` on each (index, config) of ``jobs`` in spawned processes; ``save(index, result)`` as each finishes.
 
     On the first failure, runs not yet started are cancelled, runs already
-    started are still saved as they finish, and a RuntimeError naming the
-    failed run is raised from the worker's error.
+    started are still saved as they finish, and the failure is raised: a
+    ValueError from the task as itself (bad input, named by the task), any
+    other exception as a RuntimeError naming the failed run, and a worker
+    that died without a result as :class:`WorkerDiedError` naming ``who``.
+    Ctrl-C kills the workers at once, without waiting for their runs, and
+    raises :class:`RunsInterrupted`; the runs saved so far stay saved.
     """
     if not jobs:
         return
@@ -128,10 +151,22 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
                         other.cancel()
                 continue
             save(index, future.result())
+    except KeyboardInterrupt:
+        for other in futures:
+            other.cancel()
+        _stop_workers(pool)
+        raise RunsInterrupted() from None
     finally:
         # every run is saved or failed by now: the workers exit (seconds for a process that imported
         # scikit-learn) while the caller goes on to its attacks and report; the pool still joins them
         pool.shutdown(wait=False, cancel_futures=True)
     if failure is not None:
         index, error = failure
+        if isinstance(error, concurrent.futures.process.BrokenProcessPool):
+            raise WorkerDiedError(
+                f"a worker process died while running {who} (run {index}), without a result: the code called os._exit, crashed, "
+                "or the system killed it (out of memory?); the runs finished so far are kept"
+            ) from error
+        if isinstance(error, ValueError):
+            raise error
         raise RuntimeError(f"run {index} failed: {type(error).__name__}: {error}") from error
