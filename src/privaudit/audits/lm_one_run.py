@@ -265,11 +265,12 @@ def _scorer(model, tokenizer, config: LMOneRunConfig):
 def _load(directory, provenance: LMProvenance, option: str):
     from ..canaries.lm_provenance import check_tokenizer
     from ..models.hf import quiet_loading
+    from ..models.hf_directory import load_hf_directory
 
     if directory is None or not Path(directory).is_dir():
         raise ValueError(f"`{option}` must be a Hugging Face model directory (save_pretrained), got {str(directory)!r}")
     with quiet_loading():
-        loaded = load_model(directory, kind="huggingface", option=option)  # on the GPU when there is one
+        loaded = load_hf_directory(directory, option)  # on the GPU when there is one
     embeddings = loaded.model.get_input_embeddings().num_embeddings if hasattr(loaded.model, "get_input_embeddings") else None
     check_tokenizer(provenance, loaded.tokenizer, option, embeddings)
     return loaded

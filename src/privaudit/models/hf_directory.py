@@ -36,7 +36,7 @@ def load_hf_directory(directory: str | Path, option: str, **options: Any) -> Any
 
     check_weights_present(directory, option)
     try:
-        return load_model(directory, kind="huggingface", **options)
+        return load_model(directory, kind="huggingface", option=option, **options)
     except ValueError as error:
         if str(error).startswith(f"`{option}`"):
             raise
