@@ -143,8 +143,8 @@ def _read_csv_table(path: Path, name: str, text_cols: tuple[str, ...] = ()) -> _
         if len(row) != width:
             raise ValueError(f"`{name}`: {str(path)!r} line {line} has {len(row)} cells, expected {width}")
     lines = [line for line, _ in rows]
-    text = [header is not None and header[index] in text_cols for index in range(width)]
-    columns = [_typed_column([row[index] for _, row in rows], lines, header, index, width, path, name, text[index]) for index in range(width)]
+    as_text = [header is not None and header[index] in text_cols for index in range(width)]
+    columns = [_typed_column([row[index] for _, row in rows], lines, header, index, width, path, name, as_text[index]) for index in range(width)]
     return _Table(header, columns, lines)
 
 
