@@ -225,7 +225,7 @@ def test_exposure_is_repeatable(cli, canary_files, tmp_path):
         ("s,m\n1.0,1\nnan,0\n", [], "must be finite"),
         ("s,m\n1.0,maybe\n0.5,0\n", [], "column `m` must be 1/0"),
         ("s,m\n1.0,1\n0.5,1\n", [], "must have members and non-members"),
-        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "-1"], "`--claimed-epsilon` must be >= 0"),
+        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "-1"], "`--claimed-epsilon` must be in (0, inf), got -1"),
         ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1"], "`--quantity` must be given with `--claimed-epsilon`"),
         ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "1", "--quantity", "per-step"], "give `--claim-sampling-rate` and `--claim-steps`"),
     ],

@@ -11,6 +11,8 @@ import typer
 
 from ..report.verdict import console_lines
 from .app import app
+from .audit import flags_in_messages
+from .claims import claim_flags
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 
@@ -69,17 +71,18 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    run = audit_exposure(
-        canary_losses,
-        reference_losses,
-        texts=texts,
-        insertions=counts,
-        confidence=confidence,
-        extrapolate=extrapolate,
-        source=source,
-        claimed_epsilon=claimed_epsilon,
-        claimed_delta=claimed_delta,
-    )
+    with flags_in_messages(claim_flags("the training"), None):  # `claimed_epsilon` in a message reads as the flag typed
+        run = audit_exposure(
+            canary_losses,
+            reference_losses,
+            texts=texts,
+            insertions=counts,
+            confidence=confidence,
+            extrapolate=extrapolate,
+            source=source,
+            claimed_epsilon=claimed_epsilon,
+            claimed_delta=claimed_delta,
+        )
     result: Any = run.result  # an ExposureAuditResult
     if output is not None:
         from ..report.runs import write_run
@@ -251,24 +254,25 @@ def bound(
     direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
-    run = audit_scores(
-        in_scores,
-        out_scores,
-        delta=delta,
-        method=family,
-        interval=interval,
-        confidence=confidence,
-        threshold=_parse_threshold(threshold),
-        seed=seed,
-        one_run=one_run,
-        claimed_epsilon=claimed_epsilon,
-        source=source,
-        direction=direction,
-        claimed_delta=claimed_delta,
-        quantity=quantity,
-        claim_sampling_rate=claim_sampling_rate,
-        claim_steps=claim_steps,
-    )
+    with flags_in_messages(claim_flags("the mechanism"), None):  # `claimed_epsilon` in a message reads as the flag typed
+        run = audit_scores(
+            in_scores,
+            out_scores,
+            delta=delta,
+            method=family,
+            interval=interval,
+            confidence=confidence,
+            threshold=_parse_threshold(threshold),
+            seed=seed,
+            one_run=one_run,
+            claimed_epsilon=claimed_epsilon,
+            source=source,
+            direction=direction,
+            claimed_delta=claimed_delta,
+            quantity=quantity,
+            claim_sampling_rate=claim_sampling_rate,
+            claim_steps=claim_steps,
+        )
     result: Any = run.result  # a ScoresResult
     if output is not None:
         from ..report.runs import write_run
