@@ -71,6 +71,15 @@ def digits_run(seed: int, *, bug: bool):
     return digits_auditor(seed, bug=bug).result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)
 
 
+def write_json(out: dict, output: Path | None) -> None:
+    """``out`` as indented JSON to ``output``, or to stdout without one."""
+    text = json.dumps(out, indent=2)
+    if output:
+        output.write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -111,11 +120,7 @@ def main() -> None:
         }
         print(f"{name}: flagged in {cases[name]['flagged']} of {args.seeds} seeds; end-to-end bound / claim mean {ratios.mean():.3f} (min {ratios.min():.3f})")
     out = {"benchmark": "opacus_verdict", "epsilon": EPSILON, "delta": DELTA, "epochs": EPOCHS, "batch": BATCH, "cases": cases, "versions": library_versions()}
-    text = json.dumps(out, indent=2)
-    if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
-        print(text)
+    write_json(out, args.output)
 
 
 if __name__ == "__main__":
