@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .._core.extras import require
@@ -30,6 +31,9 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] =
 
 def save_figure(figure: Any, path: Any, *, dpi: int = 120) -> Any:
     """Lay out and write ``figure`` as PNG to ``path``; returns ``path``."""
-    figure.tight_layout()
-    figure.savefig(path, dpi=dpi)
+    with warnings.catch_warnings():
+        # matplotlib warns when placing a legend at loc="best" takes over a second, a matter of the machine's load, not of the figure
+        warnings.filterwarnings("ignore", message="Creating legend with loc=", category=UserWarning)
+        figure.tight_layout()
+        figure.savefig(path, dpi=dpi)
     return path
