@@ -72,14 +72,16 @@ def test_kill_and_resume_gives_the_uninterrupted_numbers(tmp_path):
         json.loads(path.read_text(encoding="utf-8"))  # every file is JSON text: no pickle anywhere
 
 
-def test_a_different_config_refuses_to_mix_with_stored_runs(cli, tmp_path):
+def test_a_different_config_retrains_every_run_and_never_mixes_in_stored_ones(cli, tmp_path):
     small = BlackBoxConfig(**{**CONFIG, "num_steps": 2, "num_models_per_side": 5})
     store = RunStore(tmp_path / "out" / "runs")
     for index, run_config in enumerate(run_configs(small)):  # an earlier audit's finished runs
         store.save(index, train_one(run_config), config=run_config)
+    changed = {**CONFIG, "num_steps": 2, "num_models_per_side": 5, "noise_multiplier": 0.7}
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({**CONFIG, "num_steps": 2, "num_models_per_side": 5, "noise_multiplier": 0.7}))
+    config.write_text(json.dumps(changed))
     code, stdout, stderr = cli(["audit", "blackbox", "--config", config, "--output", tmp_path / "out", "--no-history"])
-    assert code == 2 and stdout == ""
-    assert stderr.startswith("error: `store` holds run") and stderr.count("\n") == 1
-    assert not (tmp_path / "out" / "results.json").exists()
+    assert code == 0, stderr
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["num_trained"] == 10 and "reused" not in stdout
+    expected = run_configs(BlackBoxConfig(**changed))
+    assert [store.load_config(index) for index in range(10)] == json.loads(json.dumps(expected))  # every stored run is the new config's

@@ -233,3 +233,32 @@ def test_report_skips_a_hard_linked_figure_with_a_note(scores_run, tmp_path):
     assert f"note: {scores_run / 'roc.png'} was not embedded" in stdout
     images = embedded((tmp_path / "page.html").read_text(encoding="utf-8"))
     assert outside.read_bytes() not in images and len(images) == len([p for p in scores_run.glob("*.png") if p.name != "roc.png"])
+
+
+def test_lm_one_run_refuses_an_adapter_directory_that_asks_to_run_its_code(hf, tmp_path):
+    pytest.importorskip("peft")
+    root, marker = hf
+    prepared = tmp_path / "prepared"
+    argv = ["canaries", "lm", "--base-model", root / "clean", "--corpus", root / "corpus.txt", "--output", prepared, "--design", "random-tokens", "--count", 8]
+    assert run_cli(argv)[0] == 0
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "evil_modeling.py").write_text(EVIL.format(marker=str(marker)), encoding="utf-8")
+    config = {"peft_type": "LORA", "r": 2, "target_modules": ["c_attn"], "auto_map": {"AutoModelForCausalLM": "evil_modeling.EvilModel"}}
+    (adapter / "adapter_config.json").write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = [
+        "audit",
+        "lm-one-run",
+        "--model",
+        adapter,
+        "--base-model",
+        root / "clean",
+        "--provenance",
+        prepared / "provenance.json",
+        "--output",
+        out,
+        "--no-history",
+    ]
+    _one_error_line(*run_cli(argv), "`--model`", "adapter_config.json", "auto_map")
+    assert not marker.exists() and not out.exists()

@@ -35,8 +35,8 @@ __all__ = [
 
 #: What every transformers load passes: offline, and never the directory's own code (no prompt either: an explicit False raises).
 HF_LOAD_OPTIONS = {"local_files_only": True, "trust_remote_code": False}
-# the files in which a save_pretrained directory can ask for its own code (transformers' `auto_map`, peft's `auto_mapping`)
-_CODE_KEYS = ("auto_map", "auto_mapping", "custom_pipelines")
+# the keys by which a save_pretrained directory asks for its own code (peft's `auto_mapping` names an installed library's class: no code of the directory's)
+_CODE_KEYS = ("auto_map", "custom_pipelines")
 _CONFIG_FILES = ("config.json", "tokenizer_config.json", "adapter_config.json", "preprocessor_config.json", "processor_config.json")
 _PICKLE_SUFFIXES = (".bin", ".pkl", ".pt", ".pth", ".ckpt", ".pickle")
 
