@@ -80,7 +80,9 @@ def test_reported_statistics_are_those_of_the_stored_signals(full_run):
     # the most exposed records are the top of the headline attack, by their row in the pool, with the paper's fraction beside the ratio
     top = run.result.most_vulnerable[0]
     assert top.score == rmia.max() and top.member == bool(target_members[top.record])
-    fraction = rmia_scores(signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population])
+    fraction = rmia_scores(
+        signals[-1, keep], signals[:-1, keep], membership[:, keep], signals[-1, population], signals[:-1, population], membership[:, population]
+    )
     ratio_z = rmia_log_ratios(signals[-1, population], signals[:-1, population], membership[:, population])
     z_index = np.cumsum(population) - 1
     expected = fraction[np.cumsum(keep)[top.record] - 1] if keep[top.record] else rmia_fractions_left_out(ratio_z)[z_index[top.record]]

@@ -293,10 +293,13 @@ def attack_scores(
     lira = functools.partial(lira_scores_streamed, target, reference, membership, global_variance=config.global_variance, records=records)
     ratios = functools.partial(rmia_ratios_streamed, target, reference, membership)
     scores = {"loss": loss_scores(target[records]), "lira-online": lira(online=True), "lira-offline": lira(online=False)}
+    z_of = np.full(records.size, -1, dtype=np.intp)  # each evaluated z's place among the z, -1 for the other records
+    is_z = population[records]
+    z_of[is_z] = np.searchsorted(z, records[is_z])
     for name, offline_a in (("rmia-online", None), ("rmia-offline", config.offline_a)):
         ratio_z = ratios(records=z, offline_a=offline_a, name="population_membership")
         scores[name] = ratios(records=records, offline_a=offline_a)
-        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], ratio_z, np.where(population, np.cumsum(population) - 1, -1)[records], gamma=config.gamma)
+        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], ratio_z, z_of, gamma=config.gamma)
     return scores
 
 
@@ -514,7 +517,7 @@ class MIAAudit(Audit):
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
         # the models' signals stay in the store's .npy files and are streamed: a chunk of records at a time,
-        # plus per record the membership draws (1 byte per reference) and a few float64 vectors (scores, ratios)
+        # plus per record the membership draws (1 byte per reference) and a dozen 8-byte vectors (7 score vectors, indices, ratios)
         if config.model_kind == "huggingface":  # a text pool
             from .mia_signals_lm import read_text_pool
 
@@ -522,7 +525,7 @@ class MIAAudit(Audit):
         else:
             records = len(pool_of(config).y)
         working = working_bytes(config.num_references, min(records, DEFAULT_CHUNK_RECORDS))
-        return working + records * (config.num_references + 64), f"`num_references` = {config.num_references} on {records} records"
+        return working + records * (config.num_references + 96), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
         self,
