@@ -435,6 +435,11 @@ class MIAAudit(Audit):
         pool = pool_of(config)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        if round(config.population_fraction * len(pool.y)) < 2:  # each z is scored against the others
+            raise ValueError(
+                f"`population_fraction` must leave at least 2 population samples z in the pool, got {round(config.population_fraction * len(pool.y))} "
+                f"of {len(pool.y)} records at {config.population_fraction:g}"
+            )
         record_ids(pool, config.id_col)  # unique ids, before any model trains
         from .mia_augment import augment_spec
 
