@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import shutil
 import tempfile
 import time
@@ -44,33 +43,43 @@ from .._core.conventions import Convention, checked, default, explicit
 from .._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
 from ..runner import RunStore, WorkerDiedError, check_backend, reusable_runs, run_all
 from ..stats.mia import loss_scores, rmia_fractions
-from ..stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ..stats.mia_stream import DEFAULT_CHUNK_RECORDS, lira_scores_streamed, rmia_ratios_streamed, working_bytes
 from ..stats.one_run_combined import OneRunLowerBound
 from .base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from .mia_training import TRAIN_INPUTS, draws, id_text, job_inputs, pool_of, preflight, record_ids, train_and_score
+from .mia_summaries import (
+    ATTACKS,
+    FRACTION_KEYS,
+    HEADLINE_ATTACK,
+    AttackSummary,
+    VulnerableRecord,
+    attack_summaries,
+    most_vulnerable,
+    top_ties,
+)
+from .mia_training import TRAIN_INPUTS, draws, job_inputs, pool_of, preflight, record_ids, train_and_score
 from .mia_user import user_references, user_target
 from .verdicts import check_claim_fields
 
 __all__ = [
     "AUDIT",
     "ATTACKS",
+    "FRACTION_KEYS",
+    "HEADLINE_ATTACK",
     "AttackSummary",
+    "BoundDesign",
     "MIAAudit",
     "MIAConfig",
     "MIAResult",
     "VulnerableRecord",
     "attack_scores",
     "attack_summaries",
+    "evaluate",
     "most_vulnerable",
     "threat_model",
+    "top_ties",
 ]
 
 THREAT_MODEL = "black-box: the target's confidence on each record; reference models trained by the auditor on random halves of the pool; population samples known to be non-members"
-ATTACKS = ("loss", "lira-online", "lira-offline", "rmia-online", "rmia-offline")
-HEADLINE_ATTACK = "rmia-online"
-#: Where attack_scores puts each RMIA's fraction of z dominated (shown beside its log ratio, which ranks the records).
-FRACTION_KEYS = {"rmia-online": "rmia-online fraction", "rmia-offline": "rmia-offline fraction"}
 DATASETS = ("digits", "breast-cancer")
 MIN_RECORDS = 20
 
@@ -176,45 +185,6 @@ class MIAConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class AttackSummary:
-    """One attack's AUC and its TPR at each FPR target, with ``confidence`` intervals (in-sample statistics).
-
-    A TPR is None where the evaluated non-members are too few for its FPR
-    (fewer than 1/FPR: the TPR "at 0.1% FPR" of 500 non-members would be the
-    TPR at zero false positives); ``num_out`` is their count.
-    """
-
-    attack: str
-    auc: float
-    fpr: tuple[float, ...]
-    tpr: tuple[float | None, ...]
-    tpr_low: tuple[float | None, ...]
-    tpr_high: tuple[float | None, ...]
-    num_out: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class VulnerableRecord:
-    """A record the headline attack scores highest: its row in the pool, score, and whether it was a member.
-
-    ``score`` is online RMIA's log ratio log Pr(x|θ)/Pr(x), ``fraction`` its
-    fraction of population samples dominated (the paper's score, a
-    non-decreasing function of the ratio).
-
-    ``record_id`` is the user's id of the record (its ``--id-col`` value;
-    None: the row is the id); ``attack_scores`` every attack's score of it,
-    in the order of the result's ``attacks``.
-    """
-
-    record: int
-    score: float
-    member: bool
-    record_id: str | None = None
-    attack_scores: tuple[float, ...] = ()
-    fraction: float | None = None  # online RMIA's fraction of z dominated (``score`` is its log ratio, which ranks)
-
-
-@dataclasses.dataclass(frozen=True)
 class BoundDesign:
     """How a bound mode chose its attack: on pilot slots the bound does not use (:mod:`.mia_bounds`).
 
@@ -313,36 +283,14 @@ def attack_scores(
     lira = functools.partial(lira_scores_streamed, target, reference, membership, global_variance=config.global_variance, records=records)
     ratios = functools.partial(rmia_ratios_streamed, target, reference, membership)
     scores = {"loss": loss_scores(target[records]), "lira-online": lira(online=True), "lira-offline": lira(online=False)}
+    z_of = np.full(records.size, -1, dtype=np.intp)  # each evaluated z's place among the z, -1 for the other records
+    is_z = population[records]
+    z_of[is_z] = np.searchsorted(z, records[is_z])
     for name, offline_a in (("rmia-online", None), ("rmia-offline", config.offline_a)):
         ratio_z = ratios(records=z, offline_a=offline_a, name="population_membership")
         scores[name] = ratios(records=records, offline_a=offline_a)
-        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], ratio_z, np.where(population, np.cumsum(population) - 1, -1)[records], gamma=config.gamma)
+        scores[FRACTION_KEYS[name]] = rmia_fractions(scores[name], ratio_z, z_of, gamma=config.gamma)
     return scores
-
-
-def supported_fpr(fpr: float, num_out: int) -> bool:
-    """Whether ``num_out`` non-members can show an FPR of ``fpr``: 0 always, else at least 1/``fpr`` of them.
-
-    >>> supported_fpr(0.001, 999), supported_fpr(0.001, 1000), supported_fpr(0.0, 3)
-    (False, True, True)
-    """
-    return fpr == 0.0 or num_out >= math.ceil(1.0 / fpr - 1e-9)
-
-
-def attack_summaries(scores: dict[str, np.ndarray], is_member: np.ndarray, confidence: float) -> list[AttackSummary]:
-    """Each attack's AUC and TPR at the FPR targets, with ``confidence`` Clopper–Pearson intervals, in the order of :data:`ATTACKS`.
-
-    A TPR whose FPR needs more non-members than ``is_member`` holds is None (:func:`supported_fpr`).
-    """
-    summaries = []
-    for name in ATTACKS:
-        metrics = attack_metrics(np.ravel(scores[name]), np.ravel(is_member), fpr=DEFAULT_FPR, confidence=confidence)
-        kept = [supported_fpr(float(f), metrics.num_out) for f in metrics.fpr]
-        tpr, low, high = (
-            tuple(float(v) if keep else None for v, keep in zip(array, kept, strict=True)) for array in (metrics.tpr, metrics.tpr_low, metrics.tpr_high)
-        )
-        summaries.append(AttackSummary(name, metrics.auc, tuple(float(f) for f in metrics.fpr), tpr, low, high, num_out=metrics.num_out))
-    return summaries
 
 
 def threat_model(config: MIAConfig) -> str:
@@ -358,60 +306,6 @@ def threat_model(config: MIAConfig) -> str:
         "black-box: the confidence on each record of the user's trained target (its members as given); "
         f"{references} on random halves of the pool; population samples known to be non-members"
     )
-
-
-#: Breaks the ties of the headline attack's log ratio in the table (another likelihood ratio); row order only after both.
-TIE_BREAK_ATTACK = "lira-online"
-
-
-def _table_order(scores: dict[str, np.ndarray]) -> np.ndarray:
-    """Records from the highest headline score down, ties broken by :data:`TIE_BREAK_ATTACK`'s score, then by row."""
-    headline, second = np.ravel(scores[HEADLINE_ATTACK]), np.ravel(scores[TIE_BREAK_ATTACK])
-    return np.lexsort((np.arange(headline.size), -second, -headline))
-
-
-def most_vulnerable(
-    scores: dict[str, np.ndarray], is_member: np.ndarray, rows: np.ndarray, user_ids: np.ndarray | None, count: int
-) -> tuple[VulnerableRecord, ...]:
-    """The ``count`` records the headline attack scores highest, with every attack's score, RMIA's fraction and the user's id.
-
-    Ranked by online RMIA's log ratio, its ties by online LiRA's score (ties
-    on both, in row order, are stated by :func:`top_ties`).
-
-    >>> scores = {name: np.array([0.1, 0.9, 0.5]) for name in ATTACKS}
-    >>> [(r.record, r.record_id, r.member) for r in most_vulnerable(scores, np.array([False, True, False]), np.array([4, 7, 9]), 10.0 * np.arange(10), 2)]
-    [(7, '70', True), (9, '90', False)]
-    """
-    headline = np.ravel(scores[HEADLINE_ATTACK])
-    fraction = scores.get(FRACTION_KEYS[HEADLINE_ATTACK])
-    member = np.ravel(is_member)
-    return tuple(
-        VulnerableRecord(
-            int(rows[i]),
-            float(headline[i]),
-            bool(member[i]),
-            record_id=None if user_ids is None else id_text(user_ids[rows[i]]),
-            attack_scores=tuple(float(np.ravel(scores[name])[i]) for name in ATTACKS),
-            fraction=None if fraction is None else float(np.ravel(fraction)[i]),
-        )
-        for i in _table_order(scores)[:count]
-    )
-
-
-def top_ties(scores: dict[str, np.ndarray], count: int) -> tuple[tuple[float, int], ...]:
-    """(headline score, records) of each tie that decides the top ``count`` of :func:`most_vulnerable`: records equal on both its keys.
-
-    Empty when no tie decides the table (its order is then the scores', never the rows').
-
-    >>> scores = {HEADLINE_ATTACK: np.array([3.0, 1.0, 3.0, 1.0, 0.5]), TIE_BREAK_ATTACK: np.array([0.0, 2.0, 0.0, 1.0, 0.0])}
-    >>> top_ties(scores, 3)  # the two 3.0 tie on both keys; the two 1.0 are told apart by the second
-    ((3.0, 2),)
-    """
-    keys = np.stack([np.ravel(scores[HEADLINE_ATTACK]), np.ravel(scores[TIE_BREAK_ATTACK])], axis=1)
-    shown = keys[_table_order(scores)[:count]]
-    values, counts = np.unique(keys, axis=0, return_counts=True)
-    tied = [(float(v[0]), int(c)) for v, c in zip(values, counts, strict=True) if c > 1 and (shown == v).all(axis=1).any()]
-    return tuple(sorted(tied, reverse=True))
 
 
 def evaluate(target: np.ndarray, reference: Any, membership: np.ndarray, population: np.ndarray, in_target: np.ndarray, config: MIAConfig) -> dict[str, Any]:
@@ -537,7 +431,7 @@ class MIAAudit(Audit):
 
     def memory_estimate(self, config: MIAConfig) -> tuple[int, str]:
         # the models' signals stay in the store's .npy files and are streamed: a chunk of records at a time,
-        # plus per record the membership draws (1 byte per reference) and a few float64 vectors (scores, ratios)
+        # plus per record the membership draws (1 byte per reference) and a dozen 8-byte vectors (7 score vectors, indices, ratios)
         if config.model_kind == "huggingface":  # a text pool
             from .mia_signals_lm import read_text_pool
 
@@ -545,7 +439,7 @@ class MIAAudit(Audit):
         else:
             records = len(pool_of(config).y)
         working = working_bytes(config.num_references, min(records, DEFAULT_CHUNK_RECORDS))
-        return working + records * (config.num_references + 64), f"`num_references` = {config.num_references} on {records} records"
+        return working + records * (config.num_references + 96), f"`num_references` = {config.num_references} on {records} records"
 
     def run(
         self,
@@ -569,6 +463,11 @@ class MIAAudit(Audit):
         pool = pool_of(config)  # an unreadable --data is refused here
         if round(config.population_fraction * len(pool.y)) < 1 or len(pool.y) < MIN_RECORDS:
             raise ValueError(f"`--data` must hold at least {MIN_RECORDS} records (population samples and members and non-members to attack), got {len(pool.y)}")
+        if round(config.population_fraction * len(pool.y)) < 2:  # each z is scored against the others
+            raise ValueError(
+                f"`population_fraction` must leave at least 2 population samples z in the pool, got {round(config.population_fraction * len(pool.y))} "
+                f"of {len(pool.y)} records at {config.population_fraction:g}"
+            )
         record_ids(pool, config.id_col)  # unique ids, before any model trains
         from .mia_augment import augment_spec
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._core.conventions import Convention, checked, explicit
+from .mia_summaries import FRACTION_KEYS
 
 __all__ = [
     "AUGMENTATIONS",
@@ -141,7 +142,6 @@ def augmented_attack_scores(
     """
     from ..stats.mia import rmia_fractions, rmia_log_ratios
     from ..stats.mia_augmented import lira_offline_augmented, lira_online_augmented, loss_augmented, view_averaged_signal
-    from .mia import FRACTION_KEYS
 
     x = (target[:, evaluated], reference[:, :, evaluated], membership[:, evaluated])
     averaged_target, averaged_reference = view_averaged_signal(target), view_averaged_signal(reference)

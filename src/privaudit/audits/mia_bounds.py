@@ -79,6 +79,7 @@ from ..runner import RunStore, reusable_runs, run_all
 from ..stats.metrics import roc_auc
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from .base import Headline
+from .mia_summaries import attack_summaries, most_vulnerable, top_ties
 from .verdicts import auc_margin, auc_warnings, claim_of, with_verdict
 from .verdicts import bound_ceiling as ceiling_of_bound
 
@@ -397,7 +398,7 @@ def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
 def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> Any:
     """Train (or resume) the references and the audited models into ``directory``, score every slot and bound ε."""
     from .base import AuditRun
-    from .mia import AUDIT, MIAResult, _conventions, attack_summaries, most_vulnerable, top_ties
+    from .mia import AUDIT, MIAResult, _conventions
     from .mia_training import pool_of, record_ids
 
     pool = pool_of(config)

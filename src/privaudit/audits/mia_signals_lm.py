@@ -132,7 +132,8 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     from .._core.conventions import explicit
     from .._core.extras import require
     from .base import AuditRun, no_progress
-    from .mia import AUDIT, HEADLINE_ATTACK, MIAResult, attack_summaries, evaluate, most_vulnerable, threat_model, top_ties
+    from .mia import AUDIT, MIAResult, evaluate, threat_model
+    from .mia_summaries import HEADLINE_ATTACK, attack_summaries, most_vulnerable, top_ties
     from .mia_training import read_members, user_target_draws
 
     require("transformers", purpose="the mia audit of a causal language model")

@@ -31,6 +31,7 @@ from ..runner.digests import input_digests
 from ..stats.mia import clip_at_resolution, logit_confidence
 from .blackbox import check_train_function
 from .mia_augment import augment_spec, signals_on_views
+from .mia_summaries import id_text
 
 __all__ = [
     "SUFFIXES",
@@ -47,7 +48,6 @@ __all__ = [
     "model_signals",
     "preflight",
     "read_members",
-    "id_text",
     "record_ids",
     "target_members",
     "train_and_score",
@@ -163,18 +163,6 @@ def read_members(path: str, num_records: int) -> np.ndarray:
     if int(mask.sum()) != rows.size:
         raise ValueError(f"`--members` must list each row once, got {rows.size - int(mask.sum())} repeated row(s)")
     return mask
-
-
-def id_text(value: Any) -> str:
-    """A record's id as the user wrote it: text verbatim, a whole number without a decimal point.
-
-    >>> id_text("P-00017"), id_text(17.0), id_text(np.float64(2.5))
-    ('P-00017', '17', '2.5')
-    """
-    if isinstance(value, str):
-        return value
-    number = float(value)
-    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def _id_key(text: str) -> str:
