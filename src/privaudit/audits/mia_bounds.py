@@ -76,12 +76,12 @@ from .._core.conventions import Convention, default, explicit
 from .._core.seeding import child_seeds
 from .._core.validation import check_choice, check_count, check_probability
 from ..runner import RunStore, reusable_runs, run_all
+from ..stats.ceiling import make_ceiling
 from ..stats.metrics import roc_auc
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from .base import Headline
 from .mia_summaries import attack_summaries, most_vulnerable, top_ties
 from .verdicts import auc_margin, auc_warnings, claim_of, with_verdict
-from .verdicts import bound_ceiling as ceiling_of_bound
 
 __all__ = [
     "BOUND_METHODS",
@@ -442,12 +442,12 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
         bound_design=chosen,
         conventions=conventions,
     )
-    result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == chosen.attack), member)
+    result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == chosen.attack), member, chosen.ceiling)
     observations = {"scores": {name: values.ravel() for name, values in scores.items()}, "is_member": member, "record_ids": ids}
     return AuditRun(AUDIT.name, config, result, observations=observations)
 
 
-def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float, member: np.ndarray) -> Any:
+def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float, member: np.ndarray, ceiling: float) -> Any:
     """The bound against the user's end-to-end claim, its ceiling, and the AUC's sanity warnings (which change no number)."""
     margin = auc_margin(int(member.sum()), int((~member).sum()), config.confidence)
     claim = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta)
@@ -459,6 +459,7 @@ def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float,
         bound_delta=bound.delta,
         quantity="end-to-end",
         claim=claim,
-        ceiling=ceiling_of_bound(bound, raise_with=raise_with),
+        # the design's own perfect attack (untied, through the same guess rule, on these coins): the headline's ceiling too
+        ceiling=make_ceiling(bound.epsilon, ceiling, raise_with=raise_with, design=f"{bound.num_canaries} held-out slots, {bound.confidence:.0%}"),
         warnings=warnings,
     )
