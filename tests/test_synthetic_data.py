@@ -16,7 +16,7 @@ pytest.importorskip("pyarrow")
 from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig, embedded_tables  # noqa: E402
 from privaudit.audits.synthetic_data.attacks import dcr_distances, dcr_statistics, log_kde  # noqa: E402
 from privaudit.audits.synthetic_data.bound import canary_bound  # noqa: E402
-from privaudit.audits.synthetic_data.generators import memorising_copula, most_outlying  # noqa: E402
+from privaudit.audits.synthetic_data.generators import most_outlying  # noqa: E402
 from privaudit.audits.synthetic_data.table import Encoder, read_frame  # noqa: E402
 
 
@@ -188,7 +188,9 @@ def test_canary_bound_covers_the_true_epsilon_of_a_randomized_response_generator
     bounds = []
     for _ in range(trials):
         included = rng.random(m) < 0.5
-        result = canary_bound(_randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claimed=epsilon or None, canaries="rr", coins_seed=0)
+        result = canary_bound(
+            _randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claimed=epsilon or None, canaries="rr", coins_seed=0
+        )
         assert result.bound.epsilon <= result.ceiling + 1e-12
         bounds.append(result.bound.epsilon)
     bounds = np.array(bounds)
