@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from browser import CONSOLE, chromium, needs_chromium, render, rendered_dom
 from cli_helpers import assert_refused, run_cli
 from scipy import stats
 
@@ -223,3 +224,30 @@ def test_shadow_generations_resume_with_no_finished_run_repeated(tmp_path, monke
     second = AUDIT.run(config, checkpoints=tmp_path / "runs", max_workers=1).result
     assert len(log.read_text().splitlines()) == calls + 2  # only the probe and the release again
     assert second.attack("shadow") == first.attack("shadow")
+
+
+@pytest.fixture(scope="module")
+def report_folder(tmp_path_factory):
+    output = tmp_path_factory.mktemp("report") / "out"
+    code, _, stderr = run_cli(["audit", "synthetic-data", "--shadows", "0", "--canaries", "20", "--output", output, "--no-history"])
+    assert code == 0, stderr
+    return output
+
+
+def test_report_page_shows_dcr_beside_the_attacks_the_exposed_ids_and_the_ceiling(report_folder):
+    page = (report_folder / "report.html").read_text(encoding="utf-8")
+    data = json.loads((report_folder / "results.json").read_text())
+    assert "DCR&#x27;s holdout test" in page or "DCR's holdout test" in page
+    assert "ROC of every attack on log-log axes" in page and page.count("data:image/png;base64,") >= 2
+    assert all(record["record_id"] in page for record in data["most_exposed"]) and "ceiling (every guess right" in page
+
+
+@needs_chromium
+def test_report_renders_in_headless_chromium_with_dcr_beside_the_attacks(report_folder, tmp_path):
+    page = report_folder / "report.html"
+    dom, log = rendered_dom(chromium(), page)
+    assert not CONSOLE.search(log)
+    data = json.loads((report_folder / "results.json").read_text())
+    assert "DCR's holdout test" in dom and "ROC of every attack on log-log axes" in dom and dom.count("data:image/png;base64,") >= 2
+    assert all(record["record_id"] in dom for record in data["most_exposed"])
+    assert not CONSOLE.search(render(chromium(), page, tmp_path / "report.png"))
