@@ -1,0 +1,155 @@
+"""The ceiling of a lower bound: the largest value its design could have shown.
+
+A lower bound from m canaries, or from n observations per side, at
+confidence c with k Bonferroni tests cannot exceed the bound a *perfect*
+attack gets on the same design: every guess right, every error count zero.
+That value is the ceiling. A bound close to its ceiling says "ε is at least
+this, and may be much more": the design, not the model, limited it, and only
+more canaries, samples or trials raise it.
+
+>>> from privaudit.stats.one_run import epsilon_one_run
+>>> ceiling = one_run_ceiling(1000, delta=0.0, methods=("steinke",), num_guesses=[100])
+>>> ceiling == epsilon_one_run(1000, 100, 100, delta=0.0).epsilon
+True
+>>> at_ceiling(3.2, ceiling), at_ceiling(2.0, ceiling)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._core.validation import check_count, check_probability
+from .bounds import METHODS as _BOUND_METHODS
+from .bounds import _check_interval, _evaluate, _resolve_family
+from .one_run import _check_delta, _largest_rejected, check_guess_counts
+from .one_run_combined import METHODS as _ONE_RUN_METHODS
+from .one_run_fdp import _check_family, fdp_candidates
+
+__all__ = ["TOLERANCE", "at_ceiling", "ceiling_note", "ceiling_of", "lower_bound_ceiling", "one_run_ceiling"]
+
+#: A bound within this fraction of its ceiling is "at its ceiling".
+TOLERANCE = 0.1
+
+
+def at_ceiling(bound: float, ceiling: float | None, tolerance: float = TOLERANCE) -> bool:
+    """Whether ``bound`` is within ``tolerance`` (a fraction) of a finite, positive ``ceiling``.
+
+    >>> at_ceiling(2.4, 2.6), at_ceiling(2.3, 2.6), at_ceiling(1.0, float("inf")), at_ceiling(0.0, 0.0)
+    (True, False, False, False)
+    """
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0.0:
+        return False
+    return float(bound) >= (1.0 - tolerance) * ceiling
+
+
+def one_run_ceiling(
+    num_canaries: Any, *, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke", "fdp"), family: Any = "gdp", num_guesses: Any = None
+) -> float:
+    """The one-run bound when every one of the r guesses is right, for each guess count of the design.
+
+    The design is that of :func:`~privaudit.stats.one_run_combined.one_run_lower_bound`:
+    m canaries, the guess counts (10 from 10 to m by default), one test per
+    guessing method and count, Bonferroni over them all. The Gaussian method
+    has no ceiling (a perfect separation makes its t statistic unbounded):
+    with it the ceiling is inf.
+
+    >>> round(one_run_ceiling(170, delta=1e-5, methods=("steinke",)), 3)
+    3.437
+    """
+    m = check_count(num_canaries, "num_canaries", minimum=1)
+    delta = _check_delta(delta)
+    confidence = check_probability(confidence, "confidence")
+    chosen = (methods,) if isinstance(methods, str) else tuple(methods)
+    if not chosen or any(name not in _ONE_RUN_METHODS for name in chosen):
+        raise ValueError(f"`methods` must be names among {', '.join(_ONE_RUN_METHODS)}, got {methods!r}")
+    if "gaussian" in chosen:
+        return math.inf
+    requested = check_guess_counts(num_guesses, m)
+    level = (1.0 - confidence) / (len(chosen) * requested.size)
+    best = 0.0
+    if "steinke" in chosen:
+        best = max(best, *(_largest_rejected(m, int(r), int(r), delta, float(np.log(level))) for r in requested))
+    if "fdp" in chosen:
+        if delta == 0.0:
+            raise ValueError("`delta` must be in (0, 1) for the fdp method, got 0")
+        tests = fdp_candidates(m, requested, requested, family=_check_family(family), delta=delta, level=level)
+        best = max(best, *(epsilon for *_, epsilon in tests))
+    return float(best)
+
+
+def lower_bound_ceiling(
+    num_in: Any, num_out: Any, *, delta: Any, confidence: Any = 0.95, num_tests: Any = 1, method: Any = "gdp", interval: Any = "clopper-pearson"
+) -> float:
+    """The bound of :func:`~privaudit.stats.bounds.epsilon_lower_bound` with no false positive and no false negative.
+
+    ``num_in``/``num_out`` are the observations the bound is evaluated on
+    (after any held-out split), ``num_tests`` the Bonferroni count, so each
+    test runs at confidence 1 - (1 - c)/k, as the bound itself does.
+
+    With no error at all, Clopper–Pearson gives ᾱ = β̄ = 1 - 0.025^(1/n)
+    (each at one-sided level 0.975) and the pure bound is log((1 - ᾱ)/β̄):
+
+    >>> bar = 1 - 0.025 ** (1 / 1000)
+    >>> round(lower_bound_ceiling(1000, 1000, delta=0.0, method="pure"), 6) == round(math.log((1 - bar) / bar), 6)
+    True
+    """
+    n_in = check_count(num_in, "num_in", minimum=1)
+    n_out = check_count(num_out, "num_out", minimum=1)
+    confidence = check_probability(confidence, "confidence")
+    tests = check_count(num_tests, "num_tests", minimum=1)
+    family = _resolve_family(method, float(delta))
+    interval = _check_interval(interval, family)
+    epsilon, _, _ = _evaluate(family, interval, 0, n_out, 0, n_in, 1.0 - (1.0 - confidence) / tests)
+    return float(epsilon)
+
+
+def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> float | None:
+    """The ceiling of a bound result of the statistical core, from the design it records.
+
+    Handles :class:`~privaudit.stats.bounds.EpsilonLowerBound` (``method``
+    must be passed for a PLD family, whose object the result names only),
+    :class:`~privaudit.stats.one_run_combined.OneRunLowerBound` and the
+    one-run sweeps (``num_guesses``: the guess counts the design asked for,
+    None for the default). Returns None for anything else.
+    """
+    name = type(result).__name__
+    if name == "EpsilonLowerBound":
+        chosen = method if method is not None else result.method
+        if isinstance(chosen, str) and chosen not in _BOUND_METHODS:
+            return None  # a PLD family by name only: the caller must pass the family
+        if result.threshold_strategy.startswith("MultiSplit"):
+            # the lower median of splits, each a single held-out test at confidence 1 - (1 - c)/2
+            return lower_bound_ceiling(
+                result.num_in, result.num_out, delta=result.delta, confidence=1.0 - (1.0 - result.confidence) / 2.0, method=chosen, interval=result.interval
+            )
+        return lower_bound_ceiling(
+            result.num_in, result.num_out, delta=result.delta, confidence=result.confidence, num_tests=result.num_tests, method=chosen, interval=result.interval
+        )
+    family = method if method is not None else "gdp"
+    if name == "OneRunLowerBound":  # its candidates record the guesses made, which ties can cut below the design's
+        return one_run_ceiling(
+            result.num_canaries, delta=result.delta, confidence=result.confidence, methods=result.methods, family=family, num_guesses=num_guesses
+        )
+    if name in ("OneRunSweep", "OneRunFDPBound"):
+        requested = [int(wanted) for wanted, *_ in result.candidates]
+        methods = ("fdp",) if name == "OneRunFDPBound" else ("steinke",)
+        return one_run_ceiling(result.num_canaries, delta=result.delta, confidence=result.confidence, methods=methods, family=family, num_guesses=requested)
+    return None
+
+
+def ceiling_note(bound: float, ceiling: float | None, *, raise_with: str) -> str | None:
+    """The report's sentence when ``bound`` is at its ceiling, else None.
+
+    >>> ceiling_note(2.5, 2.6, raise_with="more canaries")
+    'at its ceiling: ε ≥ 2.5 is within 10% of the 2.6 a perfect attack would show on this design; the truth may be much higher (more canaries would raise the ceiling)'
+    """
+    if not at_ceiling(bound, ceiling):
+        return None
+    return (
+        f"at its ceiling: ε ≥ {bound:.3g} is within {TOLERANCE:.0%} of the {ceiling:.3g} a perfect attack would show on this design;"
+        f" the truth may be much higher ({raise_with} would raise the ceiling)"
+    )
