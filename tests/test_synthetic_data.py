@@ -19,6 +19,7 @@ from privaudit.audits.synthetic_data.attacks import dcr_distances, dcr_statistic
 from privaudit.audits.synthetic_data.bound import canary_bound  # noqa: E402
 from privaudit.audits.synthetic_data.generators import most_outlying  # noqa: E402
 from privaudit.audits.synthetic_data.table import Encoder, read_frame  # noqa: E402
+from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402
 
 
 @pytest.fixture(params=[0, 1])
@@ -189,9 +190,7 @@ def test_canary_bound_covers_the_true_epsilon_of_a_randomized_response_generator
     bounds = []
     for _ in range(trials):
         included = rng.random(m) < 0.5
-        result = canary_bound(
-            _randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claimed=epsilon or None, canaries="rr", coins_seed=0
-        )
+        result = canary_bound(_randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claim=None, canaries="rr", coins_seed=0)
         assert result.bound.epsilon <= result.ceiling + 1e-12
         bounds.append(result.bound.epsilon)
     bounds = np.array(bounds)
@@ -210,8 +209,12 @@ def test_copying_generator_gets_a_positive_bound_flagged_against_its_claim(files
         num_shadows=0, num_canaries=100, claimed_epsilon=0.5, seed=global_seed,
     )  # fmt: skip
     bound = AUDIT.run(config).result.bound
-    assert bound is not None and bound.bound.epsilon == pytest.approx(bound.ceiling)  # every canary found: the ceiling
-    assert bound.flag is True and bound.bound_over_claim == pytest.approx(bound.bound.epsilon / 0.5)
+    # every canary told apart: the bound of perfect scores on the same coins (redrawn from the recorded seed), below the design's ceiling
+    included = np.random.default_rng(bound.coins_seed).random(100) < 0.5
+    perfect = one_run_lower_bound(included.astype(float), included, delta=1e-5, confidence=0.95, methods=("steinke",)).epsilon
+    assert bound is not None and bound.bound.epsilon == pytest.approx(perfect) and 0 < bound.bound.epsilon <= bound.ceiling
+    assert bound.verdict is not None and bound.verdict.flagged and bound.verdict.quantity == "per-release"
+    assert bound.verdict.ratio == pytest.approx(bound.bound.epsilon / 0.5)
 
 
 def test_shadow_generations_resume_with_no_finished_run_repeated(tmp_path, monkeypatch):

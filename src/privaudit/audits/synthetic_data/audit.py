@@ -21,6 +21,7 @@ import numpy as np
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ...stats.verdict import Claim
 from ..base import Audit, AuditRun, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores
 from .bound import canary_bound, canary_scores
@@ -237,9 +238,10 @@ def _bound(config: SyntheticDataConfig, function: Any, train: Table, seeds: dict
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
     what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
-    return canary_bound(
-        scores, included, delta=config.delta, confidence=config.confidence, claimed=config.claimed_epsilon, canaries=what, coins_seed=seeds["coins"]
-    )
+    claim = None
+    if config.claimed_epsilon is not None:
+        claim = Claim(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta, quantity="per-release")
+    return canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=claim, canaries=what, coins_seed=seeds["coins"])
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:
