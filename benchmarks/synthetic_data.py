@@ -19,6 +19,11 @@ and AUC, the shadow attack's with ``--shadows`` > 0, DCR's holdout test
 and baseline (privaudit's and sdmetrics' when installed), averaged over the
 seeds, and the ratio of each generator's headline TPR to the clean one's.
 Output: ``benchmarks/results/synthetic_data.json``.
+
+``--throughput local,ray`` instead times the shadow generations of the
+embedded default (``--shadows`` per target, 4 targets) on each runner
+backend, from a fresh checkpoint folder, and writes
+``benchmarks/results/synthetic_data_throughput.json`` (generations per second).
 """
 
 from __future__ import annotations
@@ -59,13 +64,38 @@ def tables(seed: int, folder: Path) -> tuple[Path, Path]:
     return paths
 
 
+def throughput(backends: list[str], shadows: int, workers: int | None) -> dict:
+    """Shadow generations per second of the embedded default on each backend (the release and the probe excluded)."""
+    out = {}
+    for backend in backends:
+        config = SyntheticDataConfig(num_shadows=shadows, num_shadow_targets=4)
+        with tempfile.TemporaryDirectory() as scratch:
+            started = time.perf_counter()
+            AUDIT.run(config, checkpoints=Path(scratch), backend=backend, max_workers=workers)
+            seconds = time.perf_counter() - started
+        out[backend] = {"generations": 4 * shadows, "seconds": seconds, "per_second": 4 * shadows / seconds, "workers": workers}
+        print(backend, json.dumps(out[backend]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--shadows", type=int, default=0)
     parser.add_argument("--generators", default="copula,memorising,near-copy")
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data.json"))
+    parser.add_argument("--throughput", default=None, help="comma-separated backends (local, ray): time the shadow generations instead")
+    parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args()
+    if args.throughput:
+        result = {
+            "command": f"python benchmarks/synthetic_data.py --throughput {args.throughput} --shadows {args.shadows} --workers {args.workers}",
+            "backends": throughput(args.throughput.split(","), max(args.shadows, 4), args.workers),
+            "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        }
+        path = Path(__file__).parent / "results" / "synthetic_data_throughput.json"
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return
     seeds = [int(s) for s in args.seeds.split(",")]
     names = args.generators.split(",")
     runs: dict[str, list[dict]] = {name: [] for name in names}
