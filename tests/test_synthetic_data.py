@@ -206,7 +206,7 @@ def test_copying_generator_gets_a_positive_bound_flagged_against_its_claim(files
     paths, *_ = files
     config = SyntheticDataConfig(
         train=str(paths["train"]), holdout=str(paths["holdout"]), generator="synthetic_generators:copying", id_col="patient",
-        num_shadows=0, num_canaries=100, claimed_epsilon=0.5, seed=global_seed,
+        num_shadows=0, num_canaries=100, num_synthetic=200, claimed_epsilon=0.5, seed=global_seed,
     )  # fmt: skip
     bound = AUDIT.run(config).result.bound
     # every canary told apart: the bound of perfect scores on the same coins (redrawn from the recorded seed), below the design's ceiling

@@ -233,7 +233,8 @@ def _bound(config: SyntheticDataConfig, function: Any, train: Table, seeds: dict
         raise ValueError(f"`--canaries` {config.num_canaries}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
     report("generating with the canaries", detail=f"{int(included.sum())} of {config.num_canaries} included by fair coins")
     data = pd.concat([train.frame, canaries[included]], ignore_index=True)
-    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n + int(included.sum()) if config.num_synthetic is None else n)
+    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
+    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n)
     canary_table = read_frame(canaries, "the canaries")
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
