@@ -254,3 +254,24 @@ def test_report_renders_in_headless_chromium_with_dcr_beside_the_attacks(report_
     assert "DCR's holdout test" in dom and "ROC of every attack on log-log axes" in dom and dom.count("data:image/png;base64,") >= 2
     assert all(record["record_id"] in dom for record in data["most_exposed"])
     assert not CONSOLE.search(render(chromium(), page, tmp_path / "report.png"))
+
+
+def test_users_own_canary_records_are_inserted_by_coins_and_a_bad_file_is_refused(files, tmp_path, monkeypatch):
+    paths, *_ = files
+    records = _table(np.random.default_rng(99), 30).drop(columns="patient")
+    canaries = tmp_path / "canaries.csv"
+    records.to_csv(canaries, index=False)
+    common = ["audit", "synthetic-data", "--train", paths["train"], "--holdout", paths["holdout"], "--generator", "synthetic_generators:copying",
+              "--id-col", "patient", "--shadows", "0", "--num-synthetic", "200", "--no-history"]  # fmt: skip
+    code, _, stderr = run_cli([*common, "--canary-records", canaries, "--output", tmp_path / "out"])
+    assert code == 0, stderr
+    bound = json.loads((tmp_path / "out" / "results.json").read_text())["bound"]
+    assert bound["bound"]["num_canaries"] == 30 and bound["bound"]["epsilon"] > 0 and "--canary-records" in bound["canaries"]
+    bad = tmp_path / "bad.csv"
+    records.drop(columns="city").to_csv(bad, index=False)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("SYNTHETIC_CALL_LOG", str(log))
+    assert_refused(
+        [*common, "--canary-records", bad, "--output", tmp_path / "out2"], tmp_path / "out2", "`--canary-records` must have the columns of `--train`"
+    )
+    assert not log.exists()

@@ -561,6 +561,13 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             config="claimed_epsilon",
         ),
         Flag(
+            "--canary-records",
+            Optional[Path],
+            "Instead of --canaries: your own canaries, a table of --train's columns (.csv or .parquet, >= 10 rows), each included by a fair coin.",
+            config="canary_records",
+            parse=str,
+        ),
+        Flag(
             "--claimed-delta", Optional[float], "The δ of your generator's claim (default: --delta); the bound's --delta must be >= it.", config="claimed_delta"
         ),
         Flag("--delta", Optional[float], "δ of the bound, in (0, 1) (default 1e-5).", config="delta"),

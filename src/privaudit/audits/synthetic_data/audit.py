@@ -38,7 +38,7 @@ DESCRIPTIONS = {
     "dcr": "DCR as a per-record score: minus the distance to the closest synthetic row",
     "shadow": "shadow generators (TAPAS): a logistic regression on nearest-neighbour counts and marginal answers, trained on shadow releases",
 }
-MIN_TRAIN, MIN_HOLDOUT = 10, 8
+MIN_TRAIN, MIN_HOLDOUT, MIN_CANARIES = 10, 8, 10
 
 
 def embedded_tables(seed: int) -> tuple[Table, Table]:
@@ -56,8 +56,8 @@ def embedded_tables(seed: int) -> tuple[Table, Table]:
     )
 
 
-def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, str | None]:
-    """(train, holdout, the released table or None, the generator's import path or None), all checked before any generation."""
+def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, str | None, Table | None]:
+    """(train, holdout, the released table or None, the generator's import path or None, the user's canaries or None), all checked before any generation."""
     if config.train is None:
         train, holdout = embedded_tables(config.seed)
     else:
@@ -76,7 +76,12 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
         frame = raw.frame.drop(columns=[config.id_col]) if config.id_col is not None and config.id_col in raw.frame.columns else raw.frame
         released = check_same_schema(train, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic")
     generator = config.generator or (BUILTIN_GENERATOR if config.synthetic is None else None)
-    return train, holdout, released, generator
+    canaries = None
+    if config.canary_records is not None:
+        canaries = check_same_schema(train, read_table(config.canary_records, "--canary-records"), "--canary-records")
+        if len(canaries) < MIN_CANARIES:
+            raise ValueError(f"`--canary-records` must hold >= {MIN_CANARIES} records, got {len(canaries)}")
+    return train, holdout, released, generator, canaries
 
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
@@ -121,7 +126,7 @@ def run_synthetic_data(
     started = time.perf_counter()
     report = progress or no_progress
     seeds = child_seeds(config.seed, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])
-    train, holdout, released, generator = _inputs(config)
+    train, holdout, released, generator, user_canaries = _inputs(config)
     function = None
     if generator is not None:
         function = load_generator(generator)
@@ -181,9 +186,9 @@ def run_synthetic_data(
         summaries.append(_summary("shadow", shadow_values, member[shadow_rows], config.confidence))
         curves["shadow"] = (shadow_values, member[shadow_rows])
     bound = None
-    if config.num_canaries:
+    if config.num_canaries or user_canaries is not None:
         assert function is not None
-        bound = _bound(config, function, train, seeds, n, report)
+        bound = _bound(config, function, train, user_canaries, seeds, n, report)
     shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
     top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
     exposed = tuple(
@@ -223,22 +228,27 @@ def run_synthetic_data(
     return AuditRun("synthetic-data", config, result, observations=observations)
 
 
-def _bound(config: SyntheticDataConfig, function: Any, train: Table, seeds: dict[str, int], n: int, report: Progress):
+def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canaries: Table | None, seeds: dict[str, int], n: int, report: Progress):
     """Canaries by fair coins into the training table, one generation, every canary scored, and the one-run bound."""
     import pandas as pd  # optional (the parquet extra)
 
-    canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
-    included = np.random.default_rng(seeds["coins"]).random(config.num_canaries) < 0.5
+    if user_canaries is None:
+        canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
+        what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
+    else:
+        canaries = user_canaries.frame
+        what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
+    m = len(canaries)
+    included = np.random.default_rng(seeds["coins"]).random(m) < 0.5
     if included.sum() < 2 or (~included).sum() < 2:
-        raise ValueError(f"`--canaries` {config.num_canaries}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
-    report("generating with the canaries", detail=f"{int(included.sum())} of {config.num_canaries} included by fair coins")
+        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
+    report("generating with the canaries", detail=f"{int(included.sum())} of {m} included by fair coins")
     data = pd.concat([train.frame, canaries[included]], ignore_index=True)
     # n fixed before the coins: a row count that grew with the included canaries would itself tell them
     synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n)
     canary_table = read_frame(canaries, "the canaries")
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
-    what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
     claim = None
     if config.claimed_epsilon is not None:
         claim = Claim(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta, quantity="per-release")
@@ -280,7 +290,7 @@ def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, ge
                 "one probe call on <= 50 rows, then every call",
             )
         )
-    if config.num_canaries:
+    if config.num_canaries or config.canary_records is not None:
         conventions.append(
             default(
                 "claim's unit", "ε per release, for one record (one canary = one record)", "the bound is of one generation; the claim is compared like for like"

@@ -61,6 +61,7 @@ class SyntheticDataConfig:
     num_shadows: int = 8  # shadow datasets per shadow target, half with it (0: none; a released table alone has none)
     num_shadow_targets: int = 6  # the most outlying records attacked by the shadow attack
     num_canaries: int = 0  # canaries of the ε lower bound (0: no bound; needs a generator)
+    canary_records: str | None = None  # or the user's own canaries: a table of the schema (.csv/.parquet), one canary a row
     claimed_epsilon: float | None = None  # the generator's claimed ε per release (None: no claim)
     claimed_delta: float | None = None  # the claim's δ (None: `delta`); the bound is at `delta`, which must be >= it
     delta: float = 1e-5
@@ -79,8 +80,10 @@ class SyntheticDataConfig:
             raise ValueError("`--synthetic` needs `--train` and `--holdout`, the real tables it was made from")
         if self.train is not None and self.synthetic is None and self.generator is None:
             raise ValueError("`--train` needs `--synthetic` (the released table) or `--generator` (your generator package.module:fn)")
-        if self.synthetic is not None and self.num_canaries:
-            raise ValueError("`--canaries` needs `--generator`: a released table alone cannot be regenerated with canaries")
+        if self.synthetic is not None and (self.num_canaries or self.canary_records is not None):
+            raise ValueError("`--canaries` and `--canary-records` need `--generator`: a released table alone cannot be regenerated with canaries")
+        if self.num_canaries and self.canary_records is not None:
+            raise ValueError("`--canaries` and `--canary-records` exclude each other: privaudit's outliers, or your own records")
         if self.num_synthetic is not None:
             check_count(self.num_synthetic, "num_synthetic (--num-synthetic)", minimum=10)
         fraction = check_fraction(self.reference_fraction, "reference_fraction (--reference-fraction)")
