@@ -21,9 +21,13 @@ def wrong_columns(train_df, *, seed, n):
 
 
 def copying(train_df, *, seed, n):
-    """Releases the training rows themselves (a permutation; resampled when n differs): no privacy at all."""
+    """Releases the training rows themselves: every one when n allows (the rest resampled), else n of them: no privacy at all."""
+    import pandas as pd
+
     _log_call(train_df, n)
-    return train_df.sample(n=n, replace=n > len(train_df), random_state=seed).reset_index(drop=True)
+    if n < len(train_df):
+        return train_df.sample(n=n, random_state=seed).reset_index(drop=True)
+    return pd.concat([train_df, train_df.sample(n=n - len(train_df), replace=True, random_state=seed)], ignore_index=True)
 
 
 def counting_copula(train_df, *, seed, n):

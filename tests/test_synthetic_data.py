@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from browser import CONSOLE, chromium, needs_chromium, render, rendered_dom
 from cli_helpers import assert_refused, run_cli
 from scipy import stats
 
@@ -18,6 +19,7 @@ from privaudit.audits.synthetic_data.attacks import dcr_distances, dcr_statistic
 from privaudit.audits.synthetic_data.bound import canary_bound  # noqa: E402
 from privaudit.audits.synthetic_data.generators import most_outlying  # noqa: E402
 from privaudit.audits.synthetic_data.table import Encoder, read_frame  # noqa: E402
+from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402
 
 
 @pytest.fixture(params=[0, 1])
@@ -188,9 +190,7 @@ def test_canary_bound_covers_the_true_epsilon_of_a_randomized_response_generator
     bounds = []
     for _ in range(trials):
         included = rng.random(m) < 0.5
-        result = canary_bound(
-            _randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claimed=epsilon or None, canaries="rr", coins_seed=0
-        )
+        result = canary_bound(_randomized_response(epsilon, included, rng), included, delta=1e-5, confidence=0.95, claim=None, canaries="rr", coins_seed=0)
         assert result.bound.epsilon <= result.ceiling + 1e-12
         bounds.append(result.bound.epsilon)
     bounds = np.array(bounds)
@@ -206,11 +206,15 @@ def test_copying_generator_gets_a_positive_bound_flagged_against_its_claim(files
     paths, *_ = files
     config = SyntheticDataConfig(
         train=str(paths["train"]), holdout=str(paths["holdout"]), generator="synthetic_generators:copying", id_col="patient",
-        num_shadows=0, num_canaries=100, claimed_epsilon=0.5, seed=global_seed,
+        num_shadows=0, num_canaries=100, num_synthetic=200, claimed_epsilon=0.5, seed=global_seed,
     )  # fmt: skip
     bound = AUDIT.run(config).result.bound
-    assert bound is not None and bound.bound.epsilon == pytest.approx(bound.ceiling)  # every canary found: the ceiling
-    assert bound.flag is True and bound.bound_over_claim == pytest.approx(bound.bound.epsilon / 0.5)
+    # every canary told apart: the bound of perfect scores on the same coins (redrawn from the recorded seed), below the design's ceiling
+    included = np.random.default_rng(bound.coins_seed).random(100) < 0.5
+    perfect = one_run_lower_bound(included.astype(float), included, delta=1e-5, confidence=0.95, methods=("steinke",)).epsilon
+    assert bound is not None and bound.bound.epsilon == pytest.approx(perfect) and 0 < bound.bound.epsilon <= bound.ceiling
+    assert bound.verdict is not None and bound.verdict.flagged and bound.verdict.quantity == "per-release"
+    assert bound.verdict.ratio == pytest.approx(bound.bound.epsilon / 0.5)
 
 
 def test_shadow_generations_resume_with_no_finished_run_repeated(tmp_path, monkeypatch):
@@ -223,3 +227,51 @@ def test_shadow_generations_resume_with_no_finished_run_repeated(tmp_path, monke
     second = AUDIT.run(config, checkpoints=tmp_path / "runs", max_workers=1).result
     assert len(log.read_text().splitlines()) == calls + 2  # only the probe and the release again
     assert second.attack("shadow") == first.attack("shadow")
+
+
+@pytest.fixture(scope="module")
+def report_folder(tmp_path_factory):
+    output = tmp_path_factory.mktemp("report") / "out"
+    code, _, stderr = run_cli(["audit", "synthetic-data", "--shadows", "0", "--canaries", "20", "--output", output, "--no-history"])
+    assert code == 0, stderr
+    return output
+
+
+def test_report_page_shows_dcr_beside_the_attacks_the_exposed_ids_and_the_ceiling(report_folder):
+    page = (report_folder / "report.html").read_text(encoding="utf-8")
+    data = json.loads((report_folder / "results.json").read_text())
+    assert "DCR&#x27;s holdout test" in page or "DCR's holdout test" in page
+    assert "ROC of every attack on log-log axes" in page and page.count("data:image/png;base64,") >= 2
+    assert all(record["record_id"] in page for record in data["most_exposed"]) and "ceiling (every guess right" in page
+
+
+@needs_chromium
+def test_report_renders_in_headless_chromium_with_dcr_beside_the_attacks(report_folder, tmp_path):
+    page = report_folder / "report.html"
+    dom, log = rendered_dom(chromium(), page)
+    assert not CONSOLE.search(log)
+    data = json.loads((report_folder / "results.json").read_text())
+    assert "DCR's holdout test" in dom and "ROC of every attack on log-log axes" in dom and dom.count("data:image/png;base64,") >= 2
+    assert all(record["record_id"] in dom for record in data["most_exposed"])
+    assert not CONSOLE.search(render(chromium(), page, tmp_path / "report.png"))
+
+
+def test_users_own_canary_records_are_inserted_by_coins_and_a_bad_file_is_refused(files, tmp_path, monkeypatch):
+    paths, *_ = files
+    records = _table(np.random.default_rng(99), 30).drop(columns="patient")
+    canaries = tmp_path / "canaries.csv"
+    records.to_csv(canaries, index=False)
+    common = ["audit", "synthetic-data", "--train", paths["train"], "--holdout", paths["holdout"], "--generator", "synthetic_generators:copying",
+              "--id-col", "patient", "--shadows", "0", "--num-synthetic", "200", "--no-history"]  # fmt: skip
+    code, _, stderr = run_cli([*common, "--canary-records", canaries, "--output", tmp_path / "out"])
+    assert code == 0, stderr
+    bound = json.loads((tmp_path / "out" / "results.json").read_text())["bound"]
+    assert bound["bound"]["num_canaries"] == 30 and bound["bound"]["epsilon"] > 0 and "--canary-records" in bound["canaries"]
+    bad = tmp_path / "bad.csv"
+    records.drop(columns="city").to_csv(bad, index=False)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("SYNTHETIC_CALL_LOG", str(log))
+    assert_refused(
+        [*common, "--canary-records", bad, "--output", tmp_path / "out2"], tmp_path / "out2", "`--canary-records` must have the columns of `--train`"
+    )
+    assert not log.exists()

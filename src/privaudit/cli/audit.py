@@ -600,7 +600,17 @@ FLAGS: dict[str, tuple[Flag, ...]] = {
             "The ε your generator claims per release, compared with the bound (flagged if the bound exceeds it).",
             config="claimed_epsilon",
         ),
-        Flag("--delta", Optional[float], "δ of the bound (the claim's δ), in (0, 1) (default 1e-5).", config="delta"),
+        Flag(
+            "--canary-records",
+            Optional[Path],
+            "Instead of --canaries: your own canaries, a table of --train's columns (.csv or .parquet, >= 10 rows), each included by a fair coin.",
+            config="canary_records",
+            parse=str,
+        ),
+        Flag(
+            "--claimed-delta", Optional[float], "The δ of your generator's claim (default: --delta); the bound's --delta must be >= it.", config="claimed_delta"
+        ),
+        Flag("--delta", Optional[float], "δ of the bound, in (0, 1) (default 1e-5).", config="delta"),
         Flag("--backend", str, "local (process pool) or ray: where the shadow generators run.", run="backend"),
         Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
         Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),

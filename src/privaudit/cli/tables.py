@@ -151,6 +151,7 @@ def _lm_one_run(result: Any, output: Path) -> str:
 
 def _synthetic_data(result: Any, output: Path) -> str:
     from ..report.synthetic_data import dcr_gap_note
+    from ..stats.verdict import describe_verdict
 
     rows = [[f"{s.attack}: TPR at 1% FPR (AUC)", f"{format_value(float(s.tpr_at(0.01)))} ({format_value(float(s.auc))})"] for s in result.attacks]
     rows.append(
@@ -160,7 +161,7 @@ def _synthetic_data(result: Any, output: Path) -> str:
         b = result.bound
         rows.insert(0, [f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g})", format_value(float(b.bound.epsilon))])
         rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
-        rows.insert(2, ["claimed ε", "not given (--claimed-epsilon)" if b.claimed_epsilon is None else format_value(float(b.claimed_epsilon))])
+        rows.insert(2, ["verdict (per release)", describe_verdict(b.verdict)])
     rows.append(["most exposed (DOMIAS)", ", ".join(r.record_id for r in result.most_exposed[:5])])
     return render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
 

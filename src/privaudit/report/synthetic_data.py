@@ -56,7 +56,7 @@ def dcr_gap_note(result: Any) -> str:
 
 def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
     """(caption, column names, rows) of the most exposed records by the user's id, with every attack's score."""
-    header = ("rank", "record id", "member", "DOMIAS score", "DCR score", "shadow score", "outlier score")
+    header = ("rank", "record id", "member", "DOMIAS score", "DOMIAS (KDE) score", "DCR score", "shadow score", "outlier score")
     rows = [
         (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v for v in r.attack_scores), r.outlier_score)
         for rank, r in enumerate(result.most_exposed, 1)
@@ -67,6 +67,7 @@ def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ..
 def section(data: dict, directory: Any) -> Any:
     """The report section of a synthetic-data audit: attacks beside DCR's verdict, exposed records, the bound and its ceiling."""
     from ..audits.synthetic_data import SyntheticDataResult
+    from ..stats.verdict import describe_verdict
     from .html import ReportSection, plots_in
     from .provenance import provenance
     from .sections import generic_section, headline_fields, typed_result
@@ -114,15 +115,15 @@ def section(data: dict, directory: Any) -> Any:
                 b.bound.epsilon,
             ),
             ("ceiling (every guess right, same canaries and confidence)", b.ceiling),
-            ("bound ÷ ceiling", "—" if b.bound_over_ceiling is None else f"{b.bound_over_ceiling:.3f}"),
             (
-                "claimed ε per release; bound ÷ claim",
-                "not given (--claimed-epsilon)" if b.claimed_epsilon is None else f"{b.claimed_epsilon:g}; {b.bound_over_claim:.3f}",
+                "bound ÷ ceiling",
+                f"{b.bound.epsilon / b.ceiling:.3f}" + (" (at its ceiling: at least this, maybe much more)" if b.at_ceiling else "") if b.ceiling > 0 else "—",
             ),
+            ("verdict on the claim (per release)", describe_verdict(b.verdict)),
             ("canaries", f"{b.canaries}; signal: {b.signal}"),
         ]
-        if b.flag:
-            flag = f"The bound {b.bound.epsilon:.3f} exceeds the claimed ε {b.claimed_epsilon:g}: the claim is rejected at {b.bound.confidence:.0%}."
+        if b.verdict is not None and b.verdict.flagged:
+            flag = f"The bound {b.bound.epsilon:.3f} exceeds the claimed ε {b.verdict.claim.epsilon:g}: the claim is rejected at {b.bound.confidence:.0%}."
     meaning = (
         "How well each attack tells the training records from records of the same population the generator never saw, from the "
         "synthetic table alone (and the generator's retraining, for the shadow attack): the fraction of members found at 1% FPR. "

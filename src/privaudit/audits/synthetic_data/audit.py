@@ -21,8 +21,9 @@ import numpy as np
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ...stats.verdict import Claim
 from ..base import Audit, AuditRun, Progress, no_progress
-from .attacks import dcr_distances, dcr_statistics, domias_scores, outlier_scores
+from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores
 from .bound import canary_bound, canary_scores
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .shadow import shadow_scores
@@ -32,11 +33,12 @@ from .types import BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticA
 __all__ = ["AUDIT", "SyntheticDataAudit", "embedded_tables", "run_synthetic_data"]
 
 DESCRIPTIONS = {
-    "domias": "DOMIAS: log density of the synthetic table over the population's at the record (Gaussian KDE on the numeric embedding)",
+    "domias": "DOMIAS: density of the synthetic table over the population's at the record, by nearest-neighbour distances on the numeric embedding",
+    "domias-kde": "DOMIAS with Gaussian KDEs (Scott's bandwidths) on the numeric embedding",
     "dcr": "DCR as a per-record score: minus the distance to the closest synthetic row",
     "shadow": "shadow generators (TAPAS): a logistic regression on nearest-neighbour counts and marginal answers, trained on shadow releases",
 }
-MIN_TRAIN, MIN_HOLDOUT = 10, 8
+MIN_TRAIN, MIN_HOLDOUT, MIN_CANARIES = 10, 8, 10
 
 
 def embedded_tables(seed: int) -> tuple[Table, Table]:
@@ -54,8 +56,8 @@ def embedded_tables(seed: int) -> tuple[Table, Table]:
     )
 
 
-def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, str | None]:
-    """(train, holdout, the released table or None, the generator's import path or None), all checked before any generation."""
+def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, str | None, Table | None]:
+    """(train, holdout, the released table or None, the generator's import path or None, the user's canaries or None), all checked before any generation."""
     if config.train is None:
         train, holdout = embedded_tables(config.seed)
     else:
@@ -74,7 +76,12 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
         frame = raw.frame.drop(columns=[config.id_col]) if config.id_col is not None and config.id_col in raw.frame.columns else raw.frame
         released = check_same_schema(train, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic")
     generator = config.generator or (BUILTIN_GENERATOR if config.synthetic is None else None)
-    return train, holdout, released, generator
+    canaries = None
+    if config.canary_records is not None:
+        canaries = check_same_schema(train, read_table(config.canary_records, "--canary-records"), "--canary-records")
+        if len(canaries) < MIN_CANARIES:
+            raise ValueError(f"`--canary-records` must hold >= {MIN_CANARIES} records, got {len(canaries)}")
+    return train, holdout, released, generator, canaries
 
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
@@ -119,7 +126,7 @@ def run_synthetic_data(
     started = time.perf_counter()
     report = progress or no_progress
     seeds = child_seeds(config.seed, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])
-    train, holdout, released, generator = _inputs(config)
+    train, holdout, released, generator, user_canaries = _inputs(config)
     function = None
     if generator is not None:
         function = load_generator(generator)
@@ -141,11 +148,12 @@ def run_synthetic_data(
     report("scoring every record", detail=f"{member.sum()} members, {(~member).sum()} non-members")
     embedded = encoder.embedding(records)
     scores = {
-        "domias": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
+        "domias": domias_knn_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
+        "domias-kde": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "dcr": -dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released)),
     }
     outlying = outlier_scores(embedded, encoder.embedding(reference))
-    summaries = [_summary(name, scores[name], member, config.confidence) for name in ("domias", "dcr")]
+    summaries = [_summary(name, scores[name], member, config.confidence) for name in scores]
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {name: (scores[name], member) for name in scores}
     num_categories = tuple(len(c) for c in encoder.categories)
     dcr = dcr_statistics(
@@ -178,9 +186,9 @@ def run_synthetic_data(
         summaries.append(_summary("shadow", shadow_values, member[shadow_rows], config.confidence))
         curves["shadow"] = (shadow_values, member[shadow_rows])
     bound = None
-    if config.num_canaries:
+    if config.num_canaries or user_canaries is not None:
         assert function is not None
-        bound = _bound(config, function, train, seeds, n, report)
+        bound = _bound(config, function, train, user_canaries, seeds, n, report)
     shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
     top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
     exposed = tuple(
@@ -189,7 +197,7 @@ def run_synthetic_data(
             member=bool(member[i]),
             score=float(scores[HEADLINE_ATTACK][i]),
             outlier_score=float(outlying[i]),
-            attack_scores=(float(scores["domias"][i]), float(scores["dcr"][i]), shadow_of.get(int(i))),
+            attack_scores=(*(float(scores[name][i]) for name in ("domias", "domias-kde", "dcr")), shadow_of.get(int(i))),
         )
         for i in top
     )
@@ -220,24 +228,31 @@ def run_synthetic_data(
     return AuditRun("synthetic-data", config, result, observations=observations)
 
 
-def _bound(config: SyntheticDataConfig, function: Any, train: Table, seeds: dict[str, int], n: int, report: Progress):
+def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canaries: Table | None, seeds: dict[str, int], n: int, report: Progress):
     """Canaries by fair coins into the training table, one generation, every canary scored, and the one-run bound."""
     import pandas as pd  # optional (the parquet extra)
 
-    canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
-    included = np.random.default_rng(seeds["coins"]).random(config.num_canaries) < 0.5
+    if user_canaries is None:
+        canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
+        what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
+    else:
+        canaries = user_canaries.frame
+        what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
+    m = len(canaries)
+    included = np.random.default_rng(seeds["coins"]).random(m) < 0.5
     if included.sum() < 2 or (~included).sum() < 2:
-        raise ValueError(f"`--canaries` {config.num_canaries}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
-    report("generating with the canaries", detail=f"{int(included.sum())} of {config.num_canaries} included by fair coins")
+        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
+    report("generating with the canaries", detail=f"{int(included.sum())} of {m} included by fair coins")
     data = pd.concat([train.frame, canaries[included]], ignore_index=True)
-    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n + int(included.sum()) if config.num_synthetic is None else n)
+    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
+    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n)
     canary_table = read_frame(canaries, "the canaries")
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
-    what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
-    return canary_bound(
-        scores, included, delta=config.delta, confidence=config.confidence, claimed=config.claimed_epsilon, canaries=what, coins_seed=seeds["coins"]
-    )
+    claim = None
+    if config.claimed_epsilon is not None:
+        claim = Claim(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta, quantity="per-release")
+    return canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=claim, canaries=what, coins_seed=seeds["coins"])
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:
@@ -275,7 +290,7 @@ def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, ge
                 "one probe call on <= 50 rows, then every call",
             )
         )
-    if config.num_canaries:
+    if config.num_canaries or config.canary_records is not None:
         conventions.append(
             default(
                 "claim's unit", "ε per release, for one record (one canary = one record)", "the bound is of one generation; the claim is compared like for like"
@@ -295,7 +310,7 @@ class SyntheticDataAudit(Audit):
     default_resource = "synthetic-data.json"
     requires = ("pandas", "sklearn", "pyarrow")
     checkpointed = True
-    tiny_overrides = {"num_shadows": 4, "num_shadow_targets": 4, "num_canaries": 20}
+    tiny_overrides = {"num_shadows": 4, "num_shadow_targets": 2, "num_canaries": 20}
 
     def run(
         self,

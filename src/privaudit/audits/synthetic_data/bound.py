@@ -8,19 +8,20 @@ f-DP method would need a Gaussian one). The ceiling is the same test with
 every guess right on the same canaries and confidence.
 
 >>> coins = np.random.default_rng(0).random(200) < 0.5
->>> result = canary_bound(coins.astype(float), coins, delta=1e-5, confidence=0.95, claimed=None, canaries="demo", coins_seed=0)
->>> result.bound.epsilon == result.ceiling, result.bound_over_ceiling
-(True, 1.0)
+>>> result = canary_bound(coins.astype(float), coins, delta=1e-5, confidence=0.95, claim=None, canaries="demo", coins_seed=0)
+>>> 0 < result.bound.epsilon <= result.ceiling
+True
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ...stats.ceiling import at_ceiling, one_run_ceiling
 from ...stats.one_run_combined import one_run_lower_bound
+from ...stats.verdict import Claim, compare
 from .types import CanaryBound
 
 __all__ = ["SIGNAL", "canary_bound", "canary_scores"]
@@ -35,26 +36,17 @@ def canary_scores(canary_rows: tuple[np.ndarray, np.ndarray], synthetic_rows: tu
     return -dcr_distances(canary_rows, synthetic_rows)
 
 
-def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float, claimed: float | None, canaries: str, coins_seed: int) -> CanaryBound:
-    """The bound from the canaries' scores and coins, its ceiling, and the claim beside them (both per release)."""
+def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float, claim: Claim | None, canaries: str, coins_seed: int) -> CanaryBound:
+    """The bound from the canaries' scores and coins, its ceiling, and the verdict on a per-release ``claim``."""
     included = np.asarray(included, dtype=bool)
     bound = one_run_lower_bound(scores, included, delta=delta, confidence=confidence, methods=("steinke",))
-    ceiling = _ceiling(included.size, int(included.sum()), float(delta), float(confidence))
+    ceiling = one_run_ceiling(included.size, delta=delta, confidence=confidence, methods=("steinke",))
     return CanaryBound(
         bound=bound,
         ceiling=ceiling,
-        claimed_epsilon=claimed,
-        bound_over_claim=None if claimed is None else bound.epsilon / claimed,
-        bound_over_ceiling=bound.epsilon / ceiling if ceiling > 0 else None,
-        flag=None if claimed is None else bool(bound.epsilon > claimed),
+        at_ceiling=at_ceiling(bound.epsilon, ceiling),
+        verdict=None if claim is None else compare(bound.epsilon, bound_delta=delta, quantity="per-release", claim=claim),
         canaries=canaries,
         coins_seed=coins_seed,
         signal=SIGNAL,
     )
-
-
-@lru_cache(maxsize=256)
-def _ceiling(num_canaries: int, num_in: int, delta: float, confidence: float) -> float:
-    """The bound when every guess is right: it depends on the canaries' counts alone (any perfect scores give it)."""
-    included = np.arange(num_canaries) < num_in
-    return one_run_lower_bound(included.astype(float), included, delta=delta, confidence=confidence, methods=("steinke",)).epsilon

@@ -64,6 +64,8 @@ def gaussian_copula(train_df: Any, *, seed: int, n: int) -> Any:
 def _numeric_inverse(sorted_values: np.ndarray, missing_rate: float, integer: bool):
     def inverse(u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         values = np.quantile(sorted_values, u) if sorted_values.size else np.full(u.shape, np.nan)
+        if sorted_values.size > 1:  # a smoothed marginal (Silverman's bandwidth): no training value is copied cell by cell
+            values = values + rng.normal(0.0, 1.06 * np.std(sorted_values) * sorted_values.size**-0.2, size=u.shape)
         if integer:
             values = np.round(values)
         if missing_rate > 0:

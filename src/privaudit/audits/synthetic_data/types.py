@@ -17,6 +17,7 @@ import dataclasses
 from ..._core.validation import check_count, check_fraction, check_positive, check_probability
 from ...models.loading import check_import_path
 from ...stats.one_run_combined import OneRunLowerBound
+from ...stats.verdict import Verdict
 from ..base import AuditResult, Headline
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 
 BUILTIN_GENERATOR = "privaudit.audits.synthetic_data.generators:gaussian_copula"
 # every per-record attack, fixed in advance; the headline is DOMIAS (no attack is chosen on the data)
-ATTACKS = ("domias", "dcr", "shadow")
+ATTACKS = ("domias", "domias-kde", "dcr", "shadow")
 HEADLINE_ATTACK = "domias"
 
 
@@ -60,7 +61,9 @@ class SyntheticDataConfig:
     num_shadows: int = 8  # shadow datasets per shadow target, half with it (0: none; a released table alone has none)
     num_shadow_targets: int = 6  # the most outlying records attacked by the shadow attack
     num_canaries: int = 0  # canaries of the ε lower bound (0: no bound; needs a generator)
+    canary_records: str | None = None  # or the user's own canaries: a table of the schema (.csv/.parquet), one canary a row
     claimed_epsilon: float | None = None  # the generator's claimed ε per release (None: no claim)
+    claimed_delta: float | None = None  # the claim's δ (None: `delta`); the bound is at `delta`, which must be >= it
     delta: float = 1e-5
     confidence: float = 0.95
     num_vulnerable: int = 10
@@ -77,8 +80,10 @@ class SyntheticDataConfig:
             raise ValueError("`--synthetic` needs `--train` and `--holdout`, the real tables it was made from")
         if self.train is not None and self.synthetic is None and self.generator is None:
             raise ValueError("`--train` needs `--synthetic` (the released table) or `--generator` (your generator package.module:fn)")
-        if self.synthetic is not None and self.num_canaries:
-            raise ValueError("`--canaries` needs `--generator`: a released table alone cannot be regenerated with canaries")
+        if self.synthetic is not None and (self.num_canaries or self.canary_records is not None):
+            raise ValueError("`--canaries` and `--canary-records` need `--generator`: a released table alone cannot be regenerated with canaries")
+        if self.num_canaries and self.canary_records is not None:
+            raise ValueError("`--canaries` and `--canary-records` exclude each other: privaudit's outliers, or your own records")
         if self.num_synthetic is not None:
             check_count(self.num_synthetic, "num_synthetic (--num-synthetic)", minimum=10)
         fraction = check_fraction(self.reference_fraction, "reference_fraction (--reference-fraction)")
@@ -99,6 +104,12 @@ class SyntheticDataConfig:
         if self.claimed_epsilon is not None:
             check_positive(self.claimed_epsilon, "claimed_epsilon (--claimed-epsilon)")
         check_probability(self.delta, "delta (--delta)")
+        if self.claimed_delta is not None:
+            if self.claimed_epsilon is None:
+                raise ValueError("`--claimed-delta` needs `--claimed-epsilon`")
+            check_probability(self.claimed_delta, "claimed_delta (--claimed-delta)")
+            if self.delta < self.claimed_delta:
+                raise ValueError(f"`--delta` ({self.delta:g}) must be >= `--claimed-delta` ({self.claimed_delta:g}): the claim says nothing at a smaller δ")
         check_probability(self.confidence, "confidence")
         check_count(self.num_vulnerable, "num_vulnerable")
         check_count(self.seed, "seed")
@@ -169,18 +180,16 @@ class ExposedRecord:
 
 @dataclasses.dataclass(frozen=True)
 class CanaryBound:
-    """The one-run ε lower bound from canaries inserted by fair coins, beside its ceiling and the claim (per release, like for like).
+    """The one-run ε lower bound from canaries inserted by fair coins, beside its ceiling and the verdict on the claim (per release, like for like).
 
     ``ceiling`` is the bound with every guess right on the same canaries
-    and confidence: a bound near it says "at least this, maybe much more".
+    and confidence (:func:`privaudit.stats.ceiling.one_run_ceiling`).
     """
 
     bound: OneRunLowerBound
     ceiling: float
-    claimed_epsilon: float | None
-    bound_over_claim: float | None
-    bound_over_ceiling: float | None
-    flag: bool | None  # the bound exceeds the claim (None: no claim)
+    at_ceiling: bool  # within 10% of the ceiling: "at least this, maybe much more"
+    verdict: Verdict | None  # against the user's per-release claim (None: no claim)
     canaries: str  # how the canaries were made
     coins_seed: int
     signal: str
@@ -222,11 +231,11 @@ class SyntheticDataResult(AuditResult):
                 kind="lower bound",
                 confidence=bound.confidence,
                 valid=bound.valid,
-                flag=self.bound.flag,
+                flag=None if self.bound.verdict is None else self.bound.verdict.flagged,
             )
         return Headline(
             value=self.attack(HEADLINE_ATTACK).tpr_at(0.01),
-            label="TPR at 1% FPR of DOMIAS (density ratio) on the released synthetic table (attack statistic, not an ε bound)",
+            label="TPR at 1% FPR of DOMIAS (nearest-neighbour density ratio) on the released synthetic table (attack statistic, not an ε bound)",
             kind="statistic",
             confidence=None,
             valid=True,
