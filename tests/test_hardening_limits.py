@@ -144,8 +144,8 @@ def test_provenance_values_of_the_wrong_type_are_refused_never_coerced(tiny, tmp
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["audit", "mia", "--target-kind", "bogus"], "`model_kind` must be one of 'huggingface'"),
-        (["audit", "mia", "--model-output", "bogus"], "`model_output` must be one of 'auto'"),
+        (["audit", "mia", "--target-kind", "bogus"], "`--target-kind` must be one of 'huggingface'"),
+        (["audit", "mia", "--model-output", "bogus"], "`--model-output` must be one of 'auto'"),
         (["audit", "panoramia", "--model-output", "bogus"], "`--model-output` must be one of 'auto'"),
         (["audit", "panoramia", "--model-kind", "bogus"], "`--model-kind` must be one of 'privaudit'"),
     ],

@@ -15,7 +15,7 @@ LAYERS = [
     {"canaries", "models", "generators", "data", "extraction"},
     {"training", "observation", "integrations", "runner", "mechanisms"},
     {"audits", "testing"},
-    {"report", "history", "schemas", "demo_quick", "demo_full"},
+    {"report", "history", "history_ids", "schemas", "demo_quick", "demo_full"},
     {"cli", "__main__", "__init__"},
 ]
 RANK = {name: index for index, layer in enumerate(LAYERS) for name in layer}

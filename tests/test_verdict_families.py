@@ -118,7 +118,7 @@ def test_a_claim_delta_without_epsilon_is_refused(tmp_path):
     _provenance(tmp_path)
     (tmp_path / "synthetic.txt").write_text("alpha beta\n")
     argv = ["audit", "synthetic-text", "--synthetic", tmp_path / "synthetic.txt", "--provenance", tmp_path / "provenance.json", "--claimed-delta", "1e-5"]
-    assert_refused([*argv, "--output", tmp_path / "run", "--no-history"], tmp_path / "run", "`claimed_delta` needs `claimed_epsilon`")
+    assert_refused([*argv, "--output", tmp_path / "run", "--no-history"], tmp_path / "run", "`--claimed-delta` needs `--claimed-epsilon`")
 
 
 def test_dpsgd_converts_an_end_to_end_claim_to_the_per_step_claim_it_implies():
@@ -149,6 +149,10 @@ _USER_PATHS = {
         {"num_canaries", "secret_length", "vocab_size", "corpus_chars", "steps"},
     ),
     "synthetic-text": (lambda c: types.SimpleNamespace(config=c, synthetic="s.txt", provenance="p.json"), {"num_canaries", "num_synthetic", "steps"}),
+    "synthetic-data": (
+        lambda c: types.SimpleNamespace(config=dataclasses.replace(c, train="t.csv", holdout="h.csv", synthetic="s.csv", generator=None, num_canaries=0)),
+        {"num_synthetic", "num_shadows", "num_shadow_targets"},
+    ),
 }
 # families whose user path replaces the value itself (a path where the embedded name was) or records its own inputs field by field
 _RECORDED_AS_GIVEN = {

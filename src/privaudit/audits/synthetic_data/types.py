@@ -215,6 +215,12 @@ class SyntheticDataResult(AuditResult):
     threat_model: str
     seconds: float
 
+    def inert_config_fields(self) -> frozenset[str]:
+        """With a released table (no-box) nothing is generated: the generator's settings did not apply."""
+        if self.config.synthetic is None:
+            return frozenset()
+        return frozenset({"num_synthetic", "num_shadows", "num_shadow_targets", "num_canaries"})
+
     def attack(self, name: str) -> SyntheticAttack:
         """The summary of attack ``name``."""
         from ..._core.validation import check_choice
