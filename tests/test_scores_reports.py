@@ -223,7 +223,7 @@ def test_exposure_is_repeatable(cli, canary_files, tmp_path):
         ("s,m\n1.0,1\nnan,0\n", [], "must be finite"),
         ("s,m\n1.0,maybe\n0.5,0\n", [], "column `m` must be 1/0"),
         ("s,m\n1.0,1\n0.5,1\n", [], "must have members and non-members"),
-        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "-1"], "`--claimed-epsilon` must be >= 0"),
+        ("s,m\n1.0,1\n0.5,0\n", ["--claimed-epsilon", "-1"], "`claimed_epsilon` must be >= 0"),
     ],
 )
 def test_bad_score_files_are_refused(cli, tmp_path, content, extra, match):
