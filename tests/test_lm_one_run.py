@@ -38,6 +38,10 @@ def saved(tmp_path_factory):
     for item in (root / "tuned").iterdir():  # the config and tokenizer, without the weights
         if item.suffix != ".safetensors" and item.is_file():
             (root / "weightless" / item.name).write_bytes(item.read_bytes())
+    tuned.save_pretrained(root / "declared-bos")
+    declared = transformers.AutoTokenizer.from_pretrained(root / "tuned")
+    declared.bos_token = sorted(declared.get_vocab())[0]  # declared, never added by the tokenizer: how the model was trained is unknown
+    declared.save_pretrained(root / "declared-bos")
     tuned.save_pretrained(root / "wrong-tokenizer")
     tokenizer.save_pretrained(root / "wrong-tokenizer")  # the resized model beside the tokenizer from before the canaries
     plain, _, _ = prepare_lm_canaries("random-tokens", bpe_tokenizer(TEXTS, vocab_size=300), count=8, seed=1)
@@ -91,6 +95,7 @@ def no_scoring(monkeypatch):
         ("tuned", "other-tokenizer.json", [], "`--model`'s tokenizer is not the provenance's"),
         ("wrong-tokenizer", "provenance.json", [], "`--model`: its tokenizer does not match its model: the model has"),
         ("weightless", "provenance.json", [], "holds a config.json but no weights"),
+        ("declared-bos", "provenance.json", ["--canary-copies", "1"], "pass --bos prepend (trained with"),
         ("tuned", "missing.json", [], "`--provenance` must be an existing file"),
         ("tuned", None, [], "`--model` and `--provenance` must be given together"),
         ("tuned", "provenance.json", ["--delta", "1.5"], "`--delta` must be in (0, 1)"),
@@ -105,7 +110,8 @@ def test_bad_input_is_refused_in_one_line_before_any_scoring(saved, tmp_path, no
     argv += ["--provenance", root / provenance] if provenance else []
     argv += [root / item if item in ("plain", "tuned") else item for item in extra]
     line = assert_refused(argv, tmp_path / "out", match)
-    assert line.startswith("error: `--model`") or line.startswith("error: `--base-model`") or model == "tuned", line
+    assert "--bos-corpus" not in line  # lm-one-run has no such option: its advice names only its own
+    assert line.startswith(("error: `--model`", "error: `--base-model`", "error: `--bos`")) or model == "tuned", line
 
 
 def test_a_provenance_that_is_not_one_is_refused(saved, tmp_path, no_scoring):

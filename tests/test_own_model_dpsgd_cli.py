@@ -217,9 +217,21 @@ BAD_DPSGD = [
     ("data-y-rows", lambda f: ["--model", MODEL, "--data", _npz(f, "short.npz", x=np.zeros((8, 4)), y=np.zeros(7))], "must hold features x of shape (n, d)"),
     ("data-npz-nan", lambda f: ["--model", MODEL, "--data", _npz(f, "nan.npz", x=np.full((8, 4), np.nan), y=np.zeros(8))], "only finite numbers"),
     ("data-npz-no-y", lambda f: ["--model", MODEL, "--data", _npz(f, "noy.npz", x=np.zeros((8, 4)))], "`--data` must be an .npz with arrays 'x', 'y'"),
-    ("data-csv-nan", lambda f: ["--model", MODEL, "--data", _write(f, "nan.csv", "1,2,3,4,0\n1,nan,3,4,1\n")], "`--data` must hold only finite numbers"),
-    ("data-csv-text", lambda f: ["--model", MODEL, "--data", _write(f, "text.csv", "a,b,c,d,y\n1,2,x,4,0\n")], "got 'x' on line 2, column 3"),
-    ("data-csv-empty-cell", lambda f: ["--model", MODEL, "--data", _write(f, "gap.csv", "1,2,3,4,0\n1,,3,4,1\n")], "line 2, column 2"),
+    (
+        "data-csv-nan",
+        lambda f: ["--model", MODEL, "--data", _write(f, "nan.csv", "1,2,3,4,0\n1,nan,3,4,1\n")],
+        "`--data` column 2 of 5 has a missing value ('nan') on line 2",
+    ),
+    (
+        "data-csv-text",
+        lambda f: ["--model", MODEL, "--data", _write(f, "text.csv", "a,b,c,d,y\n1,2,x,4,0\n1,2,3,4,1\n"), "--label-col", "y"],
+        "column 'c' (column 3 of 5) holds text ('x' on line 2",
+    ),
+    (
+        "data-csv-empty-cell",
+        lambda f: ["--model", MODEL, "--data", _write(f, "gap.csv", "1,2,3,4,0\n1,,3,4,1\n")],
+        "column 2 of 5 has a missing value ('') on line 2",
+    ),
     ("data-csv-ragged", lambda f: ["--model", MODEL, "--data", _write(f, "ragged.csv", "1,2,3,4,0\n1,2,3,1\n")], "line 2 has 4 cells, expected 5"),
     (
         "data-fractional-labels",

@@ -103,6 +103,10 @@ def test_verbose_adds_the_traceback_of_the_users_code(tmp_path, monkeypatch):
     code, stdout, stderr = run_cli(_mia(tmp_path, f"{module}:train", "--verbose"))
     assert code == 2 and "Traceback (most recent call last)" in stderr and f"{module}.py" in stderr
     assert stderr.strip().splitlines()[-1].startswith("error: `--train`")
+    code, _, stderr = run_cli(["--verbose", *_mia(tmp_path, f"{module}:train")])  # the global flag, before the command
+    assert code == 2 and "Traceback (most recent call last)" in stderr and stderr.strip().splitlines()[-1].startswith("error: `--train`")
+    code, _, stderr = run_cli(_mia(tmp_path, f"{module}:train"))  # and without it, the one line
+    assert code == 2 and "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_a_module_that_raises_at_import_is_one_line(tmp_path, monkeypatch):

@@ -283,11 +283,12 @@ def printable_label(value: str) -> str:
 
 
 def _features(table: _Table, path: Path, name: str) -> np.ndarray:
-    """The feature columns as float64; a text column among them is refused, naming it and the options that take text."""
+    """The feature columns as float64; a text column among them is refused, naming it, its first non-number and the options that take text."""
     for index in sorted(table.text()):
         column = table.columns[index]
+        row = next(row for row, cell in enumerate(column) if _cell_number(str(cell)) is None)
         raise ValueError(
-            f"`{name}` column {table.where(index)} holds text ({describe_value(column[0])} on line {table.lines[0]} "
+            f"`{name}` column {table.where(index)} holds text ({describe_value(column[row])} on line {table.lines[row]} "
             f"of {str(path)!r}): a feature must be a number; name it with `--label-col` if it is the label, or `--id-col` if it is a record id"
         )
     return table.numbers()

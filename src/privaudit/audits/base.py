@@ -232,9 +232,10 @@ def run_capturing(audit: Audit, config: Any, **options: Any) -> AuditRun:
     the command line and the demo print the record afterwards.
     """
     from .._core.capture import capture_library_output
+    from .._core.resources import torch_threads
 
     _configure_library_loggers(audit.requires)
-    with capture_library_output() as captured:
+    with capture_library_output() as captured, torch_threads():  # privaudit's own torch training: the CPUs this process may use
         run = audit.run(config, **options)
     return dataclasses.replace(run, result=dataclasses.replace(run.result, captured_warnings=captured.items))
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.capture import capture_library_output
+from .._core.resources import threads_per_worker, usable_cpus
 
 __all__ = ["WARNINGS_KEY", "RunsInterrupted", "WorkerDiedError", "call_task", "die_with_parent", "run_local"]
 
@@ -81,12 +82,14 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="privaudit-parent-watch", daemon=True).start()
 
 
-def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str, Any]:
-    """Run ``task(config)`` in a worker, with PyTorch (if importable) and the BLAS/OpenMP pools loaded so far limited to one thread.
+def call_task(task: Callable[[dict], dict], config: dict[str, Any], threads: int = 1) -> dict[str, Any]:
+    """Run ``task(config)`` in a worker, with PyTorch (if importable) and the BLAS/OpenMP pools loaded so far limited to ``threads``.
 
     Several workers each running a multi-threaded PyTorch or BLAS would
-    oversubscribe the cores, so every run sets ``torch.set_num_threads(1)``
-    and runs under ``threadpoolctl.threadpool_limits(1)`` (when installed).
+    oversubscribe the cores, so the runner gives each worker its share of
+    the CPUs this process may use (:func:`~privaudit._core.resources.threads_per_worker`):
+    ``torch.set_num_threads(threads)`` and ``threadpoolctl.threadpool_limits(threads)``
+    (when installed).
 
     >>> call_task(dict, {"seed": 1})
     {'seed': 1}
@@ -96,14 +99,14 @@ def call_task(task: Callable[[dict], dict], config: dict[str, Any]) -> dict[str,
     except ImportError:  # pragma: no cover - depends on the environment
         pass
     else:
-        if torch.get_num_threads() != 1:
-            torch.set_num_threads(1)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - scikit-learn brings it
         limits: Any = contextlib.nullcontext()
     else:
-        limits = threadpool_limits(1)
+        limits = threadpool_limits(threads)
     with limits, capture_library_output() as captured:  # the workers' library warnings reach the caller's record, not stderr
         result = task(config)
     if not isinstance(result, dict):
@@ -133,12 +136,13 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
     """
     if not jobs:
         return
-    workers = min(max_workers or multiprocessing.cpu_count() or 1, len(jobs))
+    workers = min(max_workers or usable_cpus(), len(jobs))  # the CPUs this process may use, not the machine's count
+    threads = threads_per_worker(workers)
     context = multiprocessing.get_context("spawn")
     failure = None
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(call_task, task, config): index for index, config in jobs}
+        futures = {pool.submit(call_task, task, config, threads): index for index, config in jobs}
         for future in concurrent.futures.as_completed(futures):
             if future.cancelled():
                 continue
