@@ -1,6 +1,6 @@
 """Black-box DP-SGD audit throughput: ``python benchmarks/blackbox.py [--models-per-side N] [--backend local|ray] [--workers K]``.
 
-Runs :func:`privaudit.audits.blackbox.run_blackbox_audit` (breast-cancer,
+Runs :func:`privaudit.audits.blackbox.audit.run_blackbox_audit` (breast-cancer,
 linear model, noise multiplier 0.5, 20 full-batch steps, mislabeled canary)
 into a fresh temporary directory and merges models per minute, the ε bounds,
 the wall time and the machine into ``benchmarks/results/blackbox.json``
@@ -19,7 +19,8 @@ from pathlib import Path
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
-from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
+from privaudit.audits.blackbox.audit import run_blackbox_audit
+from privaudit.audits.blackbox.config import BlackBoxConfig
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """One-shot Table 2: ``python benchmarks/fl_table2.py [--runs 50] [--dimension 1000000] [--num-canaries 1000]``.
 
-Runs Algorithm 1 (:func:`privaudit.audits.gaussian_mechanism.audit_gaussian_mechanism`)
+Runs Algorithm 1 (:func:`privaudit.audits.fl.gaussian_mechanism.audit_gaussian_mechanism`)
 ``--runs`` times (seeds 0, 1, ...) for each σ of One-shot Table 2 (4.22, 1.54,
 0.541; δ = 10⁻⁶) and reports, per σ, the mean and standard deviation of
 ε_est (Table 2's equal-variance reading and Algorithm 1's fitted σ̂), of ε_lo,
@@ -28,7 +28,7 @@ import numpy as np
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
-from privaudit.audits.gaussian_mechanism import audit_gaussian_mechanism
+from privaudit.audits.fl.gaussian_mechanism import audit_gaussian_mechanism
 
 # One-shot Table 2: σ, analytical ε, reported mean ± std of ε_est over 50 runs.
 PAPER = [(4.22, 1.0, 0.972, 0.148), (1.54, 3.0, 3.04, 0.137), (0.541, 10.0, 9.98, 0.190)]

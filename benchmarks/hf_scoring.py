@@ -20,7 +20,7 @@ import torch
 import transformers
 
 from privaudit._core.results import library_versions
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer as trained_bpe_tokenizer
+from privaudit.audits.lm.tiny import bpe_tokenizer as trained_bpe_tokenizer
 from privaudit.canaries import CanaryFormat
 from privaudit.models.hf import HFCausalLMScorer
 

@@ -1,6 +1,6 @@
 """LM canary designs compared: ``python benchmarks/lm_canaries.py [--output FILE] [--canaries N] [--seeds 0,1,2]``.
 
-For each seed, the embedded default of ``lm-one-run`` (:mod:`privaudit.audits.lm_one_run`):
+For each seed, the embedded default of ``lm-one-run`` (:mod:`privaudit.audits.lm`):
 the same tiny GPT-2 base model (trained on privaudit's corpus), the same
 fine-tuning budget, the same number of canaries (half included by fair
 coins), one run per canary design. Each design's AUC, TPR at 1% FPR and
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from privaudit._core.results import library_versions
-from privaudit.audits.lm_one_run import AUDIT, run_lm_one_run
+from privaudit.audits.lm.audit import AUDIT, run_lm_one_run
 from privaudit.canaries.lm import DESIGNS
 
 

@@ -1,12 +1,12 @@
 """The one-run audit of DP fine-tuning (Opacus at ε = 4, δ = 1e-5) beside the same fine-tuning without DP: ``python benchmarks/lm_dp.py [--output FILE]``.
 
 For each seed: the tiny GPT-2 base model of ``lm-one-run``'s embedded default
-(:mod:`privaudit.audits.lm_one_run_tiny`, trained on privaudit's corpus),
+(:mod:`privaudit.audits.lm.tiny`, trained on privaudit's corpus),
 ``--canaries`` new-token canaries (the strongest design in
 ``benchmarks/lm_canaries.py``), half included by fair coins, each included
 canary once in the fine-tuning data (the claim is per text), then two
 fine-tunings on the same data, Poisson batches and budget
-(:func:`~privaudit.audits.lm_one_run_tiny.fine_tune_dp`): DP-Adam calibrated
+(:func:`~privaudit.audits.lm.tiny.fine_tune_dp`): DP-Adam calibrated
 by Opacus' RDP accountant to ``--epsilon``, and the same without clipping or
 noise. Per run: AUC, TPR at 1% FPR, the one-run ε lower bound (δ = 1e-5,
 95%, scores calibrated by the base model), the claimed ε (Opacus'
@@ -28,9 +28,9 @@ import torch
 
 from privaudit._core.results import library_versions
 from privaudit._core.seeding import child_seeds
-from privaudit.audits.lm_one_run import audit_lm_scores
-from privaudit.audits.lm_one_run_scores import calibrated_scores
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2
+from privaudit.audits.lm.result import audit_lm_scores
+from privaudit.audits.lm.scores import calibrated_scores
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2
 from privaudit.canaries.lm_provenance import prepare_lm_canaries
 from privaudit.data.corpus import load_default_corpus
 from privaudit.models.hf import HFCausalLMScorer

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from privaudit._core.results import library_versions
-from privaudit.audits.lm_one_run import audit_lm_scores
-from privaudit.audits.synthetic_text import AUDIT, tiny_synthetic_text
+from privaudit.audits.lm.result import audit_lm_scores
+from privaudit.audits.synthetic_text.audit import AUDIT, tiny_synthetic_text
 from privaudit.canaries.lm import DESIGNS
 from privaudit.canaries.lm_synthetic import SIGNALS, canary_echo_scores
 

@@ -34,7 +34,7 @@ from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sy
 
 import privaudit
 from privaudit._core.results import library_versions
-from privaudit.audits.mechanism import audit_mechanism
+from privaudit.audits.mechanism.audit import audit_mechanism
 from privaudit.mechanisms.examples import DEFAULT_DATASET, laplace_sum
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

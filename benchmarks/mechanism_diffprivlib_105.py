@@ -80,7 +80,7 @@ def main(argv=None) -> int:
             _use_fixed_copy(Path(folder))
         from importlib.metadata import version
 
-        from privaudit.audits.mechanism import audit_mechanism
+        from privaudit.audits.mechanism.audit import audit_mechanism
 
         x = np.linspace(1.0, 2.0, 10)
         dataset = np.column_stack([x, x])

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privaudit.audits.mechanism import audit_mechanism
+from privaudit.audits.mechanism.audit import audit_mechanism
 from privaudit.integrations.dp_libraries import smartnoise_synthesizer
 
 TABLE = np.array([[index % 3, (index * 7) % 3] for index in range(30)])

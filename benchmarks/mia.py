@@ -1,6 +1,6 @@
 """LOSS, LiRA and RMIA on digits with a user-style --train MLP: ``python benchmarks/mia.py [--seeds 0,1,2] [--references 16] [--workers K] [--population-fraction 0.1]``.
 
-For each seed, :func:`privaudit.audits.mia.run_mia_audit` trains the target
+For each seed, :func:`privaudit.audits.mia.audit.run_mia_audit` trains the target
 and ``--references`` reference models (each record IN exactly half of them)
 with :func:`train_mlp` below, passed as ``--train mia:train_mlp`` exactly as
 a user's function is. The attacks are then rerun on the stored signals with
@@ -31,8 +31,10 @@ import numpy as np
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
-from privaudit.audits.mia import MIAConfig, attack_scores, run_mia_audit
-from privaudit.audits.mia_training import draws
+from privaudit.audits.mia.audit import run_mia_audit
+from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.result import attack_scores
+from privaudit.audits.mia.training import draws
 from privaudit.runner import RunStore
 from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_log_ratios, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics

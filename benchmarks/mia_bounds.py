@@ -1,6 +1,6 @@
 """The mia audit's canary-mode ε lower bound on a DP-SGD target (Opacus, ε = 1) and a non-DP overfitted MLP: ``python benchmarks/mia_bounds.py [--seeds 0,1,2] [--canaries 100,300,500] [--references 4] [--workers 1]``.
 
-For each trainer, canary count m and seed, :func:`privaudit.audits.mia.run_mia_audit`
+For each trainer, canary count m and seed, :func:`privaudit.audits.mia.audit.run_mia_audit`
 runs ``mode="canary"`` on digits: m mislabeled canaries, each in the one
 target run by a fair coin, ``--references`` calibration models, the attack
 chosen on a quarter of the canaries (pilot) and Steinke et al.'s one-run
@@ -31,7 +31,8 @@ from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the acceptance test's training functions (own_models)
 
 from privaudit._core.results import library_versions  # noqa: E402
-from privaudit.audits.mia import MIAConfig, run_mia_audit  # noqa: E402
+from privaudit.audits.mia.audit import run_mia_audit  # noqa: E402
+from privaudit.audits.mia.config import MIAConfig
 
 TRAINERS = {"dp-sgd (Opacus, ε = 1)": "own_models.dp_mlp:train_dp", "overfitted MLP (no DP)": "own_models.dp_mlp:train_overfit"}
 

@@ -1,7 +1,7 @@
 """Reference models per second of the mia audit's jobs on the runner, local and on Ray, at 1 and 2 workers: ``python benchmarks/mia_scaling.py [--models 8] [--repeats 2]``.
 
 Each measurement runs ``--models`` reference-model jobs of the audit
-(:func:`privaudit.audits.mia_training.train_and_score`: train on the model's
+(:func:`privaudit.audits.mia.training.train_and_score`: train on the model's
 half of digits, score every record) through :func:`privaudit.runner.run_all`
 into a fresh run store, with :func:`train_mlp_heavy` below as the user's
 ``--train`` (an MLP held to ``--epochs`` epochs, so each model is seconds of
@@ -33,8 +33,9 @@ import numpy as np
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
-from privaudit.audits.mia import MIAConfig, _jobs
-from privaudit.audits.mia_training import train_and_score
+from privaudit.audits.mia.audit import _jobs
+from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.training import train_and_score
 from privaudit.runner import RunStore, run_all
 
 HERE = Path(__file__).resolve().parent

@@ -38,7 +38,7 @@ from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sy
 
 import privaudit
 from privaudit._core.results import library_versions, to_plain
-from privaudit.audits.one_run import AUDIT, run_one_run_audit
+from privaudit.audits.one_run.audit import AUDIT, run_one_run_audit
 from privaudit.canaries.gradient import GradientCanary
 from privaudit.observation.gradient import collect_gradient_observations
 from privaudit.stats.bounds import epsilon_lower_bound

@@ -30,7 +30,7 @@ def lm_run(seed: int, *, canaries_per_step: int = 20):
     import peft
     import torch
 
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
     from privaudit.data.corpus import load_default_corpus
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 

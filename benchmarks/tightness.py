@@ -16,7 +16,7 @@ audit). The truth column says how the true ε is known:
 
 Rows:
 
-* mechanisms (:func:`privaudit.audits.mechanism.audit_mechanism`, the
+* mechanisms (:func:`privaudit.audits.mechanism.audit.audit_mechanism`, the
   default budget: 5,000 held-out + 2,000 pilot samples per side, the
   default statistics, learned ones included, and for a searched pair the
   default search): Laplace with a 2× and a 1.3× scale bug, the Gaussian
@@ -24,9 +24,9 @@ Rows:
   forgotten lower clip (the pair searched, no domain given), the
   exponential-mechanism median without its /2;
 * DP-SGD white box end to end (``privaudit audit one-run``'s
-  :func:`~privaudit.audits.one_run.run_one_run_audit` on its embedded
+  :func:`~privaudit.audits.one_run.audit.run_one_run_audit` on its embedded
   default, as ``benchmarks/one_run_dpsgd.py`` runs it) at ε = 1, 4, 8;
-* mia canary mode (:func:`~privaudit.audits.mia.run_mia_audit`) on the
+* mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`) on the
   non-private overfitted MLP of ``tests/own_models``, against its ceiling
   (the same one-run bound on scores that guess every canary right);
 * the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
@@ -62,7 +62,7 @@ import mechanisms_reference as ref  # noqa: E402
 
 import privaudit  # noqa: E402
 from privaudit._core.results import library_versions  # noqa: E402
-from privaudit.audits.mechanism import audit_mechanism  # noqa: E402
+from privaudit.audits.mechanism.audit import audit_mechanism  # noqa: E402
 from privaudit.stats.conversions import gaussian_epsilon  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -202,7 +202,7 @@ def mechanism_rows(seeds: int, budgets: dict[str, dict], only: str | None = None
 
 def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
     """DP-SGD white box end to end: the one-run audit's headline ÷ the accountant's ε, as benchmarks/one_run_dpsgd.py runs it."""
-    from privaudit.audits.one_run import AUDIT, run_one_run_audit
+    from privaudit.audits.one_run.audit import AUDIT, run_one_run_audit
 
     base = AUDIT.default_config()
     rows = []
@@ -227,8 +227,9 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
 
 def mia_rows(seeds: int, canaries: int) -> list[dict]:
     """mia canary mode on the non-private overfitted MLP: the bound ÷ its ceiling (every canary guessed right)."""
-    from privaudit.audits.mia import MIAConfig, run_mia_audit
-    from privaudit.audits.mia_bounds import slot_bound
+    from privaudit.audits.mia.audit import run_mia_audit
+    from privaudit.audits.mia.bounds import slot_bound
+    from privaudit.audits.mia.config import MIAConfig
 
     ratios, bounds, ceilings, started = [], [], [], time.perf_counter()
     for seed in range(seeds):

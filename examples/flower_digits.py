@@ -178,7 +178,7 @@ def run_flower_digits(*configs: FlowerDigitsConfig) -> list[dict]:
 def write_outputs(config: FlowerDigitsConfig, outcome: dict, output) -> dict:
     """Write ``results.json`` and ``cosines.png`` into ``output``, all at once (nothing on failure)."""
     from privaudit._core.files import staged_output
-    from privaudit.audits.fl import cosine_densities
+    from privaudit.audits.fl.audit import cosine_densities
     from privaudit.report.fl import plot_cosine_densities
 
     estimate = outcome["estimate"]

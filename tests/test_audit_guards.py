@@ -117,7 +117,7 @@ def test_a_spec_the_estimate_cannot_read_is_left_to_the_model_loader(spec, tmp_p
 
 def test_an_exhausted_extraction_budget_is_recorded_not_fatal():
     pytest.importorskip("torch")
-    from privaudit.audits.secret_sharer import SecretSharerConfig
+    from privaudit.audits.secret_sharer.audit import SecretSharerConfig
 
     config = SecretSharerConfig(
         template="pin {digits:3}",
@@ -163,7 +163,7 @@ def test_settings_that_would_give_a_wrong_number_are_refused(name, values, messa
 
 
 def test_a_non_integer_schedule_is_refused_from_python_too():
-    from privaudit.audits.secret_sharer import SecretSharerConfig
+    from privaudit.audits.secret_sharer.audit import SecretSharerConfig
 
     with pytest.raises(ValueError, match="must be integers"):
         SecretSharerConfig(schedule=(1.5, 2))

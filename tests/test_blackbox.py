@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from privaudit.audits.blackbox import BlackBoxConfig, BlackBoxResult, _score, run_blackbox_audit, run_configs, train_one  # noqa: E402
+from privaudit.audits.blackbox.audit import _score, run_blackbox_audit, run_configs, train_one  # noqa: E402
+from privaudit.audits.blackbox.config import BlackBoxConfig, BlackBoxResult
 from privaudit.runner import RunStore  # noqa: E402
 
 

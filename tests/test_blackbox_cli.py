@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit, run_configs, train_one
+from privaudit.audits.blackbox.audit import run_blackbox_audit, run_configs, train_one
+from privaudit.audits.blackbox.config import BlackBoxConfig
 from privaudit.runner import RunStore
 
 # 12 models of 60 full-batch steps: about 0.2 s each on one worker, so the audit is still running when 3 have finished

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from privaudit.audits.dpsgd import DPSGDAuditConfig, claimed_step_epsilon
+from privaudit.audits.dpsgd.config import DPSGDAuditConfig, claimed_step_epsilon
 from privaudit.cli import app
 
 SMALL = {"num_steps": 10, "canaries_per_step": 50, "num_slots": 200}

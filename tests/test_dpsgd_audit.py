@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from privaudit.audits.dpsgd import AUDIT, DPSGDAuditConfig, bound_step_observations, claimed_step_epsilon, detect_bugs  # noqa: E402
+from privaudit.audits.dpsgd.audit import AUDIT, bound_step_observations, detect_bugs
+from privaudit.audits.dpsgd.config import DPSGDAuditConfig, claimed_step_epsilon  # noqa: E402
 from privaudit.canaries.gradient import GradientCanary  # noqa: E402
 from privaudit.observation.gradient import collect_gradient_observations  # noqa: E402
 from privaudit.stats.conversions import gdp_mu  # noqa: E402

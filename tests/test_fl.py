@@ -9,13 +9,8 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from privaudit.audits.fl import AUDIT, FLAuditConfig
-from privaudit.audits.gaussian_mechanism import (
-    audit_gaussian_mechanism,
-    gaussian_mechanism_cosines,
-    gaussian_mechanism_cosines_exact_law,
-    noise_rng,
-)
+from privaudit.audits.fl.audit import AUDIT, FLAuditConfig
+from privaudit.audits.fl.gaussian_mechanism import audit_gaussian_mechanism, gaussian_mechanism_cosines, gaussian_mechanism_cosines_exact_law, noise_rng
 from privaudit.canaries.update import UpdateCanaries
 from privaudit.cli import app
 from privaudit.stats.conversions import gaussian_epsilon

@@ -79,7 +79,7 @@ def tiny(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("tokenizers")
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
 
     root = tmp_path_factory.mktemp("tiny")
     texts = [f"note {i} says {chr(97 + i % 26)} and {chr(98 + i % 20)}" for i in range(40)]

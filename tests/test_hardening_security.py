@@ -40,7 +40,7 @@ def hf(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("tokenizers")
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
 
     root = tmp_path_factory.mktemp("hf")
     texts = [f"record {i} reads {chr(97 + i % 26)} twice" for i in range(40)]

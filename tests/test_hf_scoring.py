@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer as trained_bpe_tokenizer
+from privaudit.audits.lm.tiny import bpe_tokenizer as trained_bpe_tokenizer
 from privaudit.canaries import CanaryFormat
 from privaudit.extraction import brute_force_search, shortest_path_search
 from privaudit.models.hf import HFCausalLMScorer

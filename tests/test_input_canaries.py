@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from privaudit.audits.dpsgd import bound_step_observations, claimed_step_epsilon  # noqa: E402
+from privaudit.audits.dpsgd.audit import bound_step_observations
+from privaudit.audits.dpsgd.config import claimed_step_epsilon  # noqa: E402
 from privaudit.canaries.inputs import (  # noqa: E402
     INPUT_CANARY_KINDS,
     adversarial_canary,

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from privaudit.audits.secret_sharer_measure import enumeration_index  # noqa: E402
+from privaudit.audits.secret_sharer.measure import enumeration_index  # noqa: E402
 from privaudit.canaries import CanaryFormat, insert_canaries  # noqa: E402
 from privaudit.extraction import brute_force_search, shortest_path_search  # noqa: E402
 from privaudit.models.char_lstm import CharVocabulary, TrainingConfig, build_char_lstm, train_char_lstm  # noqa: E402

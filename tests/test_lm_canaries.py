@@ -15,8 +15,8 @@ pytest.importorskip("tokenizers")
 
 from rng_helpers import assert_same_rng_states, global_rng_states  # noqa: E402
 
-from privaudit.audits.lm_one_run_scores import calibrated_scores, canary_log_likelihoods  # noqa: E402
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm.scores import calibrated_scores, canary_log_likelihoods  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
 from privaudit.canaries.lm import DESIGNS  # noqa: E402
 from privaudit.canaries.lm_provenance import LMProvenance, check_tokenizer, prepare_lm_canaries, read_lm_provenance, tokenizer_identity  # noqa: E402
 from privaudit.models.hf import HFCausalLMScorer  # noqa: E402

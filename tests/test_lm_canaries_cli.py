@@ -17,8 +17,8 @@ from cli_helpers import assert_refused, run_cli  # noqa: E402
 from rng_helpers import assert_same_rng_states, global_rng_states  # noqa: E402
 from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
 
-from privaudit.audits import lm_one_run_scores  # noqa: E402
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm import scores as lm_one_run_scores  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
 from privaudit.canaries import lm_synthetic  # noqa: E402
 from privaudit.canaries.corpus import read_corpus_texts  # noqa: E402
 from privaudit.canaries.lm import DESIGNS  # noqa: E402

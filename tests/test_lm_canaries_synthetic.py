@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privaudit.audits.lm_one_run import audit_lm_scores
+from privaudit.audits.lm.result import audit_lm_scores
 from privaudit.canaries.lm_synthetic import jaccard_similarities, ngram_log_likelihoods, read_synthetic_corpus
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]

@@ -20,8 +20,8 @@ pytest.importorskip("opacus")
 from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything  # noqa: E402
 from test_lm_canaries import TEXTS  # noqa: E402
 
-from privaudit.audits.lm_one_run_scores import calibrated_scores  # noqa: E402
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm.scores import calibrated_scores  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2  # noqa: E402
 from privaudit.canaries.lm_provenance import prepare_lm_canaries  # noqa: E402
 from privaudit.models.hf import HFCausalLMScorer  # noqa: E402
 from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402

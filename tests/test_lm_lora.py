@@ -18,7 +18,7 @@ from cli_helpers import assert_refused, run_cli  # noqa: E402
 from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
 from test_lm_one_run import no_scoring  # noqa: E402, F401 (a fixture: refusals come before any scoring)
 
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
 from privaudit.canaries.lm_provenance import prepare_lm_canaries  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -15,8 +15,8 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 from cli_helpers import assert_refused, run_cli  # noqa: E402
 from test_lm_canaries import TEXTS, span_log_likelihoods  # noqa: E402
 
-from privaudit.audits import lm_one_run_scores  # noqa: E402
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm import scores as lm_one_run_scores  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
 from privaudit.canaries.lm_provenance import prepare_lm_canaries  # noqa: E402
 from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402
 
@@ -125,7 +125,7 @@ def test_the_embedded_default_is_reproducible_from_its_seed_and_leaves_the_globa
     from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything
 
     from privaudit.audits.config import with_overrides
-    from privaudit.audits.lm_one_run import AUDIT
+    from privaudit.audits.lm.audit import AUDIT
     from privaudit.observation.one_run import draw_inclusion
 
     config = with_overrides(AUDIT.tiny_config(), {"num_canaries": 12, "base_steps": 2, "steps": 2, "design": "high-temperature"})
@@ -145,7 +145,7 @@ def test_the_command_keeps_the_libraries_log_records_off_stderr_and_in_the_recor
     import subprocess
     import sys
 
-    from privaudit.audits.lm_one_run import AUDIT
+    from privaudit.audits.lm.audit import AUDIT
 
     config = tmp_path / "tiny.json"
     config.write_text(json.dumps(dataclasses.asdict(AUDIT.tiny_config())))

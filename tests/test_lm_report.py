@@ -17,7 +17,8 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 from test_lm_canaries_synthetic import _corpus, echoed  # noqa: E402, F401 - echoed: the provenance and synthetic text fixture
 
-from privaudit.audits.lm_one_run import AUDIT, LMOneRunConfig  # noqa: E402
+from privaudit.audits.lm.audit import AUDIT
+from privaudit.audits.lm.result import LMOneRunConfig  # noqa: E402
 from privaudit.report import lm as lm_report  # noqa: E402
 
 FIGURES = ("scores.png", "roc.png", "bound.png")

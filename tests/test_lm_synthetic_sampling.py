@@ -12,7 +12,7 @@ stats = pytest.importorskip("scipy.stats")
 
 from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything  # noqa: E402
 
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2  # noqa: E402
 from privaudit.canaries.lm_sampling import sample_synthetic_texts, sample_token_ids  # noqa: E402
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "the bird flew over the house"] * 10

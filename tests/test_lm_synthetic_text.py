@@ -45,7 +45,7 @@ def test_prefix_suffix_canaries_echo_in_text_sampled_from_a_fine_tuned_gpt2_abov
     """
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from privaudit.audits.synthetic_text import AUDIT, tiny_synthetic_text
+    from privaudit.audits.synthetic_text.audit import AUDIT, tiny_synthetic_text
 
     seed = int(np.random.default_rng().integers(2**31))
     tpr = {}
@@ -62,7 +62,7 @@ def test_prefix_suffix_canaries_echo_in_text_sampled_from_a_fine_tuned_gpt2_abov
 def test_the_embedded_default_writes_the_text_and_provenance_it_scored(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from privaudit.audits.synthetic_text import AUDIT
+    from privaudit.audits.synthetic_text.audit import AUDIT
     from privaudit.report.runs import write_run
 
     config = dataclasses.replace(AUDIT.tiny_config(), seed=int(np.random.default_rng().integers(2**31)))
@@ -155,7 +155,7 @@ _TRAINED: dict = {}
 
 def train_on_synthetic(texts, *, seed):
     """A user's --synthetic-train function: a tiny GPT-2 and BPE tokenizer fine-tuned on the synthetic records (kept for the test's oracle)."""
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2
 
     tokenizer = bpe_tokenizer(texts, vocab_size=300)
     model = fine_tune(tiny_gpt2(tokenizer, seed=seed, n_embd=32), tokenizer, texts, steps=20, seed=seed, learning_rate=1e-2)

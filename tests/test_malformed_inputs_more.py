@@ -120,7 +120,8 @@ def blackbox_with_run_file(f: Path, content) -> list:
 
 
 def run_file(**overrides) -> dict:
-    from privaudit.audits.blackbox import BlackBoxConfig, run_configs
+    from privaudit.audits.blackbox.audit import run_configs
+    from privaudit.audits.blackbox.config import BlackBoxConfig
 
     data = {"index": 0, "config": run_configs(BlackBoxConfig(**BLACKBOX))[0], "result": {"score": 0.5}}
     data.update(overrides)

@@ -24,7 +24,7 @@ from mechanisms_reference import (
 )
 from scipy import stats
 
-from privaudit.audits.mechanism import audit_mechanism
+from privaudit.audits.mechanism.audit import audit_mechanism
 from privaudit.mechanisms.claims import Claim, zcdp_epsilon
 from privaudit.stats.conversions import gaussian_epsilon
 from privaudit.testing import assert_mechanism_dp

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privaudit.audits.mechanism import audit_mechanism
+from privaudit.audits.mechanism.audit import audit_mechanism
 from privaudit.mechanisms.claims import Claim
 from privaudit.mechanisms.learned import fit_density_ratio
 from privaudit.mechanisms.tester import bound_samples

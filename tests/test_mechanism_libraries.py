@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from privaudit.audits.mechanism import audit_mechanism
+from privaudit.audits.mechanism.audit import audit_mechanism
 
 BUDGET = {"samples": 3000, "pilot_samples": 2000}
 SMALL_BUDGET = {"samples": 1000, "pilot_samples": 500}

@@ -10,8 +10,10 @@ import pytest
 from cli_helpers import assert_refused, run_cli
 from sklearn.metrics import roc_auc_score
 
-from privaudit.audits.mia import AUDIT, MIAConfig, attack_scores, run_mia_audit
-from privaudit.audits.mia_training import draws, load_pool
+from privaudit.audits.mia.audit import AUDIT, run_mia_audit
+from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.result import attack_scores
+from privaudit.audits.mia.training import draws, load_pool
 from privaudit.runner import RunStore
 from privaudit.stats.mia import lira_online_scores, rmia_fractions_left_out, rmia_log_ratios, rmia_scores
 from privaudit.stats.mia_metrics import attack_metrics

@@ -1,7 +1,7 @@
 """Coverage of the mia audit's ε lower bounds: the pipeline's own draws, attacks, pilot choice and one-run bound on simulated signals.
 
 No model is trained. Each trial draws the audit's design
-(:func:`privaudit.audits.mia_bounds.draw_design`: canaries, population
+(:func:`privaudit.audits.mia.bounds.draw_design`: canaries, population
 samples, calibration references, the fair coins, the pilot records),
 simulates every model's logit-confidence signals from it, and runs the
 audit's scoring (:func:`slot_scores`), its choice of attack on the pilot
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from privaudit.audits.mia import MIAConfig
-from privaudit.audits.mia_bounds import design_bound, draw_design, slot_scores
+from privaudit.audits.mia.bounds import design_bound, draw_design, slot_scores
+from privaudit.audits.mia.config import MIAConfig
 
 TRIALS = 80
 CONFIDENCE = 0.9

@@ -18,9 +18,10 @@ import pytest
 from cli_helpers import assert_refused, run_cli
 from sklearn.metrics import roc_auc_score
 
-from privaudit.audits.mia import AUDIT, MIAConfig, run_mia_audit
-from privaudit.audits.mia_bounds import PREFERENCE, draw_design
-from privaudit.audits.mia_training import load_pool
+from privaudit.audits.mia.audit import AUDIT, run_mia_audit
+from privaudit.audits.mia.bounds import PREFERENCE, draw_design
+from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.training import load_pool
 from privaudit.runner import RunStore
 from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_log_ratios
 from privaudit.stats.one_run import epsilon_one_run_sweep

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.audits.mia import MIAConfig, run_mia_audit
+from privaudit.audits.mia.audit import run_mia_audit
+from privaudit.audits.mia.config import MIAConfig
 from privaudit.report.mia import tpr_text, vulnerability_table
 from privaudit.stats.one_run_combined import one_run_lower_bound
 
@@ -105,7 +106,7 @@ def test_clipped_signal_is_the_forests_vote_share_clipped_to_half_a_vote(table):
     from sklearn.datasets import load_breast_cancer
     from sklearn.ensemble import RandomForestClassifier
 
-    from privaudit.audits.mia_training import model_signals
+    from privaudit.audits.mia.training import model_signals
 
     x, y = load_breast_cancer(return_X_y=True)
     forest = RandomForestClassifier(n_estimators=TREES, random_state=0, n_jobs=1).fit(x[::2], y[::2])

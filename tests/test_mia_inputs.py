@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from cli_helpers import assert_refused, run_cli
 
-from privaudit.audits.mia_training import load_pool
+from privaudit.audits.mia.training import load_pool
 
 pytest.importorskip("sklearn")
 skops_io = pytest.importorskip("skops.io")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from cli_helpers import assert_refused, run_cli
 
-from privaudit.audits.mia_augment import augmented_attack_scores, augmented_views
-from privaudit.audits.mia_training import load_pool
+from privaudit.audits.mia.augment import augmented_attack_scores, augmented_views
+from privaudit.audits.mia.training import load_pool
 
 
 def _brute_view(image, flip, dy, dx):
@@ -171,7 +171,7 @@ def test_trained_references_on_embedded_digits_are_queried_on_every_view(tmp_pat
     pytest.importorskip("torch")
     from sklearn.metrics import roc_auc_score
 
-    from privaudit.audits.mia_training import draws
+    from privaudit.audits.mia.training import draws
     from privaudit.runner import RunStore
     from privaudit.stats.mia import loss_scores
 

@@ -13,9 +13,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
-from privaudit.audits.mia import ATTACKS, MIAConfig, attack_scores  # noqa: E402
-from privaudit.audits.mia_signals_lm import read_text_pool, text_pool_signals  # noqa: E402
+from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
+from privaudit.audits.mia.audit import ATTACKS
+from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.result import attack_scores  # noqa: E402
+from privaudit.audits.mia.signals_lm import read_text_pool, text_pool_signals  # noqa: E402
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "iris", "jade", "kelp", "lumen")
 NUM_TEXTS, NUM_REFERENCES, NUM_MEMBERS = 40, 4, 12  # 12 members; the 28 non-members are all attacked, the 16 population samples among them

@@ -10,8 +10,8 @@ import pytest
 from browser import CONSOLE, chromium, needs_chromium, render, rendered_dom
 from cli_helpers import run_cli
 
-from privaudit.audits.mia import ATTACKS
-from privaudit.audits.mia_training import load_pool
+from privaudit.audits.mia.audit import ATTACKS
+from privaudit.audits.mia.training import load_pool
 
 pytest.importorskip("sklearn")
 skops_io = pytest.importorskip("skops.io")

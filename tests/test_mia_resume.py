@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privaudit.audits.mia_training import load_pool
+from privaudit.audits.mia.training import load_pool
 from privaudit.runner import RunStore
 
 pytest.importorskip("sklearn")

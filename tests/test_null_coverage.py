@@ -150,7 +150,7 @@ def test_mechanism_tester_with_learned_statistics_on_null_data():
 
 def test_mechanism_audit_with_its_pair_search_on_null_data():
     # the search over D and D' picks the pair that looks most different on its own samples: the bound on fresh samples stays 0
-    from privaudit.audits.mechanism import audit_mechanism
+    from privaudit.audits.mechanism.audit import audit_mechanism
 
     def ignores_the_data(dataset, size, rng):
         return rng.laplace(0.0, 1.0, size)

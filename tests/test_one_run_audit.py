@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from privaudit.audits.one_run import AUDIT, OneRunAuditConfig, OneRunAuditResult, one_run_bounds, run_one_run_audit
+from privaudit.audits.one_run.audit import AUDIT, one_run_bounds, run_one_run_audit
+from privaudit.audits.one_run.config import OneRunAuditConfig, OneRunAuditResult
 from privaudit.observation.one_run import collect_one_run_observations, draw_inclusion
 from privaudit.schemas import load_schema
 from privaudit.stats.conversions import gdp_epsilon

@@ -24,7 +24,7 @@ STEPS = 4
 def lora_loop(audit: bool, tokenizer, seed: int = 3):
     from rng_helpers import seed_everything
 
-    from privaudit.audits.lm_one_run_tiny import tiny_gpt2
+    from privaudit.audits.lm.tiny import tiny_gpt2
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
     seed_everything(seed)  # the user's own loop: peft draws LoRA's initial weights from torch's global RNG
@@ -59,7 +59,7 @@ def lora_loop(audit: bool, tokenizer, seed: int = 3):
 
 
 def test_the_auditor_runs_unchanged_in_a_lora_gpt2_loop():
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer
+    from privaudit.audits.lm.tiny import bpe_tokenizer
 
     tokenizer = bpe_tokenizer(["the cat sat on the mat", "a dog ran in the park"] * 20, vocab_size=300)
     plain, _ = lora_loop(False, tokenizer)

@@ -143,7 +143,7 @@ def test_every_output_report_renders_in_chromium_with_its_sections(outputs, tmp_
 
 
 def _scores_run(conventions=()):
-    from privaudit.audits.scores import audit_scores
+    from privaudit.audits.scores.audit import audit_scores
 
     rng = np.random.default_rng(SEED)
     run = audit_scores(rng.normal(1.0, 1.0, 200), rng.normal(0.0, 1.0, 200), delta=1e-5, seed=SEED)

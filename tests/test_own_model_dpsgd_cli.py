@@ -139,7 +139,8 @@ def test_blackbox_with_the_users_training_function(tmp_path):
 def test_blackbox_scores_a_returned_torch_module_by_its_logits():
     from own_models import relu_net
 
-    from privaudit.audits.blackbox import BlackBoxConfig, _canary, _data, run_configs, train_one
+    from privaudit.audits.blackbox.audit import _canary, _data, run_configs, train_one
+    from privaudit.audits.blackbox.config import BlackBoxConfig
 
     config = run_configs(BlackBoxConfig(num_models_per_side=5, train="own_models.relu_net:train_torch"))[0]
     result = train_one(config)

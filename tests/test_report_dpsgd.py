@@ -9,7 +9,7 @@ pytest.importorskip("matplotlib")
 
 import matplotlib.image  # noqa: E402
 
-from privaudit.audits.dpsgd import bounds_on_prefixes, observation_fits, tradeoff_curves  # noqa: E402
+from privaudit.audits.dpsgd.audit import bounds_on_prefixes, observation_fits, tradeoff_curves  # noqa: E402
 from privaudit.report.dpsgd import plot_bound_vs_observations, plot_observation_histograms, plot_tradeoff  # noqa: E402
 from privaudit.stats.bounds import epsilon_lower_bound  # noqa: E402
 

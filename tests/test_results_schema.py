@@ -38,7 +38,7 @@ def test_dpsgd_results_validate_and_a_broken_copy_does_not(cli, tmp_path):
 
 
 def test_secret_sharer_results_validate_and_record_secure_canaries(tmp_path):
-    from privaudit.audits.secret_sharer import AUDIT, SecretSharerConfig
+    from privaudit.audits.secret_sharer.audit import AUDIT, SecretSharerConfig
     from privaudit.report.runs import write_run
 
     def run_secret_sharer(config, directory):
@@ -57,7 +57,8 @@ def test_secret_sharer_results_validate_and_record_secure_canaries(tmp_path):
 
 
 def test_blackbox_results_validate(tmp_path):
-    from privaudit.audits.blackbox import BlackBoxConfig, run_blackbox_audit
+    from privaudit.audits.blackbox.audit import run_blackbox_audit
+    from privaudit.audits.blackbox.config import BlackBoxConfig
 
     result = run_blackbox_audit(BlackBoxConfig(num_steps=2, num_models_per_side=5), tmp_path, max_workers=1)
     data = json.loads(json.dumps(stamp_results(result.to_dict(), audit="blackbox")))

@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import assert_refused, run_cli
 
 import privaudit
-from privaudit.audits.scores import audit_scores, direction_warning, names_a_loss
+from privaudit.audits.scores.audit import audit_scores, direction_warning, names_a_loss
 
 metrics = pytest.importorskip("sklearn.metrics")
 OPTIONS = ("--higher-is-member", "--lower-is-member")

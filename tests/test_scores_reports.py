@@ -72,7 +72,7 @@ def score_csv(tmp_path_factory):
 
 
 def test_bound_output_prints_the_metrics_and_writes_a_valid_report(cli, score_csv, tmp_path):
-    from privaudit.audits.scores import ScoresResult
+    from privaudit.audits.scores.audit import ScoresResult
 
     path, scores, member = score_csv
     output = tmp_path / "run"
@@ -167,7 +167,7 @@ def canary_files(tmp_path):
 
 
 def test_exposure_output_matches_a_brute_force_rank(cli, canary_files, tmp_path):
-    from privaudit.audits.exposure import ExposureAuditResult
+    from privaudit.audits.exposure.audit import ExposureAuditResult
     from privaudit.stats.exposure import epsilon_from_exposure, random_guessing_exposure
 
     canaries, references_file, losses, references, texts, insertions = canary_files

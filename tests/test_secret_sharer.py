@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from privaudit.audits.secret_sharer import SecretSharerConfig  # noqa: E402
+from privaudit.audits.secret_sharer.audit import SecretSharerConfig  # noqa: E402
 from privaudit.cli import main  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def test_config_file_round_trip(tmp_path):
 
 
 def test_enumeration_index_matches_enumerate():
-    from privaudit.audits.secret_sharer_measure import enumeration_index
+    from privaudit.audits.secret_sharer.measure import enumeration_index
     from privaudit.canaries import CanaryFormat
 
     fmt = CanaryFormat("x {digits:2}{letters:1}")
@@ -120,7 +120,7 @@ def test_enumeration_index_matches_enumerate():
 
 
 def test_guessing_upper_range_holds_by_enumeration():
-    from privaudit.audits.secret_sharer_measure import guessing_upper
+    from privaudit.audits.secret_sharer.measure import guessing_upper
 
     space, canaries, alpha = 1000, 5, 0.05
     upper = guessing_upper(space, canaries, alpha)

@@ -274,7 +274,7 @@ def test_lm_canaries_default_to_seed_0_and_the_draws_repeat_from_their_generator
     from privaudit.canaries.lm_provenance import prepare_lm_canaries
 
     pytest.importorskip("transformers")
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
     from privaudit.canaries import lm
 
     texts = ["the quick brown fox jumps over the lazy dog", "a list comprehension builds a new list"] * 6
@@ -387,7 +387,7 @@ def test_lm_sampling_and_canary_placement_default_to_seed_0():
     pytest.importorskip("transformers")
     import torch
 
-    from privaudit.audits.lm_one_run_tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
     from privaudit.canaries.lm_corpus import CorpusRecords, corpus_with_canaries
     from privaudit.canaries.lm_sampling import sample_synthetic_texts, sample_token_ids
 

@@ -94,7 +94,7 @@ def test_a_known_patient_id_shows_verbatim(tmp_path):
     # benign/malignant to 0/1 in sorted order: scikit-learn's target is 0 = malignant, so the codes are 1 - target
     np.testing.assert_array_equal(read.y, 1 - data.target[:40])
     np.testing.assert_allclose(read.x[:, 0], np.round(data.data[:40, 0], 4), rtol=1e-5)
-    from privaudit.audits.mia_training import Pool, target_members
+    from privaudit.audits.mia.training import Pool, target_members
 
     pool = Pool(read.x.astype(np.float32), read.y, str(path), read.label, read.columns)
     (tmp_path / "members.txt").write_text("patient_id\nP-00017\nP-00010\n")
@@ -135,7 +135,7 @@ def test_an_unknown_label_column_suggests_the_closest_and_lists_every_column(tmp
 
 
 def test_train_input_array_keeps_the_bare_array_and_dataframe_needs_names(tmp_path):
-    from privaudit.audits.mia_training import Pool, as_train_input, train_input_names
+    from privaudit.audits.mia.training import Pool, as_train_input, train_input_names
 
     named = Pool(np.zeros((2, 2), np.float32), np.zeros(2, np.int64), "p.csv", feature_names=("a", "b"))
     assert train_input_names(named) is None and train_input_names(named, "array") is None and train_input_names(named, "dataframe") == ("a", "b")

@@ -227,7 +227,7 @@ def test_a_factory_that_exits_is_one_line(tmp_path, monkeypatch):
 
 
 def test_a_synthetic_train_that_exits_is_an_error(tmp_path, monkeypatch):
-    from privaudit.audits import synthetic_text
+    from privaudit.audits.synthetic_text import audit as synthetic_text
     from privaudit.canaries.lm_provenance import LMProvenance
 
     module = _module(tmp_path, monkeypatch, "import sys\ndef train(texts, *, seed):\n    sys.exit(0)\n")

@@ -27,7 +27,7 @@ def gdp_bound(epsilon: float, **changes):
 
 def blackbox_results(epsilon: float, *, seed: int = 0, claimed: float = 5.0, dataset: str = "breast-cancer", architecture: str = "linear", **fields) -> dict:
     """A stamped black-box result whose GDP bound is ``epsilon`` (lower bound at 95%) against the claimed ε ``claimed``."""
-    from privaudit.audits.blackbox import BlackBoxConfig, BlackBoxResult
+    from privaudit.audits.blackbox.config import BlackBoxConfig, BlackBoxResult
 
     config = BlackBoxConfig(dataset=dataset, architecture=architecture, seed=seed)
     result = BlackBoxResult(
@@ -54,7 +54,7 @@ def blackbox_results(epsilon: float, *, seed: int = 0, claimed: float = 5.0, dat
 
 def dpsgd_results(epsilon: float, claimed: float, flagged: bool, *, bug: str = "clip-after-averaging", seed: int = 4) -> dict:
     """A stamped white-box DP-SGD result: per-step bound ``epsilon``, claimed per-step ε ``claimed``, ``flagged``."""
-    from privaudit.audits.dpsgd import DPSGDAuditConfig, DPSGDAuditResult
+    from privaudit.audits.dpsgd.config import DPSGDAuditConfig, DPSGDAuditResult
     from privaudit.stats.pld import step_to_end_epsilon
 
     config = DPSGDAuditConfig(bug=bug, seed=seed)
@@ -76,7 +76,7 @@ def dpsgd_results(epsilon: float, claimed: float, flagged: bool, *, bug: str = "
 
 def secret_sharer_results(text: str, *, seed: int = 11) -> dict:
     """A stamped Secret Sharer result with two canaries, the first with text ``text`` (also in the config's template)."""
-    from privaudit.audits.secret_sharer import SecretSharerConfig, SecretSharerResult
+    from privaudit.audits.secret_sharer.audit import SecretSharerConfig, SecretSharerResult
 
     canaries = (
         {"text": text, "repetitions": 1, "log_perplexity_bits": 20.0, "exposure_sampled": 3.0, "exposure_exact": 4.5, "extracted": False},

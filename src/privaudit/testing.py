@@ -153,7 +153,7 @@ def assert_mechanism_dp(
     rejected at ``confidence`` (Bonferroni over every test), so a correct
     mechanism fails with probability at most 1 - confidence. Returns the
     audit's result when the check passes; other ``settings`` are
-    :class:`privaudit.audits.mechanism.MechanismAuditConfig` fields.
+    :class:`privaudit.audits.mechanism.config.MechanismAuditConfig` fields.
 
     Examples
     --------
@@ -166,7 +166,7 @@ def assert_mechanism_dp(
     ...
     AssertionError: privacy claim rejected: ε >= ... at 95% confidence, claimed (0.25, 0)-DP; pair: given: D plus the record (0.0,); 5000 held-out samples per side
     """
-    from .audits.mechanism import audit_mechanism
+    from .audits.mechanism.audit import audit_mechanism
 
     if dataset is None:  # the audit's own default dataset would be tested instead of the user's: a silent wrong answer
         raise ValueError("`dataset` must be the records your mechanism runs on (an array), got None")

@@ -30,11 +30,14 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
-from .._core.capture import CapturedWarning
+from .._core.capture import CapturedWarning, capture_library_output
 from .._core.conventions import Convention
+from .._core.resources import torch_threads
 from .._core.results import Result
+from .._core.seeding import check_seed
 from ..stats.ceiling import Ceiling
 from ..stats.verdict import Verdict
+from .config import config_from_dict, default_config, load_config, with_overrides
 
 __all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
 
@@ -178,25 +181,17 @@ class Audit:
 
     def default_config(self) -> Any:
         """The embedded default config."""
-        from .config import default_config
-
         return default_config(self.config_type, self.default_resource)
 
     def load_config(self, path: Any, name: str = "--config") -> Any:
         """A config from a JSON or YAML file."""
-        from .config import load_config
-
         return load_config(self.config_type, path, name)
 
     def config_from_dict(self, values: Any, name: str = "config") -> Any:
-        from .config import config_from_dict
-
         return config_from_dict(self.config_type, values, name)
 
     def with_seed(self, config: Any, seed: int | None) -> Any:
         """``config`` with its seed replaced (None: unchanged)."""
-        from .._core.seeding import check_seed
-
         return config if seed is None else dataclasses.replace(config, seed=check_seed(seed, "--seed"))
 
     def memory_estimate(self, config: Any) -> tuple[int, str]:
@@ -209,8 +204,6 @@ class Audit:
         The embedded default with :attr:`tiny_overrides` applied (nested
         configs merged key by key): the same audit, only smaller.
         """
-        from .config import with_overrides
-
         if not self.tiny_overrides:
             raise NotImplementedError(f"{type(self).__name__} sets no `tiny_overrides`")
         return with_overrides(self.default_config(), self.tiny_overrides, f"tiny_overrides of {self.name}")
@@ -231,9 +224,6 @@ def run_capturing(audit: Audit, config: Any, **options: Any) -> AuditRun:
     Nothing reaches stderr during the run (:mod:`privaudit._core.capture`):
     the command line and the demo print the record afterwards.
     """
-    from .._core.capture import capture_library_output
-    from .._core.resources import torch_threads
-
     _configure_library_loggers(audit.requires)
     with capture_library_output() as captured, torch_threads():  # privaudit's own torch training: the CPUs this process may use
         run = audit.run(config, **options)

@@ -29,6 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
+from .._core.extras import require
 from .._core.files import read_json, read_text_limited
 from .._core.results import to_plain
 
@@ -167,8 +168,6 @@ def _plain_yaml_loader(yaml: Any, source: str, name: str) -> Any:
 def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
     """The JSON or YAML document in ``text`` (YAML when ``source`` ends in .yaml or .yml)."""
     if source.lower().endswith((".yaml", ".yml")):
-        from .._core.extras import require
-
         yaml = require("yaml", purpose="YAML configs")
         try:
             return yaml.load(text, Loader=_plain_yaml_loader(yaml, source, name))  # noqa: S506 - a SafeLoader that also refuses aliases

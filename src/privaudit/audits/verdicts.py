@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..stats.ceiling import Ceiling
+from ..stats.ceiling import Ceiling, ceiling_of, exposure_ceiling, make_ceiling
 from ..stats.verdict import OWN_ACCOUNTANT, Claim, Verdict, compare
 
 __all__ = ["NO_SIGNAL", "auc_warnings", "check_claim_fields", "claim_of", "own_or_user_claim", "with_verdict"]
@@ -125,8 +125,6 @@ def auc_margin(num_in: int, num_out: int, confidence: float = 0.95) -> float:
 
 def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesses: Any = None) -> Ceiling | None:
     """The :class:`~privaudit.stats.ceiling.Ceiling` of a core bound result (an EpsilonLowerBound or a one-run bound), with its design in words."""
-    from ..stats.ceiling import ceiling_of, make_ceiling
-
     value = ceiling_of(bound, method=method, num_guesses=num_guesses)
     if hasattr(bound, "num_out"):
         design = f"{bound.num_in} in and {bound.num_out} out, {bound.confidence:.0%}, {bound.num_tests} Bonferroni test(s)"
@@ -141,8 +139,6 @@ def exposure_verdict(result: Any, bound: dict[str, Any] | None, claim: Claim | N
     A pure bound (δ = 0) cannot refute a claim with δ > 0: there is then no
     verdict, and a warning says why.
     """
-    from ..stats.ceiling import exposure_ceiling, make_ceiling
-
     if bound is None:
         return result
     value = exposure_ceiling(

@@ -176,7 +176,7 @@ def extract(
     as_json: JsonOption = False,
 ) -> None:
     """Shortest-path extraction of the most likely completion of an audited run's format (Secret Sharer §8)."""
-    from ..audits.extract import extract_from_run
+    from ..audits.secret_sharer.extract import extract_from_run
     from ..report.runs import write_run
 
     target = check_output_dir(output if output is not None else run / "extraction")

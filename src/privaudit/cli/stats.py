@@ -11,8 +11,8 @@ import typer
 
 from ..report.verdict import console_lines
 from .app import app
-from .audit import flags_in_messages
-from .claims import claim_flags
+from .audit.claims import claim_flags
+from .audit.command import flags_in_messages
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 
@@ -51,7 +51,7 @@ def exposure(
     from .._core.messages import printable
     from .._core.readers import read_numbers
     from .._core.results import to_plain
-    from ..audits.exposure import audit_exposure, read_canary_table
+    from ..audits.exposure.audit import audit_exposure, read_canary_table
 
     if output is not None:
         check_output_dir(output)
@@ -155,7 +155,7 @@ DIRECTION_OPTIONS = ("--higher-is-member", "--lower-is-member")
 
 def _direction(higher: bool, lower: bool, in_file, out_file, scores, score_col):
     """The score-direction convention from the flags, checked against the names of the score column and files before any is read."""
-    from ..audits.scores import score_direction
+    from ..audits.scores.audit import score_direction
 
     if higher and lower:
         raise ValueError("give one of `--higher-is-member` and `--lower-is-member`, not both")
@@ -244,7 +244,7 @@ def bound(
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
     from .._core.files import check_output_apart, check_output_dir
     from .._core.seeding import check_seed
-    from ..audits.scores import LOWER, audit_scores, direction_warning
+    from ..audits.scores.audit import LOWER, audit_scores, direction_warning
     from ..stats.pld import SubsampledGaussian
 
     seed = check_seed(seed, "--seed")

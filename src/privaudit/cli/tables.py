@@ -83,7 +83,7 @@ def _panoramia(result: Any, output: Path) -> str:
 
 
 def _one_run(result: Any, output: Path) -> str:
-    from ..audits.one_run import typed_settings
+    from ..audits.one_run.audit import typed_settings
     from ..integrations.observed import describe_status
     from ..report.one_run import BOUND_LABELS
 

@@ -2,7 +2,7 @@
 
 One loop for every Secret Sharer measurement: privaudit's character LSTM and
 the user's Hugging Face model (:mod:`privaudit.audits.secret_sharer`,
-:mod:`privaudit.audits.secret_sharer_own`) and the Trainer integration
+:mod:`privaudit.audits.secret_sharer.own_model`) and the Trainer integration
 (:mod:`privaudit.integrations.transformers`). A scorer has
 ``format_log_perplexities(fmt, secrets=None)`` and ``extraction_scorer(fmt)``;
 what its log-perplexity spans is the scorer's to say.

@@ -11,7 +11,7 @@ from .sections import generic_section, headline_fields, typed_result
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.blackbox import BlackBoxResult
+    from ..audits.blackbox.config import BlackBoxResult
 
     result = typed_result(BlackBoxResult, data)
     if result is None:

@@ -6,10 +6,10 @@ writes one PNG to ``path`` and returns the path; no statistic is computed here:
 * :func:`plot_observation_histograms` (their Figure 4): density histograms of
   the "in" observations (runs with the canary) and the "out" ones (without
   it) on the audit's shared bins, each with the Gaussian the audit fitted to
-  it (:func:`~privaudit.audits.dpsgd.observation_fits`).
+  it (:func:`~privaudit.audits.dpsgd.audit.observation_fits`).
 * :func:`plot_tradeoff`: the empirical trade-off curve (FNR against FPR)
   against the claimed guarantee's curves, as μ-GDP and as (ε, δ)-DP
-  (:func:`~privaudit.audits.dpsgd.tradeoff_curves`).
+  (:func:`~privaudit.audits.dpsgd.audit.tradeoff_curves`).
 * :func:`plot_bound_vs_observations` (their Figure 3): the GDP / Clopper–Pearson
   lower bound on ε on growing prefixes of the observations, as the audit
   computed it; it approaches the true ε as the confidence intervals shrink.
@@ -35,7 +35,7 @@ __all__ = ["figures", "plot_bound_vs_observations", "plot_observation_histograms
 def plot_observation_histograms(in_scores, out_scores, fits, path, *, title=None):
     """Overlaid density histograms of the "in" and "out" observations on ``fits.bins``, each with its fitted Gaussian.
 
-    ``fits`` is the audit's :class:`~privaudit.audits.dpsgd.ObservationFits` of the same observations.
+    ``fits`` is the audit's :class:`~privaudit.audits.dpsgd.config.ObservationFits` of the same observations.
     """
     figure, axis = new_figure(figsize=(6, 4))
     for key, name, scores, color in (("out", "out (no canary)", out_scores, "tab:blue"), ("in", "in (with canary)", in_scores, "tab:orange")):
@@ -57,7 +57,7 @@ def plot_observation_histograms(in_scores, out_scores, fits, path, *, title=None
 def plot_tradeoff(curves, path):
     """Empirical trade-off curve (FNR vs FPR) against the claimed μ-GDP and (ε, δ) curves of ``curves``.
 
-    ``curves`` is the audit's :class:`~privaudit.audits.scores.ScoresCurves` (:func:`~privaudit.audits.dpsgd.tradeoff_curves`).
+    ``curves`` is the audit's :class:`~privaudit.audits.scores.audit.ScoresCurves` (:func:`~privaudit.audits.dpsgd.audit.tradeoff_curves`).
     """
     return plot_tradeoff_curves(curves.roc_fpr, curves.roc_tpr, curves.alpha, curves.references, path, title="trade-off against the claimed ε")
 
@@ -65,7 +65,7 @@ def plot_tradeoff(curves, path):
 def plot_bound_vs_observations(points, path, *, delta, confidence, claimed_epsilon=None):
     """Draw the lower bound on ε against the number of observations it used (Tight Auditing Figure 3).
 
-    ``points`` are :class:`privaudit.audits.dpsgd.PrefixBound`-like objects
+    ``points`` are :class:`privaudit.audits.dpsgd.config.PrefixBound`-like objects
     (``num_in``, ``epsilon``), computed by the audit, in increasing ``num_in``.
     """
     figure, axis = new_figure(figsize=(6, 4))
@@ -99,7 +99,7 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.dpsgd import DPSGDAuditResult
+    from ..audits.dpsgd.config import DPSGDAuditResult
 
     result = typed_result(DPSGDAuditResult, data)
     if result is None:

@@ -1,6 +1,6 @@
 """The figure of an exposure audit: each canary's exposure against the random-guessing baselines.
 
-A function of the result alone (:class:`~privaudit.audits.exposure.ExposureAuditResult`):
+A function of the result alone (:class:`~privaudit.audits.exposure.audit.ExposureAuditResult`):
 the exposures and the baselines were computed by the audit.
 
 :func:`section` builds the family's report section from its ``results.json``.
@@ -74,7 +74,7 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.exposure import ExposureAuditResult
+    from ..audits.exposure.audit import ExposureAuditResult
 
     result = typed_result(ExposureAuditResult, data)
     if result is None:

@@ -31,7 +31,7 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.extract import ExtractionResult
+    from ..audits.secret_sharer.extract import ExtractionResult
 
     result = typed_result(ExtractionResult, data)
     if result is None:

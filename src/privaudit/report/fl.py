@@ -3,7 +3,7 @@
 * :func:`plot_cosine_densities` (their Figures 1 and 3): the kernel density
   estimates of each set of canary cosines (one per number of participations)
   and the null's density, drawn in black, as the audit computed them
-  (:func:`privaudit.audits.fl.cosine_densities`).
+  (:func:`privaudit.audits.fl.audit.cosine_densities`).
 * :func:`plot_epsilon_vs_repetitions` (their Figures 2 and 4): ε_est as bars
   and the 95% ε_lo as red ticks, per number of canary participations.
 
@@ -30,7 +30,7 @@ __all__ = ["figures", "plot_cosine_densities", "plot_epsilon_vs_repetitions", "s
 
 
 def plot_cosine_densities(densities, path, *, title=None):
-    """Each density of ``densities`` (a :class:`privaudit.audits.fl.CosineDensities`) with the null's, in black.
+    """Each density of ``densities`` (a :class:`privaudit.audits.fl.audit.CosineDensities`) with the null's, in black.
 
     >>> import tempfile, pathlib
     >>> from privaudit.audits.fl import cosine_densities
@@ -107,7 +107,7 @@ def figures(run) -> dict[str, Any]:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.fl import FLAuditResult
+    from ..audits.fl.audit import FLAuditResult
 
     result = typed_result(FLAuditResult, data)
     if result is None:

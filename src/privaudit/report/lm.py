@@ -1,6 +1,6 @@
 """Figures and report sections of the LM one-run audit (``privaudit audit lm-one-run``) and of released synthetic text (``privaudit audit synthetic-text``).
 
-Each figure draws what the audit computed (:mod:`privaudit.audits.lm_one_run`):
+Each figure draws what the audit computed (:mod:`privaudit.audits.lm`):
 
 * ``scores.png``: density histograms of the included and excluded canaries'
   scores (:func:`privaudit.report.scores.plot_score_histograms`);
@@ -83,7 +83,7 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.lm_one_run import LMOneRunResult
+    from ..audits.lm.result import LMOneRunResult
 
     result = typed_result(LMOneRunResult, data)
     if result is None:
@@ -99,7 +99,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
 
 def synthetic_section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a ``synthetic-text`` results dict: the same figures and numbers, for canaries' echoes in released text."""
-    from ..audits.synthetic_text import SyntheticTextResult
+    from ..audits.synthetic_text.audit import SyntheticTextResult
 
     result = typed_result(SyntheticTextResult, data)
     if result is None:

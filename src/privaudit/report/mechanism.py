@@ -39,7 +39,7 @@ def figures(run: Any) -> dict:
 
 def section(data: dict, directory: Path | None) -> Any:
     """The report section of a mechanism audit's results."""
-    from ..audits.mechanism import MechanismAuditResult
+    from ..audits.mechanism.config import MechanismAuditResult
     from .html import ReportSection, plots_in
     from .provenance import provenance
     from .sections import generic_section, headline_fields, typed_result

@@ -112,7 +112,7 @@ def tpr_text(summary: Any) -> str:
 
 def section(data: dict, directory: Any) -> Any:
     """The report section of a mia audit's results: the attacks' AUC and TPR, the most exposed records, the ROC, the threat model."""
-    from ..audits.mia import MIAResult
+    from ..audits.mia.result import MIAResult
     from .html import ReportSection, plots_in
     from .provenance import provenance
     from .sections import generic_section, headline_fields, typed_result

@@ -93,7 +93,7 @@ def _given(result: Any) -> str:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.one_run import OneRunAuditResult
+    from ..audits.one_run.config import OneRunAuditResult
 
     result = typed_result(OneRunAuditResult, data)
     if result is None:

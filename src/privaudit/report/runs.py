@@ -17,28 +17,15 @@ from typing import Any
 
 from .._core.files import staged_output
 from ..audits.base import AuditRun
+from ..audits.registry import FAMILIES
 from ..schemas import stamp_results, validate_results, write_results
 
 __all__ = ["FIGURES", "LOOSE_RESULTS", "REPORT_NAME", "as_run", "figures_for", "run_to_dict", "write_run"]
 
 REPORT_NAME = "report.html"
 
-# audit name -> "module:function" returning {file name: draw(path)} for a run
-FIGURES: dict[str, str] = {
-    "secret-sharer": "privaudit.report.secret_sharer:figures",
-    "dpsgd": "privaudit.report.dpsgd:figures",
-    "fl": "privaudit.report.fl:figures",
-    "panoramia": "privaudit.report.panoramia:figures",
-    "extraction": "privaudit.report.extraction:figures",
-    "scores": "privaudit.report.scores:figures",
-    "exposure": "privaudit.report.exposure:figures",
-    "one-run": "privaudit.report.one_run:figures",
-    "mechanism": "privaudit.report.mechanism:figures",
-    "mia": "privaudit.report.mia:figures",
-    "lm-one-run": "privaudit.report.lm:figures",
-    "synthetic-text": "privaudit.report.lm:figures",
-    "synthetic-data": "privaudit.report.synthetic_data:figures",
-}
+# audit name -> "module:function" returning {file name: draw(path)} for a run: from the registry's family table
+FIGURES: dict[str, str] = {name: family.figures for name, family in FAMILIES.items() if family.figures is not None}
 
 
 # results made outside an Audit's run (in the user's own loop) -> the audit name their results.json carries

@@ -1,6 +1,6 @@
 """Figures of a scores audit: the ROC on log-log axes, the score histograms, and the trade-off curve.
 
-Each figure only draws what the audit computed (:class:`~privaudit.audits.scores.ScoresCurves`
+Each figure only draws what the audit computed (:class:`~privaudit.audits.scores.audit.ScoresCurves`
 and the scores themselves): no statistic is computed here. The trade-off
 figure compares the attack with the claimed ε when one was given, and with
 the curve of the bound's own ε otherwise (the result's ``tradeoff`` field
@@ -86,7 +86,7 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.scores import ScoresResult
+    from ..audits.scores.audit import ScoresResult
 
     result = typed_result(ScoresResult, data)
     if result is None:

@@ -84,8 +84,8 @@ def figures(run) -> dict:
 
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of this family; ``directory`` holds its figures (see :mod:`privaudit.report.sections`)."""
-    from ..audits.secret_sharer import SecretSharerResult
-    from ..audits.secret_sharer_own import OwnModelSecretSharerResult
+    from ..audits.secret_sharer.audit import SecretSharerResult
+    from ..audits.secret_sharer.own_model import OwnModelSecretSharerResult
 
     own = data.get("result_type") == OwnModelSecretSharerResult.__name__  # phase two on the user's model
     result = typed_result(OwnModelSecretSharerResult if own else SecretSharerResult, data)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..audits.registry import FAMILIES
 from .html import KINDS, ReportSection, plots_in
 from .provenance import provenance
 
@@ -44,27 +45,8 @@ __all__ = [
 ]
 
 Adapter = Callable[[dict, Path | None], ReportSection]
-# audit family -> its adapter, or "module:function" naming it (imported on first use)
-ADAPTERS: dict[str, Adapter | str] = {
-    family: f"privaudit.report.{module}:section"
-    for family, module in (
-        ("secret-sharer", "secret_sharer"),
-        ("dpsgd", "dpsgd"),
-        ("blackbox", "blackbox"),
-        ("fl", "fl"),
-        ("panoramia", "panoramia"),
-        ("extraction", "extraction"),
-        ("scores", "scores"),
-        ("exposure", "exposure"),
-        ("one-run", "one_run"),
-        ("mechanism", "mechanism"),
-        ("lm-one-run", "lm"),
-        ("mia", "mia"),
-        ("synthetic-data", "synthetic_data"),
-    )
-}
-ADAPTERS["synthetic-text"] = "privaudit.report.lm:synthetic_section"
-ADAPTERS["opacus-inloop"] = ADAPTERS["opacus"] = "privaudit.report.opacus:section"
+# audit family -> its adapter, or "module:function" naming it (imported on first use): from the registry's family table
+ADAPTERS: dict[str, Adapter | str] = {name: family.section for name, family in FAMILIES.items() if family.section is not None}
 
 
 def register_adapter(audit: str, adapter: Adapter) -> Adapter:

@@ -272,7 +272,7 @@ def simulate_fedavg(
     and noise with the canaries' updates left out (to measure their effect on
     accuracy). ``canaries.dimension`` must equal the model's parameter count
     (see :func:`model_dimension`). Validation is the caller's
-    (:meth:`privaudit.audits.fl.FLAudit.run`).
+    (:meth:`privaudit.audits.fl.audit.FLAudit.run`).
     """
     started = time.perf_counter()
     shapes = _shapes(data.num_features, config.hidden, data.num_classes)

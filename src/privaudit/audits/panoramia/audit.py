@@ -25,6 +25,8 @@ import numpy as np
 
 from ..._core.conventions import Convention
 from ..._core.validation import check_choice, check_count, check_probability
+from ...data.statsmodels_data import load_statsmodels_dataset
+from ...data.tabular import load_dataset
 from ...models.outputs import OUTPUT_KINDS
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from ..verdicts import bound_ceiling, check_claim_fields, claim_of, with_verdict
@@ -126,12 +128,9 @@ class PanoramiaDemoConfig:
 
 def _load(config: PanoramiaDemoConfig):
     if config.dataset == "digits":
-        from ...data.tabular import load_dataset
-
         data = load_dataset("digits", seed=config.seed)
         x = np.concatenate([data.x_train, data.x_test]).astype(np.float64)
         return x, np.concatenate([data.y_train, data.y_test]), data.num_classes, data.image_shape
-    from ...data.statsmodels_data import load_statsmodels_dataset
 
     tabular = load_statsmodels_dataset(config.dataset)
     return tabular.x, tabular.y, tabular.num_classes, None

@@ -70,6 +70,8 @@ import numpy as np
 from ..._core.results import Result
 from ..._core.validation import check_choice, check_count, check_fraction, check_probability
 from ...generators import check_generated
+from ...generators.images import VAEGenerator
+from ...generators.tabular import MSTGenerator
 from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ...stats.panoramia import PanoramiaResult, RealNonMemberBound, panoramia_bounds, privacy_recall_curve, real_non_member_bound
 
@@ -431,9 +433,6 @@ def make_generator(kind: str, *, epochs: int = 200):
     """The generator of a modality: ``"mst"`` (tabular) or ``"vae"`` (images in [0, 1])."""
     check_choice(kind, "generator", GENERATORS)
     if kind == "mst":
-        from ...generators.tabular import MSTGenerator
-
         return MSTGenerator()
-    from ...generators.images import VAEGenerator
 
     return VAEGenerator(epochs=epochs)

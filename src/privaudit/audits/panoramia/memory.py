@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..._core.files import read_json
+
 __all__ = ["classifier_parameters", "peak_memory", "spec_memory_estimate", "training_memory"]
 
 
@@ -44,8 +46,6 @@ def spec_memory_estimate(model_path, spec_path=None) -> tuple[int, str]:
     to :func:`~privaudit.audits.panoramia.targets.load_model` (0: no
     estimate), which names what is wrong with it.
     """
-    from ..._core.files import read_json
-
     if spec_path is None and not Path(model_path).with_suffix(".json").exists():
         return 0, ""  # the spec the state dict records, if any: its size bounds the model's
     spec_path = Path(spec_path) if spec_path is not None else Path(model_path).with_suffix(".json")

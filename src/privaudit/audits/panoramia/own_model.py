@@ -10,6 +10,7 @@ import numpy as np
 from ..._core.conventions import Convention
 from ..._core.resources import check_memory
 from ..._core.validation import check_choice
+from ...models.loading import load_model as load_user_model
 from .game import PanoramiaSettings, make_generator, run_panoramia
 from .memory import spec_memory_estimate
 from .targets import TrainingRecipe, load_members, load_model, train_classifier
@@ -34,7 +35,6 @@ def _user_target(model_path, model_kind, factory, spec_path, x, y, output="auto"
         return target.loss, spec, ()
     if spec_path is not None:
         raise ValueError("`--spec` describes a privaudit classifier; it has no meaning with `--model-kind " + model_kind + "`")
-    from ...models.loading import load_model as load_user_model
 
     loaded = load_user_model(model_path, kind=model_kind, factory=factory, output=output, trusted=trusted)
     try:

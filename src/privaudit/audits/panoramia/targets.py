@@ -37,7 +37,9 @@ from ..._core.extras import require
 from ..._core.files import read_json, write_json_atomic
 from ..._core.labelled import LabelledData, read_labelled
 from ..._core.validation import check_count, check_positive
+from ...models.classifiers import build_classifier
 from ...models.device import require_torch
+from ...models.loading import read_state_dict
 
 __all__ = ["BUILT_WITH", "SPEC_FIELDS", "TorchTarget", "load_members", "load_model", "save_classifier", "train_classifier"]
 
@@ -111,7 +113,6 @@ def train_classifier(x, y, recipe: TrainingRecipe, *, num_classes: int, image_sh
     True
     """
     torch = require_torch()
-    from ...models.classifiers import build_classifier
 
     x = torch.as_tensor(np.asarray(x, dtype=np.float32))
     y = torch.as_tensor(np.asarray(y, dtype=np.int64))
@@ -288,8 +289,6 @@ def load_model(path, spec_path=None) -> tuple[TorchTarget, dict]:
     and shapes must fit the model it builds.
     """
     require_torch()
-    from ...models.classifiers import build_classifier
-    from ...models.loading import read_state_dict
 
     path = Path(path)
     state = read_state_dict(path, "--model")

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
+from ...runner import check_backend
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ...stats.verdict import Claim
 from ..base import Audit, AuditRun, Progress, no_progress
@@ -322,8 +323,6 @@ class SyntheticDataAudit(Audit):
         max_workers: int | None = None,
         address: str | None = None,
     ) -> AuditRun:
-        from ...runner import check_backend
-
         check_backend(backend, max_workers, address)
         return run_synthetic_data(config, progress=progress, checkpoints=checkpoints, backend=backend, max_workers=max_workers, address=address)
 

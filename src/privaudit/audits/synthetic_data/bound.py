@@ -22,6 +22,7 @@ import numpy as np
 from ...stats.ceiling import at_ceiling, one_run_ceiling
 from ...stats.one_run_combined import one_run_lower_bound
 from ...stats.verdict import Claim, compare
+from .attacks import dcr_distances
 from .types import CanaryBound
 
 __all__ = ["SIGNAL", "canary_bound", "canary_scores"]
@@ -31,8 +32,6 @@ SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on t
 
 def canary_scores(canary_rows: tuple[np.ndarray, np.ndarray], synthetic_rows: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """Minus each canary's distance to its closest synthetic row: a kept canary sits near its own trace."""
-    from .attacks import dcr_distances
-
     return -dcr_distances(canary_rows, synthetic_rows)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..._core.validation import check_count, check_fraction, check_positive, check_probability
+from ..._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
 from ...models.loading import check_import_path
 from ...stats.one_run_combined import OneRunLowerBound
 from ...stats.verdict import Verdict
@@ -223,8 +223,6 @@ class SyntheticDataResult(AuditResult):
 
     def attack(self, name: str) -> SyntheticAttack:
         """The summary of attack ``name``."""
-        from ..._core.validation import check_choice
-
         check_choice(name, "attack", [summary.attack for summary in self.attacks])
         return next(summary for summary in self.attacks if summary.attack == name)
 

@@ -1,0 +1,133 @@
+"""The blackbox family's bottom layer: the config, its choices, and the result."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..._core.labelled import LABELLED_SUFFIXES
+from ..._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
+from ...models.loading import check_import_path
+from ...stats.bounds import EpsilonLowerBound
+from ..base import AuditResult, Headline
+from ..verdicts import check_claim_fields
+
+__all__ = ["ARCHITECTURES", "BlackBoxConfig", "BlackBoxResult", "CANARIES", "DATASETS", "MIN_MODELS_PER_SIDE", "SCORES", "THREAT_MODEL"]
+
+
+THREAT_MODEL = "black-box: final model only, canary loss/confidence"
+
+DATASETS = ("breast-cancer", "digits")
+
+ARCHITECTURES = ("linear", "mlp")
+
+CANARIES = ("mislabeled", "blank")
+
+SCORES = ("loss", "logit")
+
+MIN_MODELS_PER_SIDE = 5  # the split threshold needs a selection and an evaluation part on each side
+
+
+@dataclasses.dataclass(frozen=True)
+class BlackBoxConfig:
+    """What to train and how to bound ε; every field is checked on construction.
+
+    ``num_steps`` full-batch DP-SGD steps (sampling rate 1) per model;
+    ``num_models_per_side`` models with the canary and as many without.
+
+    >>> BlackBoxConfig(num_models_per_side=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_models_per_side` must be an integer in [5, inf), got 0
+    """
+
+    dataset: str = "breast-cancer"
+    architecture: str = "linear"
+    noise_multiplier: float = 1.0
+    clip_norm: float = 1.0
+    learning_rate: float = 2.0
+    num_steps: int = 20
+    canary: str = "mislabeled"
+    score: str = "loss"
+    num_models_per_side: int = 500
+    delta: float = 1e-5
+    confidence: float = 0.95
+    seed: int = 0
+    train: str | None = None  # "package.module:fn", the user's training function (see the module docstring)
+    data: str | None = None  # the user's .npz/.csv/.parquet dataset instead of `dataset` (--data)
+    label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
+    claimed_epsilon: float | None = None  # the user's end-to-end claim; None: the accountant's for privaudit's own DP-SGD, else no verdict
+    claimed_delta: float | None = None  # its δ; None: `delta`
+
+    def __post_init__(self):
+        check_claim_fields(self.claimed_epsilon, self.claimed_delta)
+        if self.data is not None and not str(self.data).lower().endswith(LABELLED_SUFFIXES):
+            raise ValueError(f"`data` (--data) must be a .npz, .csv or .parquet file, got {self.data!r}")
+        if self.label_col is not None and (self.data is None or not str(self.data).lower().endswith((".csv", ".parquet"))):
+            raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
+        if self.train is not None:
+            check_import_path(self.train, "train")
+        check_choice(self.dataset, "dataset", DATASETS)
+        check_choice(self.architecture, "architecture", ARCHITECTURES)
+        check_noise_multiplier(self.noise_multiplier)
+        check_positive(self.clip_norm, "clip_norm")
+        check_positive(self.learning_rate, "learning_rate")
+        check_count(self.num_steps, "num_steps", minimum=1)
+        check_choice(self.canary, "canary", CANARIES)
+        check_choice(self.score, "score", SCORES)
+        check_count(self.num_models_per_side, "num_models_per_side", minimum=MIN_MODELS_PER_SIDE)
+        check_probability(self.delta, "delta")
+        check_probability(self.confidence, "confidence")
+        check_count(self.seed, "seed")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlackBoxResult(AuditResult):
+    """The outcome of a black-box audit.
+
+    ``epsilon_lower_bound`` is the GDP-based bound (split threshold),
+    ``epsilon_lower_bound_eps_delta`` the (ε, δ) one; ``claimed_epsilon`` is
+    ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1):
+    evidence, and the claim only when privaudit ran that DP-SGD itself (no
+    ``--train``). The verdict (``claim_verdict``) is against the user's claim.
+    ``num_trained`` models were trained by this call (the rest were resumed);
+    ``models_per_minute`` counts those over ``wall_time_s``.
+    """
+
+    epsilon_lower_bound: float
+    epsilon_lower_bound_eps_delta: float
+    claimed_epsilon: float
+    delta: float
+    confidence: float
+    threat_model: str
+    num_in: int
+    num_out: int
+    mean_in_score: float
+    mean_out_score: float
+    num_trained: int
+    wall_time_s: float
+    models_per_minute: float
+    backend: str
+    bound: EpsilonLowerBound
+    bound_eps_delta: EpsilonLowerBound
+    config: BlackBoxConfig
+
+    def inert_config_fields(self) -> frozenset[str]:
+        """The embedded dataset beside the user's --data; the built-in model's settings beside the user's --train.
+
+        ``noise_multiplier`` and ``num_steps`` stay with --train: the
+        accountant's ε shown as evidence is computed from them.
+        """
+        inert = {"dataset"} if self.config.data is not None else set()
+        if self.config.train is not None:
+            inert |= {"architecture", "clip_norm", "learning_rate"}
+        return frozenset(inert)
+
+    def headline(self) -> Headline:
+        return Headline(
+            value=self.epsilon_lower_bound,
+            label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
+            kind=self.bound.kind,
+            confidence=self.confidence,
+            valid=self.bound.valid,
+            flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
+        )

@@ -1,0 +1,335 @@
+"""One-run audit of DP-SGD: m canaries, each kept in or out for the whole of one training run (Steinke et al. 2023).
+
+One training run of the reference DP-SGD (:mod:`privaudit.training.dpsgd`)
+on the embedded data and model, the pieces of the DP-SGD audit
+(:func:`privaudit.audits.dpsgd.audit.audited_model_and_data`). Before training,
+each of ``num_canaries`` canaries is included by an independent coin with
+probability ``inclusion_prob``, drawn from a recorded seed
+(``inclusion_seed``; :func:`privaudit.observation.one_run.draw_inclusion`).
+
+Threat models:
+
+* ``"white-box"`` (default): gradient canaries on audit coordinates, every
+  intermediate update observed. An included canary joins the batch in each
+  step with probability ``canary_rate`` (default: the data's sampling rate,
+  so it is sampled as an example is and the claimed ε covers it). Its score
+  is the sum over the run of the released update along its own coordinate,
+  normalised (:mod:`privaudit.observation.one_run`).
+* ``"black-box"``: input canaries, mislabeled examples (distinct examples of
+  the dataset with a random wrong label) appended to the training set; the
+  score of a canary is the negated loss of the final model at its label.
+  ``train`` (``--train package.module:fn``) replaces the built-in model and
+  DP-SGD by the user's training, with the contract of the black-box audit
+  (:func:`privaudit.audits.blackbox.audit.check_train_function`).
+
+What the numbers are, all at ``confidence`` and ``delta``:
+
+* ``steinke``: Steinke, Nasr and Jagielski (2023), valid for any (ε, δ)-DP
+  mechanism (:func:`privaudit.epsilon_one_run_sweep`);
+* ``fdp_gdp``: Mahloujifar, Melis and Chaudhuri (2024) against μ-GDP, and,
+  when canaries are subsampled, ``fdp_pld`` against the trade-off curve of
+  the subsampled, composed Gaussian mechanism (``SubsampledGaussian(q, T)``,
+  the mechanism's own family; the GDP figure then assumes a GDP shape);
+* ``gaussian`` (white-box only): the t-based bound on μ from the summed
+  observations (:func:`privaudit.stats.one_run_gaussian.epsilon_one_run_gaussian`),
+  exact when canaries are in every step (the observations are then Gaussian),
+  asymptotic and labelled so otherwise;
+* ``bound`` (the headline): :func:`privaudit.one_run_lower_bound` over the
+  methods fixed in advance (``methods``, default every method whose bound is
+  exact here), Bonferroni-corrected over all their tests. Each side-by-side
+  figure is valid alone; only ``bound`` may be read as the best of them.
+
+``claimed_epsilon`` is what the accountant of the DP-SGD audit claims for
+the run (noise multiplier, sampling rate, steps); ``canary_epsilon`` what it
+gives for a canary at its own rate, the claim the bound is checked against
+(``flagged``). This audit is the DP-SGD audit's end-to-end lower bound from
+one training run (:func:`config_from_dpsgd` sets it up for a DP-SGD config);
+the DP-SGD audit's own end-to-end figure is an estimate composed from its
+per-step bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..._core.seeding import child_seeds
+from ...canaries.gradient import GradientCanary
+from ...integrations.observed import observing_training, typed_settings_status
+from ...observation.one_run import collect_one_run_observations, draw_inclusion
+from ...stats.conversions import gaussian_epsilon
+from ...stats.one_run import epsilon_one_run_sweep
+from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
+from ...stats.one_run_fdp import epsilon_one_run_fdp
+from ...stats.one_run_gaussian import epsilon_one_run_gaussian
+from ...stats.pld import SubsampledGaussian
+from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
+from ..base import Audit, AuditRun, Progress, no_progress
+from ..blackbox.audit import _score, _user_canary_logits, check_train_function
+from ..dpsgd.audit import audited_model_and_data, observation_fits
+from ..dpsgd.config import DPSGDAuditConfig
+from ..verdicts import bound_ceiling, claim_of, own_or_user_claim, with_verdict
+from .config import SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
+
+__all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
+
+
+def one_run_bounds(
+    scores: Any,
+    included: Any,
+    *,
+    delta: float,
+    confidence: float = 0.95,
+    methods: Any = ("steinke", "fdp"),
+    sampling_prob: float = 1.0,
+    num_steps: int = 1,
+    inclusion_prob: float = 0.5,
+    gaussian: bool = False,
+    gaussian_exact: bool = True,
+) -> dict[str, Any]:
+    """Every one-run bound side by side on the same scores, and the headline over ``methods``.
+
+    ``sampling_prob`` and ``num_steps`` describe a canary's mechanism (the
+    f-DP PLD family, used when ``sampling_prob`` < 1); ``gaussian`` adds the
+    Gaussian bound (white-box sums only), exact or asymptotic.
+
+    >>> rng = np.random.default_rng(0)
+    >>> member = rng.random(1000) < 0.5
+    >>> bounds = one_run_bounds(3.0 * member + rng.normal(size=1000), member, delta=1e-5, gaussian=True, methods=("steinke", "fdp", "gaussian"))
+    >>> sorted(name for name, bound in bounds.items() if bound is not None), bounds["bound"].method
+    (['bound', 'fdp_gdp', 'gaussian', 'steinke'], 'gaussian')
+    """
+    guessing = inclusion_prob == 0.5
+    family: Any = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=num_steps) if sampling_prob < 1.0 else "gdp"
+    common = dict(delta=delta, confidence=confidence)
+    return {
+        "steinke": epsilon_one_run_sweep(scores, included, **common) if guessing else None,
+        "fdp_gdp": epsilon_one_run_fdp(scores, included, family="gdp", **common) if guessing else None,
+        "fdp_pld": epsilon_one_run_fdp(scores, included, family=family, **common) if guessing and sampling_prob < 1.0 else None,
+        "gaussian": epsilon_one_run_gaussian(scores, included, gaussian_noise=gaussian_exact, **common) if gaussian else None,
+        "bound": one_run_lower_bound(scores, included, methods=methods, family=family, inclusion_prob=inclusion_prob, gaussian_noise=gaussian_exact, **common),
+    }
+
+
+def mislabeled_canaries(y: np.ndarray, num_canaries: int, num_classes: int, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index, label): ``num_canaries`` distinct examples of a dataset with labels ``y``, each with a uniformly drawn wrong label.
+
+    At least one example is left over for the rest of the training set.
+
+    >>> y = np.arange(10) % 3
+    >>> index, label = mislabeled_canaries(y, 4, 3, seed=0)
+    >>> len(set(index.tolist())), bool(np.all(label != y[index]))
+    (4, True)
+    """
+    if num_canaries >= len(y):
+        raise ValueError(
+            f"`num_canaries` must be at most {len(y) - 1} for black-box input canaries (distinct examples of the dataset, "
+            f"withheld from the rest of training), got {num_canaries}"
+        )
+    if num_classes < 2:
+        raise ValueError(f"mislabeled canaries need at least 2 classes, got {num_classes}")
+    rng = np.random.default_rng(seed)
+    index = rng.choice(len(y), size=num_canaries, replace=False)
+    labels = (np.asarray(y)[index] + rng.integers(1, num_classes, num_canaries)) % num_classes
+    return index, labels.astype(np.int64)
+
+
+def _seeds(config: OneRunAuditConfig) -> dict[str, int]:
+    """Child seeds of ``config.seed``: the inclusion draw, the canaries, the DP noise (data and model use the seed itself, as the DP-SGD audit)."""
+    return child_seeds(config.seed, ["inclusion", "canaries", "training"])
+
+
+def typed_settings(config: OneRunAuditConfig) -> dict[str, tuple[str, float]]:
+    """The settings the claim is computed from, by key: (the option that sets them, the value typed)."""
+    return {
+        "noise_multiplier": ("config `noise_multiplier`", config.noise_multiplier),
+        "sampling_rate": ("config `sampling_rate`", config.sampling_rate),
+        "num_steps": ("`--steps`", config.num_steps),
+    }
+
+
+def _model_and_data(config: OneRunAuditConfig):
+    return audited_model_and_data(DPSGDAuditConfig(dataset=config.dataset, architecture=config.architecture, seed=config.seed))
+
+
+def _training(config: OneRunAuditConfig):
+    return DPSGDConfig(
+        noise_multiplier=config.noise_multiplier, clip_norm=config.clip_norm, sampling_rate=config.sampling_rate, learning_rate=config.learning_rate
+    )
+
+
+def _accuracy(model, x: np.ndarray, y: np.ndarray) -> float | None:
+    import torch
+
+    if not len(y):
+        return None
+    with torch.no_grad():
+        predictions = model(torch.as_tensor(x)).argmax(1).numpy()
+    return float(np.mean(predictions == y))
+
+
+def _white_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+    model, data, audited = _model_and_data(config)
+    canary = GradientCanary(kind=config.canary_kind, moving=config.canary_moving, slot_size=config.canary_slot_size, norm=config.canary_norm)
+    trainer = ReferenceDPSGD(model, data.x_train, data.y_train, _training(config), audit_size=config.num_canaries * canary.slot_size, seed=seeds["training"])
+    done = [0]
+
+    def release(rows: np.ndarray) -> np.ndarray:
+        out = trainer.step(rows)
+        done[0] += 1
+        progress("training with DP-SGD (one run)", completed=done[0], total=config.num_steps)
+        return out
+
+    observations = collect_one_run_observations(
+        release,
+        included=included,
+        num_steps=config.num_steps,
+        clip_norm=config.clip_norm,
+        denominator=trainer.denominator,
+        canary=canary,
+        canary_rate=config.effective_canary_rate,
+        seed=seeds["canaries"],
+    )
+    return observations, _accuracy(model, data.x_test, data.y_test), audited
+
+
+def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+    import torch
+
+    model, data, audited = _model_and_data(config)
+    # canaries: distinct examples of either split, relabeled, and withheld from the rest of training and from the test accuracy
+    pool_x, pool_y = np.concatenate([data.x_train, data.x_test]), np.concatenate([data.y_train, data.y_test])
+    index, canary_y = mislabeled_canaries(pool_y, config.num_canaries, data.num_classes, seed=seeds["canaries"])
+    canary_x = np.asarray(pool_x[index], dtype=np.float32)
+    kept = np.ones(len(pool_y), dtype=bool)
+    kept[index] = False
+    train_kept, test_kept = kept[: len(data.y_train)], kept[len(data.y_train) :]
+    x = np.concatenate([np.asarray(data.x_train[train_kept], dtype=np.float32), canary_x[included]])
+    y = np.concatenate([np.asarray(data.y_train[train_kept], dtype=np.int64), canary_y[included]])
+    audited = dict(audited, num_train=int(len(y)), num_test=int(test_kept.sum()), canaries="mislabeled examples of either split, withheld from the rest")
+    if config.train is not None:
+        progress("training with --train (one run)", detail=config.train)
+        with observing_training() as seen:  # σ, q and the steps, if the function reports its Opacus objects (report_opacus)
+            trained = check_train_function(config.train)(x, y, seed=seeds["training"])
+        status = typed_settings_status(typed_settings(config), seen)
+        audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
+        negated_losses = [
+            _score(_user_canary_logits(trained, canary_x[i], int(canary_y[i]), config.train, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))
+        ]
+        return np.array(negated_losses), None, audited
+
+    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"])
+    for step in range(config.num_steps):
+        trainer.step(None)
+        progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
+    with torch.no_grad():
+        log_p = torch.log_softmax(model(torch.from_numpy(canary_x)).double(), dim=1)
+    scores = log_p[torch.arange(len(canary_y)), torch.from_numpy(canary_y)].numpy()
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(
+            f"training diverged (the model's outputs are not finite after {config.num_steps} steps); lower `learning_rate` (got {config.learning_rate:g})"
+        )
+    return scores, _accuracy(model, data.x_test[test_kept], data.y_test[test_kept]), audited
+
+
+def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = None) -> OneRunAuditResult:
+    """Draw the inclusion, train once, score every canary and bound ε from the scores."""
+    if not isinstance(config, OneRunAuditConfig):
+        raise ValueError(f"`config` must be a OneRunAuditConfig, got {type(config).__name__}")
+    report = progress or no_progress
+    if config.train is not None:  # a bad path or signature is refused before any work
+        check_train_function(config.train)
+    seeds = _seeds(config)
+    included = draw_inclusion(config.num_canaries, config.inclusion_prob, seeds["inclusion"])
+    if min(int(included.sum()), int((~included).sum())) < 2:
+        raise ValueError(
+            f"the inclusion draw left fewer than 2 canaries on a side ({int(included.sum())} in, {int((~included).sum())} out); "
+            "use more canaries, another seed or an inclusion probability nearer ½"
+        )
+    collect = _white_box if config.threat_model == "white-box" else _black_box
+    scores, accuracy, audited = collect(config, included, seeds, report)
+    report("bounding ε")
+    rate = config.effective_canary_rate
+    bounds = one_run_bounds(
+        scores,
+        included,
+        delta=config.delta,
+        confidence=config.confidence,
+        methods=config.headline_methods,
+        sampling_prob=rate,
+        num_steps=config.num_steps,
+        inclusion_prob=config.inclusion_prob,
+        gaussian=config.threat_model == "white-box",
+        gaussian_exact=_gaussian_exact(config),
+    )
+    claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps)
+    canary = (
+        claimed if rate == config.sampling_rate else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps)
+    )
+    result = OneRunAuditResult(
+        config=config,
+        threat_model=THREAT_MODELS[config.threat_model],
+        score=SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
+        bound=bounds["bound"],
+        steinke=bounds["steinke"],
+        fdp_gdp=bounds["fdp_gdp"],
+        fdp_pld=bounds["fdp_pld"],
+        gaussian=bounds["gaussian"],
+        claimed_epsilon=float(claimed),
+        canary_epsilon=float(canary),
+        flagged=False,
+        num_canaries=config.num_canaries,
+        num_in=int(included.sum()),
+        inclusion_seed=seeds["inclusion"],
+        included=tuple(bool(value) for value in included),
+        observations=tuple(float(value) for value in scores),
+        test_accuracy=accuracy,
+        model=audited,
+    )
+    return _with_verdict(result, config, bounds["bound"], None if config.train is not None else float(canary))
+
+
+def _with_verdict(result: OneRunAuditResult, config: OneRunAuditConfig, bound: OneRunLowerBound, accountant: float | None) -> OneRunAuditResult:
+    """The end-to-end verdict against the user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries; the ceiling."""
+    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
+    family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
+    ceiling = bound_ceiling(bound, raise_with="more canaries", method=family)
+    result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+    return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
+
+
+class OneRunAudit(Audit):
+    """One-run audit: canaries kept in or out of one training run, every one-run bound side by side."""
+
+    name = "one-run"
+    title = "DP-SGD in one training run (Steinke, f-DP, Gaussian)"
+    description = "One-run audit of DP-SGD: m canaries each in or out of one training run; Steinke, f-DP and Gaussian ε lower bounds side by side."
+    config_type = OneRunAuditConfig
+    result_type = OneRunAuditResult
+    default_resource = "one-run.json"
+    requires = ("torch", "sklearn")
+
+    def memory_estimate(self, config: OneRunAuditConfig) -> tuple[int, str]:
+        if config.threat_model != "white-box":
+            return 0, ""
+        # one step's canary rows (up to m × m·slot float64), copied by the trainer, and the canary directions
+        width = config.num_canaries * config.canary_slot_size
+        directions = config.num_steps * width if config.canary_moving else width
+        return 8 * (3 * config.num_canaries * width + directions), (
+            f"`num_canaries` × `num_canaries` × `canary_slot_size` = {config.num_canaries} × {config.num_canaries} × {config.canary_slot_size}"
+        )
+
+    tiny_overrides = {"num_canaries": 100, "num_steps": 3}
+
+    def run(self, config: OneRunAuditConfig, *, progress: Progress | None = None) -> AuditRun:
+        """Run the audit; the figures' histogram bins and Gaussian fits are computed here (:func:`privaudit.audits.dpsgd.audit.observation_fits`)."""
+        report = progress or no_progress
+        report("one-run audit", detail=f"{config.threat_model}, {config.num_canaries} canaries, {config.num_steps} steps")
+        result = run_one_run_audit(config, progress=report)
+        scores, member = np.asarray(result.observations), np.asarray(result.included)
+        return AuditRun(self.name, config, result, observations={"fits": observation_fits(scores[member], scores[~member])})
+
+
+AUDIT = OneRunAudit()

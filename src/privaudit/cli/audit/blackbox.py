@@ -1,0 +1,39 @@
+"""The options of ``privaudit audit blackbox``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from .claims import claim_flags
+from .flags import _LABEL_COL, _LABEL_RULE, Flag, _dataset_file, _import_path
+
+__all__ = ["FLAGS"]
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(
+        "--train",
+        Optional[str],
+        "Your training function instead of the built-in model and DP-SGD: package.module:fn with "
+        "fn(x_train, y_train, *, seed) -> model. x_train is float32 (n, d) and y_train is int64 (n,), the config's dataset with the canary in half the runs. "
+        "The model is a torch.nn.Module returning logits, an object with predict_proba, or a predict_proba function. "
+        "fn must be a module-level function that worker processes can import (from the current directory or the Python path). "
+        "The accountant's ε for the config's noise_multiplier and num_steps is evidence only; the verdict is against --claimed-epsilon.",
+        config="train",
+        parse=_import_path("--train"),
+    ),
+    Flag(
+        "--data",
+        Optional[Path],
+        "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
+        "or .csv/.parquet of numbers, one example per row, label in --label-col " + _LABEL_RULE + " Split 75/25 into train and test by --seed; "
+        "the mislabelled canary is the first test record with the next label. Features are used as they are (no scaling).",
+        config="data",
+        parse=_dataset_file,
+    ),
+    _LABEL_COL,
+    Flag("--backend", str, "local (process pool) or ray.", run="backend"),
+    Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
+    Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),
+)

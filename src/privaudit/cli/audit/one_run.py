@@ -1,0 +1,29 @@
+"""The options of ``privaudit audit one-run``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .claims import claim_flags
+from .flags import Flag, _import_path
+
+__all__ = ["FLAGS"]
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("--threat-model", Optional[str], "white-box (gradient canaries, the default) or black-box (mislabeled input canaries).", config="threat_model"),
+    Flag("--canaries", Optional[int], "m, the number of canaries, each included with probability --inclusion-prob.", config="num_canaries"),
+    Flag("--inclusion-prob", Optional[float], "Probability that each canary is included (the guessing bounds need 0.5).", config="inclusion_prob"),
+    Flag("--steps", Optional[int], "DP-SGD steps of the one training run.", config="num_steps"),
+    Flag(
+        "--train",
+        Optional[str],
+        "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
+        "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
+        "with the included canaries appended. The accountant's ε for the config's noise_multiplier, sampling_rate and num_steps is shown as "
+        "evidence only, and stated as what ran only if fn reports its Opacus optimizer and accountant "
+        "(privaudit.integrations.observed.report_opacus), else 'as given, not observed'; the verdict is against --claimed-epsilon.",
+        config="train",
+        parse=_import_path("--train"),
+    ),
+    *claim_flags("your training (privaudit's own DP-SGD: its accountant, when not given)"),
+)
