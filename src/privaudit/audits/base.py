@@ -35,11 +35,12 @@ from .._core.conventions import Convention
 from .._core.resources import torch_threads
 from .._core.results import Result
 from .._core.seeding import check_seed
+from ..runner import check_backend
 from ..stats.ceiling import Ceiling
 from ..stats.verdict import Verdict
 from .config import config_from_dict, default_config, load_config, with_overrides
 
-__all__ = ["Audit", "AuditResult", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
+__all__ = ["Audit", "AuditResult", "BackendAudit", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
 
 # fields that the writer and Result.to_dict add around a result's own fields
 PROVENANCE_KEYS = frozenset({"result_type", "versions", "schema_version", "audit", "machine", "created_at", "reproducible"})
@@ -216,6 +217,30 @@ class Audit:
 
     def __repr__(self) -> str:
         return f"<Audit {self.name!r}>"
+
+
+class BackendAudit(Audit):
+    """An audit whose runs go to a backend (a local process pool or Ray) and resume from ``checkpoints``.
+
+    :meth:`run` refuses bad backend options before any work, then calls
+    :meth:`run_on`, which subclasses implement.
+    """
+
+    def run(
+        self,
+        config: Any,
+        *,
+        progress: Progress | None = None,
+        checkpoints: Any = None,
+        backend: str = "local",
+        max_workers: int | None = None,
+        address: str | None = None,
+    ) -> AuditRun:
+        check_backend(backend, max_workers, address)
+        return self.run_on(config, progress=progress, checkpoints=checkpoints, backend=backend, max_workers=max_workers, address=address)
+
+    def run_on(self, config: Any, *, progress: Progress | None, checkpoints: Any, backend: str, max_workers: int | None, address: str | None) -> AuditRun:
+        raise NotImplementedError
 
 
 def run_capturing(audit: Audit, config: Any, **options: Any) -> AuditRun:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,6 +16,17 @@ from .audit.claims import claim_flags
 from .audit.command import flags_in_messages
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
+
+
+def _run_and_write(what: str, output: Path | None, audit: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``audit(*args, **kwargs)``, its messages naming the claim flags of ``what`` as typed; the run written to ``output`` when given."""
+    with flags_in_messages(claim_flags(what), None):  # `claimed_epsilon` in a message reads as the flag typed
+        run = audit(*args, **kwargs)
+    if output is not None:
+        from ..report.runs import write_run
+
+        write_run(output, run, report=True)
+    return run
 
 
 @app.command()
@@ -71,23 +83,21 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    with flags_in_messages(claim_flags("the training"), None):  # `claimed_epsilon` in a message reads as the flag typed
-        run = audit_exposure(
-            canary_losses,
-            reference_losses,
-            texts=texts,
-            insertions=counts,
-            confidence=confidence,
-            extrapolate=extrapolate,
-            source=source,
-            claimed_epsilon=claimed_epsilon,
-            claimed_delta=claimed_delta,
-        )
+    run = _run_and_write(
+        "the training",
+        output,
+        audit_exposure,
+        canary_losses,
+        reference_losses,
+        texts=texts,
+        insertions=counts,
+        confidence=confidence,
+        extrapolate=extrapolate,
+        source=source,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+    )
     result: Any = run.result  # an ExposureAuditResult
-    if output is not None:
-        from ..report.runs import write_run
-
-        write_run(output, run, report=True)
     if as_json:
         payload: dict[str, Any] = {"exposure": run.observations["ranked"].to_dict()}
         if run.observations["fitted"] is not None:
@@ -254,30 +264,28 @@ def bound(
     direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
     family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
-    with flags_in_messages(claim_flags("the mechanism"), None):  # `claimed_epsilon` in a message reads as the flag typed
-        run = audit_scores(
-            in_scores,
-            out_scores,
-            delta=delta,
-            method=family,
-            interval=interval,
-            confidence=confidence,
-            threshold=_parse_threshold(threshold),
-            seed=seed,
-            one_run=one_run,
-            claimed_epsilon=claimed_epsilon,
-            source=source,
-            direction=direction,
-            claimed_delta=claimed_delta,
-            quantity=quantity,
-            claim_sampling_rate=claim_sampling_rate,
-            claim_steps=claim_steps,
-        )
+    run = _run_and_write(
+        "the mechanism",
+        output,
+        audit_scores,
+        in_scores,
+        out_scores,
+        delta=delta,
+        method=family,
+        interval=interval,
+        confidence=confidence,
+        threshold=_parse_threshold(threshold),
+        seed=seed,
+        one_run=one_run,
+        claimed_epsilon=claimed_epsilon,
+        source=source,
+        direction=direction,
+        claimed_delta=claimed_delta,
+        quantity=quantity,
+        claim_sampling_rate=claim_sampling_rate,
+        claim_steps=claim_steps,
+    )
     result: Any = run.result  # a ScoresResult
-    if output is not None:
-        from ..report.runs import write_run
-
-        write_run(output, run, report=True)
     data = {**result.bound.to_dict(), "auc": result.auc, "auc_upper": result.auc_upper, "tpr_at_fpr": result.tpr_at_fpr}
     data["conventions"] = [dataclasses.asdict(convention) for convention in result.conventions]
     if result.bound_eps_delta is not None:

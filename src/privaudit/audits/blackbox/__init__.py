@@ -6,17 +6,8 @@ The family's face: its ``AUDIT``, config and result, and the public names of its
 
 from __future__ import annotations
 
-from .audit import AUDIT, BlackBoxAudit, check_train_function, dataset_conventions, run_blackbox_audit, run_configs, train_one
+from . import audit
+from .audit import *  # noqa: F403 (every public name of .audit, listed in its __all__)
 from .config import BlackBoxConfig, BlackBoxResult
 
-__all__ = [
-    "AUDIT",
-    "BlackBoxAudit",
-    "BlackBoxConfig",
-    "BlackBoxResult",
-    "check_train_function",
-    "dataset_conventions",
-    "run_blackbox_audit",
-    "run_configs",
-    "train_one",
-]
+__all__ = [*audit.__all__, "BlackBoxConfig", "BlackBoxResult"]

@@ -6,33 +6,8 @@ The family's face: its ``AUDIT``, config and result, and the public names of its
 
 from __future__ import annotations
 
-from .audit import (
-    AUDIT,
-    DPSGDAudit,
-    audited_model_and_data,
-    bound_step_observations,
-    bounds_on_prefixes,
-    detect_bugs,
-    observation_fits,
-    prefix_sizes,
-    tradeoff_curves,
-)
+from . import audit
+from .audit import *  # noqa: F403 (every public name of .audit, listed in its __all__)
 from .config import DPSGDAuditConfig, DPSGDAuditResult, GaussianFit, ObservationFits, PrefixBound, claimed_step_epsilon
 
-__all__ = [
-    "AUDIT",
-    "DPSGDAudit",
-    "DPSGDAuditConfig",
-    "DPSGDAuditResult",
-    "GaussianFit",
-    "ObservationFits",
-    "PrefixBound",
-    "audited_model_and_data",
-    "bound_step_observations",
-    "bounds_on_prefixes",
-    "claimed_step_epsilon",
-    "detect_bugs",
-    "observation_fits",
-    "prefix_sizes",
-    "tradeoff_curves",
-]
+__all__ = [*audit.__all__, "DPSGDAuditConfig", "DPSGDAuditResult", "GaussianFit", "ObservationFits", "PrefixBound", "claimed_step_epsilon"]

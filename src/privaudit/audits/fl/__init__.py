@@ -6,34 +6,8 @@ The family's face: its ``AUDIT``, config and result, and the public names of its
 
 from __future__ import annotations
 
-from .audit import (
-    AUDIT,
-    CosineDensities,
-    FLAudit,
-    FLAuditConfig,
-    FLAuditResult,
-    FLRunResult,
-    ThreatModelEstimate,
-    analytical_epsilon,
-    cosine_densities,
-    run_labels,
-)
-from .gaussian_mechanism import GaussianMechanismAudit, audit_gaussian_mechanism, gaussian_mechanism_cosines, gaussian_mechanism_cosines_exact_law, noise_rng
+from . import audit, gaussian_mechanism
+from .audit import *  # noqa: F403 (every public name of .audit, listed in its __all__)
+from .gaussian_mechanism import *  # noqa: F403 (every public name of .gaussian_mechanism, listed in its __all__)
 
-__all__ = [
-    "AUDIT",
-    "CosineDensities",
-    "FLAudit",
-    "FLAuditConfig",
-    "FLAuditResult",
-    "FLRunResult",
-    "GaussianMechanismAudit",
-    "ThreatModelEstimate",
-    "analytical_epsilon",
-    "audit_gaussian_mechanism",
-    "cosine_densities",
-    "gaussian_mechanism_cosines",
-    "gaussian_mechanism_cosines_exact_law",
-    "noise_rng",
-    "run_labels",
-]
+__all__ = [*audit.__all__, *gaussian_mechanism.__all__]

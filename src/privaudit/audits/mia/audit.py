@@ -39,9 +39,9 @@ import numpy as np
 
 from ..._core.conventions import Convention
 from ..._core.extras import require
-from ...runner import RunStore, WorkerDiedError, check_backend, reusable_runs, run_all
+from ...runner import RunStore, WorkerDiedError, reusable_runs, run_all
 from ...stats.mia_stream import DEFAULT_CHUNK_RECORDS, working_bytes
-from ..base import Audit, AuditRun, Progress, no_progress
+from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .augment import augment_spec
 from .bounds import check_bound_pool, run_bound_audit
 from .config import MIN_RECORDS, MIAConfig
@@ -133,7 +133,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     return AuditRun(AUDIT.name, config, result, observations=observations)
 
 
-class MIAAudit(Audit):
+class MIAAudit(BackendAudit):
     """LOSS, LiRA and RMIA with reference models trained on random halves of the pool, resumably."""
 
     name = "mia"
@@ -156,19 +156,8 @@ class MIAAudit(Audit):
         working = working_bytes(config.num_references, min(records, DEFAULT_CHUNK_RECORDS))
         return working + records * (config.num_references + 96), f"`num_references` = {config.num_references} on {records} records"
 
-    def run(
-        self,
-        config: MIAConfig,
-        *,
-        progress: Progress | None = None,
-        checkpoints: Any = None,
-        backend: str = "local",
-        max_workers: int | None = None,
-        address: str | None = None,
-    ) -> AuditRun:
+    def run_on(self, config: MIAConfig, *, progress: Progress | None, checkpoints: Any, backend: str, max_workers: int | None, address: str | None) -> AuditRun:
         """Train and score every model; finished models are kept in ``checkpoints`` (a directory) and resumed from it."""
-        check_backend(backend, max_workers, address)
-
         if config.model_kind == "huggingface":  # a text pool under the user's causal LMs: nothing to train
             return run_text_pool_audit(config, progress=progress)
         require("sklearn", purpose="the mia audit")

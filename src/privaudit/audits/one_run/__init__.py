@@ -6,17 +6,8 @@ The family's face: its ``AUDIT``, config and result, and the public names of its
 
 from __future__ import annotations
 
-from .audit import AUDIT, OneRunAudit, mislabeled_canaries, one_run_bounds, run_one_run_audit
+from . import audit
+from .audit import *  # noqa: F403 (every public name of .audit, listed in its __all__)
 from .config import OneRunAuditConfig, OneRunAuditResult, config_from_dpsgd, default_methods
 
-__all__ = [
-    "AUDIT",
-    "OneRunAudit",
-    "OneRunAuditConfig",
-    "OneRunAuditResult",
-    "config_from_dpsgd",
-    "default_methods",
-    "mislabeled_canaries",
-    "one_run_bounds",
-    "run_one_run_audit",
-]
+__all__ = [*audit.__all__, "OneRunAuditConfig", "OneRunAuditResult", "config_from_dpsgd", "default_methods"]

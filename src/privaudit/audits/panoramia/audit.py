@@ -335,6 +335,7 @@ class PanoramiaAudit(Audit):
         else:
             settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
             say("auditing your model", detail=str(model))
+            reader: dict[str, Any] = {"model_kind": model_kind, "factory": factory}  # how --model is read, passed on and recorded as given
             results, scores, conventions = run_panoramia_on_model(
                 model,
                 members,
@@ -344,16 +345,14 @@ class PanoramiaAudit(Audit):
                 generator=generator,
                 helper_epochs=helper_epochs,
                 settings=settings,
-                model_kind=model_kind,
-                factory=factory,
+                **reader,
                 label_col=label_col,
                 model_output=model_output,
                 trusted=tuple(trusted or ()),
             )
             inputs = {
                 "model": str(model),
-                "model_kind": model_kind,
-                "factory": factory,
+                **reader,
                 "members": str(members),
                 "non_members": None if non_members is None else str(non_members),
                 "label_col": label_col,

@@ -20,10 +20,9 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
-from ...runner import check_backend
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ...stats.verdict import Claim
-from ..base import Audit, AuditRun, Progress, no_progress
+from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores
 from .bound import canary_bound, canary_scores
 from .generation import generate, load_generator, make_canaries, probe_generator
@@ -300,7 +299,7 @@ def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, ge
     return tuple(conventions)
 
 
-class SyntheticDataAudit(Audit):
+class SyntheticDataAudit(BackendAudit):
     """Membership inference on released synthetic tabular data, DCR's verdict beside it, and the one-run ε bound of a DP generator."""
 
     name = "synthetic-data"
@@ -313,17 +312,9 @@ class SyntheticDataAudit(Audit):
     checkpointed = True
     tiny_overrides = {"num_shadows": 4, "num_shadow_targets": 2, "num_canaries": 20}
 
-    def run(
-        self,
-        config: SyntheticDataConfig,
-        *,
-        progress: Progress | None = None,
-        checkpoints: Any = None,
-        backend: str = "local",
-        max_workers: int | None = None,
-        address: str | None = None,
+    def run_on(
+        self, config: SyntheticDataConfig, *, progress: Progress | None, checkpoints: Any, backend: str, max_workers: int | None, address: str | None
     ) -> AuditRun:
-        check_backend(backend, max_workers, address)
         return run_synthetic_data(config, progress=progress, checkpoints=checkpoints, backend=backend, max_workers=max_workers, address=address)
 
 

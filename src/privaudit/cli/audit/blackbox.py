@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import _LABEL_COL, _LABEL_RULE, Flag, _dataset_file, _import_path
+from .flags import _LABEL_COL, _LABEL_RULE, Flag, _dataset_file, _import_path, backend_flags
 
 __all__ = ["FLAGS"]
 
@@ -32,8 +32,6 @@ FLAGS: tuple[Flag, ...] = (
         parse=_dataset_file,
     ),
     _LABEL_COL,
-    Flag("--backend", str, "local (process pool) or ray.", run="backend"),
-    Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
-    Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    *backend_flags(),
     *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),
 )

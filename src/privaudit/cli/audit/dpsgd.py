@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import Flag, _dataset_file, _import_path
+from .flags import Flag, _dataset_file, _import_path, path_flag
 
 __all__ = ["FLAGS"]
 
@@ -21,13 +21,11 @@ FLAGS: tuple[Flag, ...] = (
         config="architecture",
         parse=_import_path("--model"),
     ),
-    Flag(
+    path_flag(
         "--weights",
-        Optional[Path],
         "Initial weights of --model: safetensors, or a state_dict saved with torch.save (read with weights_only=True). "
         "Pickle files are refused, and the names and shapes must match the module exactly.",
-        config="weights",
-        parse=str,
+        "weights",
     ),
     Flag(
         "--data",

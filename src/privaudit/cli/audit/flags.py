@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["Flag"]
+__all__ = ["Flag", "backend_flags", "delta_flag", "factory_flag", "path_flag"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,3 +86,30 @@ _LABEL_RULE = "(without it: the one column of whole numbers or named label/label
 
 
 _LABEL_COL = Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col")
+
+
+def backend_flags(where: str = "") -> tuple[Flag, ...]:
+    """``--backend``, ``--address`` and ``--workers``: where a family's runs go (``where`` ends --backend's help)."""
+    return (
+        Flag("--backend", str, f"local (process pool) or ray{where}.", run="backend"),
+        Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
+        Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    )
+
+
+def delta_flag(help: str) -> Flag:
+    """``--delta``: the δ of a family's bound or claim (config key ``delta``)."""
+    return Flag("--delta", Optional[float], help, config="delta")
+
+
+def factory_flag(kind_option: str, *, config: str | None = None, run: str | None = None) -> Flag:
+    """``--factory``, for a torch model of ``kind_option``, overriding config key ``config`` or passed to ``run`` as ``run``."""
+    return Flag("--factory", Optional[str], f"package.module:callable that builds your torch module (with {kind_option} torch).", config=config, run=run)
+
+
+_ONE_RUN_DELTA = delta_flag("δ of the one-run bound (the claim's δ).")
+
+
+def path_flag(option: str, help: str, config: str) -> Flag:
+    """A file or directory option, given to the config as text (key ``config``)."""
+    return Flag(option, Optional[Path], help, config=config, parse=str)

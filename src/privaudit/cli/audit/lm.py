@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import Flag
+from .flags import _ONE_RUN_DELTA, Flag
 
 __all__ = ["FLAGS"]
 
@@ -42,7 +42,7 @@ FLAGS: tuple[Flag, ...] = (
         config="synthetic_signal",
     ),
     *claim_flags("your DP fine-tuning", quantity="end to end, for one record"),
-    Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
+    _ONE_RUN_DELTA,
     Flag(
         "--canary-copies",
         Optional[int],

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
-from .flags import Flag, _domain, _import_path
+from .flags import Flag, _domain, _import_path, delta_flag, path_flag
 
 __all__ = ["FLAGS"]
 
@@ -18,14 +17,8 @@ FLAGS: tuple[Flag, ...] = (
         config="mechanism",
         parse=_import_path("--mechanism"),
     ),
-    Flag("--dataset", Optional[Path], "D: a .npy or .csv of records, one per row (default: the built-in example's).", config="dataset", parse=str),
-    Flag(
-        "--neighbour",
-        Optional[Path],
-        "D': a .npy or .csv differing from D in one record (default: searched on pilot samples).",
-        config="neighbour",
-        parse=str,
-    ),
+    path_flag("--dataset", "D: a .npy or .csv of records, one per row (default: the built-in example's).", "dataset"),
+    path_flag("--neighbour", "D': a .npy or .csv differing from D in one record (default: searched on pilot samples).", "neighbour"),
     Flag("--relation", Optional[str], "Neighbouring relation of the claim when D' is searched: add-remove or replace.", config="relation"),
     Flag(
         "--domain",
@@ -37,7 +30,7 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--search-steps", Optional[int], "Local-search moves from the best pair found (0: candidates only).", config="search_steps"),
     Flag("--epsilon", Optional[float], "Claimed epsilon (> 0); default: the mechanism's own `claim` attribute.", config="epsilon"),
-    Flag("--delta", Optional[float], "Claimed delta, in [0, 1) (0: pure DP).", config="delta"),
+    delta_flag("Claimed delta, in [0, 1) (0: pure DP)."),
     Flag("--claimed-epsilon", Optional[float], "The same as --epsilon, the spelling every other command uses.", config="epsilon"),
     Flag("--claimed-delta", Optional[float], "The same as --delta, the spelling every other command uses.", config="delta"),
     Flag("--rho", Optional[float], "A rho-zCDP claim instead of --epsilon, tested as (epsilon, delta)-DP at --delta.", config="rho"),

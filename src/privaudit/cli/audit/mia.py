@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import _LABEL_COL, _LABEL_RULE, Flag, _image_shape, _import_path, _names, _pool_file
+from .flags import _LABEL_COL, _LABEL_RULE, Flag, _image_shape, _import_path, _names, _pool_file, backend_flags, delta_flag, factory_flag, path_flag
 
 __all__ = ["FLAGS"]
 
@@ -51,22 +51,16 @@ FLAGS: tuple[Flag, ...] = (
         "Trial models of --mode leave-one-out (>= 1), besides the --references calibration models.",
         config="num_trial_models",
     ),
-    Flag("--delta", Optional[float], "δ of the ε lower bound, in (0, 1) (default 1e-5).", config="delta"),
+    delta_flag("δ of the ε lower bound, in (0, 1) (default 1e-5)."),
     *claim_flags("your training (with --mode canary or leave-one-out)"),
-    Flag(
-        "--model",
-        Optional[Path],
-        "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).",
-        config="model",
-        parse=str,
-    ),
+    path_flag("--model", "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).", "model"),
     Flag(
         "--target-kind",
         Optional[str],
         "What --model is: skops (default), torch (with --factory), torch-export, onnx, or huggingface (a causal LM's save_pretrained directory, with a .txt --data and --reference-models).",
         config="model_kind",
     ),
-    Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --target-kind torch).", config="factory"),
+    factory_flag("--target-kind", config="factory"),
     Flag(
         "--model-output",
         Optional[str],
@@ -80,12 +74,10 @@ FLAGS: tuple[Flag, ...] = (
         config="trusted",
         parse=tuple,
     ),
-    Flag(
+    path_flag(
         "--members",
-        Optional[Path],
         "The records of --data your model was trained on, one per line (.txt/.csv/.npy): row indices (from 0), or ids of --id-col when given.",
-        config="members",
-        parse=str,
+        "members",
     ),
     Flag(
         "--members-col",
@@ -116,21 +108,15 @@ FLAGS: tuple[Flag, ...] = (
         parse=_image_shape,
     ),
     Flag("--shift-pixels", Optional[int], "Pixels of each shift of --augment shift (default 1); the border is reflected.", config="shift_pixels"),
-    Flag(
+    path_flag(
         "--reference-models",
-        Optional[Path],
         "A directory of reference models you trained (files of --target-kind, in name order): read instead of trained, with --reference-membership.",
-        config="reference_models",
-        parse=str,
+        "reference_models",
     ),
-    Flag(
+    path_flag(
         "--reference-membership",
-        Optional[Path],
         "A .npy (references, records) of booleans: True where a reference model was trained on that row of --data.",
-        config="reference_membership",
-        parse=str,
+        "reference_membership",
     ),
-    Flag("--backend", str, "local (process pool) or ray.", run="backend"),
-    Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
-    Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    *backend_flags(),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .flags import Flag
+from .flags import Flag, factory_flag
 
 __all__ = ["FLAGS"]
 
@@ -17,7 +17,7 @@ FLAGS: tuple[Flag, ...] = (
         "privaudit (a privaudit linear/mlp/cnn state_dict with --spec), torch (weights, with --factory), torch-export, skops or onnx.",
         run="model_kind",
     ),
-    Flag("--factory", Optional[str], "package.module:callable that builds your torch module (with --model-kind torch).", run="factory"),
+    factory_flag("--model-kind", run="factory"),
     Flag(
         "--model-output",
         str,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import Flag, _schedule
+from .flags import Flag, _schedule, path_flag
 
 __all__ = ["FLAGS"]
 
@@ -35,13 +35,11 @@ FLAGS: tuple[Flag, ...] = (
         "or the run is refused when the margin is too small. prepend or none: as you say, unchecked.",
         config="bos",
     ),
-    Flag(
+    path_flag(
         "--bos-corpus",
-        Optional[Path],
         "With --model and --bos auto: the lines your model was trained on, in the provenance's text format, for the BOS check "
         "(default: the corpus `privaudit canaries insert` wrote beside the provenance).",
-        config="bos_corpus",
-        parse=str,
+        "bos_corpus",
     ),
     *claim_flags("your training, for a record (the exposure bound is a pure ε: it meets only a claim with δ = 0)"),
 )

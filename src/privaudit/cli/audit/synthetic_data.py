@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
-from .flags import Flag, _import_path
+from .flags import Flag, _import_path, backend_flags, delta_flag, path_flag
 
 __all__ = ["FLAGS"]
 
 FLAGS: tuple[Flag, ...] = (
-    Flag(
-        "--train",
-        Optional[Path],
-        "Your real training table (.csv or .parquet): categorical string and numeric columns, missing values allowed.",
-        config="train",
-        parse=str,
-    ),
-    Flag(
-        "--holdout",
-        Optional[Path],
-        "Real records of the same population that the generator never saw (.csv or .parquet, the columns of --train).",
-        config="holdout",
-        parse=str,
-    ),
-    Flag(
-        "--synthetic",
-        Optional[Path],
-        "The released synthetic table (no-box; the columns of --train, an --id-col column is ignored).",
-        config="synthetic",
-        parse=str,
-    ),
+    path_flag("--train", "Your real training table (.csv or .parquet): categorical string and numeric columns, missing values allowed.", "train"),
+    path_flag("--holdout", "Real records of the same population that the generator never saw (.csv or .parquet, the columns of --train).", "holdout"),
+    path_flag("--synthetic", "The released synthetic table (no-box; the columns of --train, an --id-col column is ignored).", "synthetic"),
     Flag(
         "--generator",
         Optional[str],
@@ -66,16 +47,12 @@ FLAGS: tuple[Flag, ...] = (
         "The ε your generator claims per release, compared with the bound (flagged if the bound exceeds it).",
         config="claimed_epsilon",
     ),
-    Flag(
+    path_flag(
         "--canary-records",
-        Optional[Path],
         "Instead of --canaries: your own canaries, a table of --train's columns (.csv or .parquet, >= 10 rows), each included by a fair coin.",
-        config="canary_records",
-        parse=str,
+        "canary_records",
     ),
     Flag("--claimed-delta", Optional[float], "The δ of your generator's claim (default: --delta); the bound's --delta must be >= it.", config="claimed_delta"),
-    Flag("--delta", Optional[float], "δ of the bound, in (0, 1) (default 1e-5).", config="delta"),
-    Flag("--backend", str, "local (process pool) or ray: where the shadow generators run.", run="backend"),
-    Flag("--address", Optional[str], "Ray cluster address, e.g. auto or ray://host:10001 (with --backend ray).", run="address"),
-    Flag("--workers", Optional[int], "Worker processes (local) or CPUs of a new local Ray instance; default: all cores.", run="max_workers"),
+    delta_flag("δ of the bound, in (0, 1) (default 1e-5)."),
+    *backend_flags(": where the shadow generators run"),
 )

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from .claims import claim_flags
-from .flags import Flag, _import_path
+from .flags import _ONE_RUN_DELTA, Flag, _import_path
 
 __all__ = ["FLAGS"]
 
@@ -41,5 +41,5 @@ FLAGS: tuple[Flag, ...] = (
         "the bound on k copies is turned into a record's ε by group privacy.",
         config="canary_copies",
     ),
-    Flag("--delta", Optional[float], "δ of the one-run bound (the claim's δ).", config="delta"),
+    _ONE_RUN_DELTA,
 )
