@@ -253,7 +253,7 @@ def test_a_long_stage_prints_its_start_and_elapsed_time_in_a_captured_run(monkey
 
     from privaudit.cli import options
 
-    monkeypatch.setattr(options, "LONG_STAGE_S", 0.2)
+    monkeypatch.setenv(options.STAGE_DELAY_ENV, "0.2")
     with options.progress_bars() as report:  # pytest captures stderr: not a terminal
         report("a quick stage")
         report("training models", 0, 4)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import threading
 import time
@@ -79,6 +80,22 @@ def emit(text: str) -> None:
 
 #: seconds a stage runs before a log (stderr not a terminal) gets its "stage: ... started" line; quick stages, refusals included, print nothing
 LONG_STAGE_S = 5.0
+#: the environment variable that sets those seconds instead (a CI log that wants no stage lines sets a large value)
+STAGE_DELAY_ENV = "PRIVAUDIT_STAGE_LINES_AFTER_S"
+
+
+def stage_delay() -> float:
+    """:data:`LONG_STAGE_S`, or the seconds in ``PRIVAUDIT_STAGE_LINES_AFTER_S`` when it holds a number >= 0.
+
+    >>> stage_delay() >= 0
+    True
+    """
+    text = os.environ.get(STAGE_DELAY_ENV)
+    try:
+        value = float(text) if text is not None else LONG_STAGE_S
+    except ValueError:
+        return LONG_STAGE_S  # a malformed setting is no reason to refuse an audit: the default applies
+    return value if value >= 0 else LONG_STAGE_S
 
 
 class StageLines:
@@ -131,7 +148,7 @@ def progress_bars():
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
     console = Console(stderr=True)
     # off when stderr is not a terminal: a finished bar would leave a blank line before an "error: ..." line
-    lines = None if console.is_terminal else StageLines(lambda text: typer.echo(text, err=True), LONG_STAGE_S)
+    lines = None if console.is_terminal else StageLines(lambda text: typer.echo(text, err=True), stage_delay())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
         tasks: dict = {}
 
