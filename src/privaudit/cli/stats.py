@@ -12,7 +12,7 @@ import typer
 from ..report.verdict import console_lines
 from .app import app
 from .audit.claims import claim_flags
-from .audit.command import flags_in_messages
+from .audit.command import flags_for, flags_in_messages
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 
@@ -71,7 +71,8 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    with flags_in_messages(claim_flags("the training"), None):  # `claimed_epsilon` in a message reads as the flag typed
+    named = flags_for(confidence="--confidence", insertions="--insertions" if insertions is not None else "--insertions-col", reference_losses="--references")
+    with flags_in_messages(claim_flags("the training") + named, None):  # a library argument's name in a message reads as the flag typed
         run = audit_exposure(
             canary_losses,
             reference_losses,
@@ -253,8 +254,23 @@ def bound(
         check_output_apart(output, [("--in", in_file), ("--out", out_file), ("--scores", scores)])
     direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
-    family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
-    with flags_in_messages(claim_flags("the mechanism"), None):  # `claimed_epsilon` in a message reads as the flag typed
+    typed = "--in/--out" if scores is None else "--scores"
+    named = flags_for(
+        delta="--delta",
+        method="--method",
+        interval="--interval",
+        confidence="--confidence",
+        threshold="--threshold",
+        quantity="--quantity",
+        claim_sampling_rate="--claim-sampling-rate",
+        claim_steps="--claim-steps",
+        sampling_prob="--sampling-prob",
+        num_steps="--steps",
+        in_scores=typed,
+        out_scores=typed,
+    )
+    with flags_in_messages(claim_flags("the mechanism") + named, None):  # a library argument's name in a message reads as the flag typed
+        family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
         run = audit_scores(
             in_scores,
             out_scores,
