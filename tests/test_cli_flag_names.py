@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from tests.cli_helpers import assert_refused
+from cli_helpers import assert_refused
 
 
 @pytest.fixture
