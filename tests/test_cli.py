@@ -93,7 +93,7 @@ def test_bound_with_a_pld_family(score_files, capsys):
     data = json.loads(out)
     assert code == 0 and data["method"] == "pld" and data["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
     code, _, err = run(argv[:-5] + ["--method", "pld", "--sampling-prob", "0", "--json"], capsys)
-    assert code == 2 and "`sampling_prob` must be in (0, 1]" in err
+    assert code == 2 and "`--sampling-prob` must be in (0, 1]" in err
 
 
 def test_exposure_table_and_json(tmp_path, capsys):
@@ -126,9 +126,9 @@ def test_demo_json_and_table(capsys):
     [
         (["bound", "--in", "missing.npy", "--out", "missing.npy", "--delta", "0.1"], "`--in`: cannot read 'missing.npy': file not found"),
         (["bound", "--in", "{nan}", "--out", "{good}", "--delta", "1e-5"], "`--in` must contain only finite numbers"),
-        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1.5"], "`delta` must be in (0, 1), got 1.5"),
-        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--method", "gpd"], "`method` must be one of"),
-        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--confidence", "0"], "`confidence` must be in (0, 1)"),
+        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1.5"], "`--delta` must be in (0, 1), got 1.5"),
+        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--method", "gpd"], "`--method` must be one of"),
+        (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--confidence", "0"], "`--confidence` must be in (0, 1)"),
         (["bound", "--in", "{good}", "--out", "{good}", "--delta", "1e-5", "--threshold", "mid"], "`--threshold` must be"),
         (["bound", "--in", "{text}", "--out", "{good}", "--delta", "1e-5"], "expected a number"),
         (["bound", "--in", "{good}"], "`--in` and `--out` must both be given"),

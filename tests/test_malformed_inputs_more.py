@@ -227,11 +227,11 @@ CASES = [
     ("text-infinity-word", lambda f: bound(f, "1\ninfinity\n", in_name="i.txt"), "`--in` must contain only finite", (), ()),
     # bound options
     ("bound-seed-negative", lambda f: bound(f, GOOD, "--seed", "-1", in_name="i.txt"), "seed", (), ()),
-    ("bound-delta-inf", lambda f: bound(f, GOOD, in_name="i.txt")[:-1] + ["inf"], "`delta`", (), ()),
-    ("bound-confidence-zero", lambda f: bound(f, GOOD, "--confidence", "0", in_name="i.txt"), "`confidence` must be in (0, 1)", (), ()),
+    ("bound-delta-inf", lambda f: bound(f, GOOD, in_name="i.txt")[:-1] + ["inf"], "`--delta`", (), ()),
+    ("bound-confidence-zero", lambda f: bound(f, GOOD, "--confidence", "0", in_name="i.txt"), "`--confidence` must be in (0, 1)", (), ()),
     ("bound-method", lambda f: bound(f, GOOD, "--method", "magic", in_name="i.txt"), "method", (), ()),
     ("bound-threshold-text", lambda f: bound(f, GOOD, "--threshold", "best-ish", in_name="i.txt"), "`--threshold`", (), ()),
-    ("bound-pld-steps-negative", lambda f: bound(f, GOOD, "--method", "pld", "--steps", "-3", in_name="i.txt"), "num_steps", (), ()),
+    ("bound-pld-steps-negative", lambda f: bound(f, GOOD, "--method", "pld", "--steps", "-3", in_name="i.txt"), "`--steps`", (), ()),
     # configuration files
     ("config-deep-dpsgd", lambda f: ["audit", "dpsgd", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
     ("config-deep-blackbox", lambda f: ["audit", "blackbox", "--config", write(f, "c.json", DEEP), "--output", str(f / "out")], "nested too deeply", (), ()),
@@ -487,7 +487,7 @@ CASES = [
     (
         "bound-pld-steps-1e9",
         lambda f: bound(f, GOOD, *pld(10**9), in_name="i.txt"),
-        "`num_steps` 1000000000 with `sampling_prob` 1e-12 needs a privacy-loss distribution of about",
+        "`--steps` 1000000000 with `--sampling-prob` 1e-12 needs a privacy-loss distribution of about",
         (),
         (),
     ),
@@ -566,7 +566,7 @@ CASES = [
     (
         "canaries-template-digits-5000",
         lambda f: ["canaries", "insert", "--corpus", write(f, "corpus.txt", "hello\n" * 20), "--output", str(f / "c"), "--template", "{digits:5000}"],
-        "`template` holes must total at most 256 symbols",
+        "`--template` holes must total at most 256 symbols",
         (),
         (),
     ),
@@ -654,7 +654,7 @@ def test_pld_accounting_is_refused_quickly_or_finishes_with_a_number(cli, tmp_pa
     ]
     start = time.monotonic()
     code, stdout, stderr = cli(["bound", *separable, "--delta", "1e-5", *pld(10**9), "--json"])
-    assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1 and "`num_steps` 1000000000" in stderr
+    assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1 and "`--steps` 1000000000" in stderr
     assert time.monotonic() - start < 20
     start = time.monotonic()
     code, stdout, stderr = cli(["bound", *separable, "--delta", "1e-5", *pld(10**5), "--json"])

@@ -59,6 +59,7 @@ def insert(
     from .._core.validation import check_choice, check_count
     from ..canaries import CanaryFormat
     from ..canaries.corpus import TEXT_FORMATS, insert_into_corpus
+    from .audit.command import flags_for, flags_in_messages
 
     check_choice(text_format, "--format", TEXT_FORMATS)
     if not corpus.is_file():
@@ -71,17 +72,26 @@ def insert(
     seed = check_seed(seed, "--seed")
     check_output_dir(output)
     check_output_apart(output, [("--corpus", corpus)])
-    record = insert_into_corpus(
-        corpus,
-        CanaryFormat(template),
-        output_dir=output,
-        schedule=counts,
-        canaries_per_count=canaries_per_count,
-        seed=seed,
-        text_format=text_format,
-        column=column,
-        secure=secure,
-    )
+    with flags_in_messages(flags_for(template="--template"), None):
+        canary_format = CanaryFormat(template)
+    wanted = canaries_per_count * len(counts)
+    if wanted > canary_format.space_size:  # distinct canaries: checked here, where the two options that multiply are known
+        raise ValueError(
+            f"`--canaries-per-count` × the {len(counts)} `--schedule` counts asks for {wanted} distinct canaries, "
+            f"but `--template` {template!r} has only {canary_format.space_size}: lower them or lengthen the template's holes"
+        )
+    with flags_in_messages(flags_for(column="--column"), None):
+        record = insert_into_corpus(
+            corpus,
+            canary_format,
+            output_dir=output,
+            schedule=counts,
+            canaries_per_count=canaries_per_count,
+            seed=seed,
+            text_format=text_format,
+            column=column,
+            secure=secure,
+        )
     rows = [[str(entry["repetitions"]), entry["text"]] for entry in record.provenance.canaries]
     text = render_table(f"Canaries inserted into {output / record.corpus_file}", ["insertions", "canary"], rows)
     emit(
@@ -154,6 +164,7 @@ def lm(
     from ..canaries.lm_limits import check_lm_sizes, model_sizes
     from ..canaries.lm_provenance import prepare_lm_canaries
     from ..models.hf import quiet_loading
+    from .audit.command import flag_text, flags_for
 
     check_choice(design, "--design", DESIGNS)
     check_choice(text_format, "--format", TEXT_FORMATS)
@@ -177,7 +188,9 @@ def lm(
                     design, tokenizer, count=count, seed=seed, length=length, span=SCORED[scored], model=model, texts=records.texts, save_to=saved
                 )
         except ValueError as error:  # the library names its arguments; here they are the command's options
-            raise ValueError(str(error).replace("`texts`", "`--corpus`").replace("`model`", "`--base-model`")) from None
+            raise ValueError(
+                flag_text(str(error), flags_for(texts="--corpus", model="--base-model", count="--count", length="--length", span="--scored"))
+            ) from None
         # a third child of --seed: prepare_lm_canaries spawns "canaries" and "inclusion" from it in this order
         positions_seed = child_seeds(seed, ["canaries", "inclusion", "positions"])["positions"]
         text, positions = corpus_with_canaries(records, provenance.included_texts(), seed=positions_seed)

@@ -13,14 +13,14 @@ import typer
 from ..report.verdict import console_lines
 from .app import app
 from .audit.claims import claim_flags
-from .audit.command import flags_in_messages
+from .audit.command import flags_for, flags_in_messages
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 
 
-def _run_and_write(what: str, output: Path | None, audit: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``audit(*args, **kwargs)``, its messages naming the claim flags of ``what`` as typed; the run written to ``output`` when given."""
-    with flags_in_messages(claim_flags(what), None):  # `claimed_epsilon` in a message reads as the flag typed
+def _run_and_write(what: str, named: tuple[Any, ...], output: Path | None, audit: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``audit(*args, **kwargs)``, its messages naming the claim flags of ``what`` and the ``named`` flags as typed; the run written to ``output`` when given."""
+    with flags_in_messages(claim_flags(what) + named, None):  # a library argument's name in a message reads as the flag typed
         run = audit(*args, **kwargs)
     if output is not None:
         from ..report.runs import write_run
@@ -83,8 +83,10 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
+    named = flags_for(confidence="--confidence", insertions="--insertions" if insertions is not None else "--insertions-col", reference_losses="--references")
     run = _run_and_write(
         "the training",
+        named,
         output,
         audit_exposure,
         canary_losses,
@@ -263,9 +265,26 @@ def bound(
         check_output_apart(output, [("--in", in_file), ("--out", out_file), ("--scores", scores)])
     direction = _direction(higher_is_member, lower_is_member, in_file, out_file, scores, score_col)
     in_scores, out_scores, source = _bound_inputs(in_file, out_file, scores, score_col, member_col)
-    family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
+    typed = "--in/--out" if scores is None else "--scores"
+    named = flags_for(
+        delta="--delta",
+        method="--method",
+        interval="--interval",
+        confidence="--confidence",
+        threshold="--threshold",
+        quantity="--quantity",
+        claim_sampling_rate="--claim-sampling-rate",
+        claim_steps="--claim-steps",
+        sampling_prob="--sampling-prob",
+        num_steps="--steps",
+        in_scores=typed,
+        out_scores=typed,
+    )
+    with flags_in_messages(named, None):  # the PLD family's own checks name `sampling_prob` and `num_steps`
+        family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
     run = _run_and_write(
         "the mechanism",
+        named,
         output,
         audit_scores,
         in_scores,

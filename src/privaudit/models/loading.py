@@ -36,7 +36,17 @@ from .._core.extras import require
 from .._core.usercode import call_user, raised_by_user
 from .._core.validation import check_choice
 from .device import seeded_torch
-from .model_files import HF_LOAD_OPTIONS, SAVE_ADVICE, check_hf_directory, existing_file, is_safetensors, not_of_kind, refuse_pickle, zip_names
+from .model_files import (
+    HF_LOAD_OPTIONS,
+    SAVE_ADVICE,
+    check_hf_directory,
+    check_weights_present,
+    existing_file,
+    is_safetensors,
+    not_of_kind,
+    refuse_pickle,
+    zip_names,
+)
 from .outputs import OUTPUT_KINDS, cross_entropy, logit_confidence, machine_epsilon, output_kind
 
 __all__ = [
@@ -150,6 +160,7 @@ def _load_huggingface(directory, device, task: str, option: str) -> LoadedModel:
     if not directory.is_dir() or not (directory / "config.json").is_file():
         raise ValueError(f"`{option}`: {str(directory)!r} is not a huggingface directory (save_pretrained writes config.json there)")
     check_hf_directory(directory, option)  # before transformers reads it: no code of the directory's, no pickle
+    check_weights_present(directory, option)
     auto = {"causal-lm": transformers.AutoModelForCausalLM, "sequence-classification": transformers.AutoModelForSequenceClassification}[task]
     try:
         model, info = auto.from_pretrained(directory, **HF_LOAD_OPTIONS, use_safetensors=any(directory.glob("*.safetensors")) or None, output_loading_info=True)
@@ -162,11 +173,13 @@ def _load_huggingface(directory, device, task: str, option: str) -> LoadedModel:
         found = "; ".join(
             f"{kind}: {', '.join(map(str, keys[:3]))}" + (f" (+{len(keys) - 3} more)" if len(keys) > 3 else "") for kind, keys in unfit.items() if keys
         )
-        raise ValueError(f"the weights in {str(directory)!r} do not fit the {task} architecture of its config.json ({found})")
+        raise ValueError(f"`{option}`: the weights in {str(directory)!r} do not fit the {task} architecture of its config.json ({found})")
     rows = model.get_input_embeddings().num_embeddings
     largest = max(tokenizer.get_vocab().values())
     if len(tokenizer) > rows or largest >= rows:
-        raise ValueError(f"the tokenizer in {str(directory)!r} does not match the model: {len(tokenizer)} tokens (largest id {largest}) for {rows} embeddings")
+        raise ValueError(
+            f"`{option}`: the tokenizer in {str(directory)!r} does not match the model: {len(tokenizer)} tokens (largest id {largest}) for {rows} embeddings"
+        )
     return LoadedModel("huggingface", model.to(_device(device)).eval(), tokenizer=tokenizer, source=str(directory))
 
 

@@ -23,7 +23,9 @@ from pathlib import Path
 __all__ = [
     "HF_LOAD_OPTIONS",
     "SAVE_ADVICE",
+    "WEIGHT_PATTERNS",
     "check_hf_directory",
+    "check_weights_present",
     "existing_file",
     "is_pickle",
     "is_safetensors",
@@ -103,6 +105,23 @@ def existing_file(path, kind: str) -> Path:
 def _is_torch_pickle_zip(path: Path) -> bool:
     """Whether ``path`` is torch.save's zip archive, which holds a pickle (``data.pkl``)."""
     return any(name.endswith(".pkl") for name in zip_names(path))
+
+
+#: the files save_pretrained writes the weights to (one file, or shards with an index)
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def check_weights_present(directory, option: str) -> None:
+    """A ValueError naming ``option`` when ``directory`` (with its config.json) holds no weights file.
+
+    transformers would otherwise fail with its own long message that names no option.
+    """
+    folder = Path(directory)
+    if (folder / "config.json").is_file() and not any(any(folder.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        raise ValueError(
+            f"`{option}` {str(folder)!r} holds a config.json but no weights (model.safetensors, pytorch_model.bin or their sharded index): "
+            "save the trained model with model.save_pretrained(directory)"
+        )
 
 
 def check_hf_directory(directory, option: str) -> Path:

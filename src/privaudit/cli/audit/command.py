@@ -43,7 +43,7 @@ from ..options import (
 from . import blackbox, dpsgd, fl, lm, mechanism, mia, one_run, panoramia, secret_sharer, synthetic_data, synthetic_text
 from .flags import Flag
 
-__all__ = ["FLAGS", "make_audit_command", "merged_config"]
+__all__ = ["FLAGS", "flags_for", "flags_in_messages", "make_audit_command", "merged_config"]
 
 
 FLAGS: dict[str, tuple[Flag, ...]] = {
@@ -147,6 +147,17 @@ def flag_text(message: str, flags: tuple[Flag, ...], keys_in_file: set[str] = fr
             if flagged in message:
                 message = message.replace(f" ({flag.option})", "")
     return message
+
+
+def flags_for(**options: str | None) -> tuple[Flag, ...]:
+    """Flags for :func:`flags_in_messages` from ``key=option`` pairs: a library argument's name `key` in a message reads as ``option`` (None: kept).
+
+    For the commands outside ``privaudit audit``, whose options reach a library function under its own argument names.
+
+    >>> flag_text("`delta` must be in (0, 1), got 2", flags_for(delta="--delta"))
+    '`--delta` must be in (0, 1), got 2'
+    """
+    return tuple(Flag(option, Any, "", config=key) for key, option in options.items() if option is not None)
 
 
 @contextlib.contextmanager
