@@ -120,25 +120,25 @@ CASES = [
     (
         "bound-delta-zero",
         lambda f: ["bound", "--in", _write(f, "i.txt", GOOD_SCORES), "--out", _write(f, "o.txt", GOOD_SCORES), "--delta", "0"],
-        "`delta` must be in (0, 1)",
+        "`--delta` must be in (0, 1)",
         (),
     ),
     (
         "bound-delta-nan",
         lambda f: ["bound", "--in", _write(f, "i.txt", GOOD_SCORES), "--out", _write(f, "o.txt", GOOD_SCORES), "--delta", "nan"],
-        "`delta`",
+        "`--delta`",
         (),
     ),
     (
         "bound-confidence",
         lambda f: ["bound", "--in", _write(f, "i.txt", GOOD_SCORES), "--out", _write(f, "o.txt", GOOD_SCORES), "--delta", "1e-5", "--confidence", "1.5"],
-        "`confidence` must be in (0, 1)",
+        "`--confidence` must be in (0, 1)",
         (),
     ),
     (
         "bound-interval",
         lambda f: ["bound", "--in", _write(f, "i.txt", GOOD_SCORES), "--out", _write(f, "o.txt", GOOD_SCORES), "--delta", "1e-5", "--interval", "wald"],
-        "`interval` must be one of",
+        "`--interval` must be one of",
         (),
     ),
     (
@@ -156,7 +156,7 @@ CASES = [
             "--sampling-prob",
             "2",
         ],
-        "sampling_prob",
+        "`--sampling-prob`",
         (),
     ),
     (
@@ -174,7 +174,7 @@ CASES = [
             "--steps",
             "0",
         ],
-        "num_steps",
+        "`--steps`",
         (),
     ),
     (

@@ -247,7 +247,7 @@ def test_bad_score_files_are_refused(cli, tmp_path, content, extra, match):
         ("text,insertions,loss\na,2.5,1.0\n", ["--insertions-col", "insertions"], "must be an integer >= 1"),
         ("text,insertions,loss\na,2,1.0\n", ["--insertions-col", "insertions", "--insertions", "2"], "not both"),
         ("1.0\n", ["--insertions", "0"], "`--insertions` must be an integer >= 1"),
-        ("1.0\n", ["--confidence", "1.5"], "`confidence` must be in (0, 1)"),
+        ("1.0\n", ["--confidence", "1.5"], "`--confidence` must be in (0, 1)"),
     ],
 )
 def test_bad_canary_files_are_refused(cli, tmp_path, content, extra, match):
