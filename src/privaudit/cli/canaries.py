@@ -59,7 +59,7 @@ def insert(
     from .._core.validation import check_choice, check_count
     from ..canaries import CanaryFormat
     from ..canaries.corpus import TEXT_FORMATS, insert_into_corpus
-    from .audit.command import flags_for, flags_in_messages
+    from .flag_names import flags_for, flags_in_messages
 
     check_choice(text_format, "--format", TEXT_FORMATS)
     if not corpus.is_file():
@@ -164,7 +164,7 @@ def lm(
     from ..canaries.lm_limits import check_lm_sizes, model_sizes
     from ..canaries.lm_provenance import prepare_lm_canaries
     from ..models.hf import quiet_loading
-    from .audit.command import flag_text, flags_for
+    from .flag_names import flag_text, flags_for
 
     check_choice(design, "--design", DESIGNS)
     check_choice(text_format, "--format", TEXT_FORMATS)

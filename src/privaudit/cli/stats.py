@@ -12,8 +12,8 @@ import typer
 
 from ..report.verdict import console_lines
 from .app import app
-from .audit.claims import claim_flags
-from .audit.command import flags_for, flags_in_messages
+from .claims import claim_flags
+from .flag_names import flags_for, flags_in_messages
 from .options import JsonOption, emit, format_value, render_table
 from .tables import verdict_table
 

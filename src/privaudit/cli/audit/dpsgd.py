@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .claims import claim_flags
+from ..claims import claim_flags
 from .flags import Flag, _dataset_file, _import_path, path_flag
 
 __all__ = ["FLAGS"]

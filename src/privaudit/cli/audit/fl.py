@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .claims import claim_flags
+from ..claims import claim_flags
 from .flags import Flag
 
 __all__ = ["FLAGS"]

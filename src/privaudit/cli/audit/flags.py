@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
+
+from ..flag_names import Flag
 
 __all__ = ["Flag", "backend_flags", "delta_flag", "factory_flag", "path_flag"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Flag:
-    """A family's own option: it overrides config key ``config`` (a dotted path) or is passed to ``run`` as ``run``."""
-
-    option: str
-    type: Any
-    help: str
-    config: str | None = None
-    run: str | None = None
-    parse: Callable[[Any], Any] | None = None
-
-    @property
-    def parameter(self) -> str:
-        return self.option.lstrip("-").replace("-", "_")
 
 
 def _schedule(text: str) -> tuple[int, ...]:

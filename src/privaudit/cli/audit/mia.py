@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .claims import claim_flags
+from ..claims import claim_flags
 from .flags import _LABEL_COL, _LABEL_RULE, Flag, _image_shape, _import_path, _names, _pool_file, backend_flags, delta_flag, factory_flag, path_flag
 
 __all__ = ["FLAGS"]

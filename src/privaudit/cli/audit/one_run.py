@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .claims import claim_flags
+from ..claims import claim_flags
 from .flags import Flag, _import_path
 
 __all__ = ["FLAGS"]

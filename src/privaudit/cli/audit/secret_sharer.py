@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from .claims import claim_flags
+from ..claims import claim_flags
 from .flags import Flag, _schedule, path_flag
 
 __all__ = ["FLAGS"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .flags import Flag
+from .flag_names import Flag
 
 __all__ = ["claim_flags"]
 
