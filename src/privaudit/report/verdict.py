@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..stats.ceiling import ceiling_note
-from ..stats.verdict import Verdict, describe_verdict
+from ..stats.verdict import Verdict, ceiling_note, describe_verdict
 
 __all__ = ["console_lines", "verdict_lines"]
 

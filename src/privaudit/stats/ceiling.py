@@ -29,6 +29,7 @@ from .bounds import _check_interval, _evaluate, _resolve_family
 from .one_run import _check_delta, _largest_rejected, check_guess_counts
 from .one_run_combined import METHODS as _ONE_RUN_METHODS
 from .one_run_fdp import _check_family, fdp_candidates
+from .verdict import TOLERANCE, at_ceiling, ceiling_note
 
 __all__ = [
     "TOLERANCE",
@@ -42,9 +43,6 @@ __all__ = [
     "one_run_ceiling",
     "one_run_record_ceiling",
 ]
-
-#: A bound within this fraction of its ceiling is "at its ceiling".
-TOLERANCE = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,17 +76,6 @@ def make_ceiling(bound: float, value: float | None, *, raise_with: str, design: 
     if value is None:
         return None
     return Ceiling(value=float(value), bound=float(bound), at_ceiling=at_ceiling(bound, value), raise_with=raise_with, design=design)
-
-
-def at_ceiling(bound: float, ceiling: float | None, tolerance: float = TOLERANCE) -> bool:
-    """Whether ``bound`` is within ``tolerance`` (a fraction) of a finite, positive ``ceiling``.
-
-    >>> at_ceiling(2.4, 2.6), at_ceiling(2.3, 2.6), at_ceiling(1.0, float("inf")), at_ceiling(0.0, 0.0)
-    (True, False, False, False)
-    """
-    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0.0:
-        return False
-    return float(bound) >= (1.0 - tolerance) * ceiling
 
 
 def one_run_ceiling(
@@ -233,17 +220,3 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
         methods = ("fdp",) if name == "OneRunFDPBound" else ("steinke",)
         return one_run_ceiling(result.num_canaries, delta=result.delta, confidence=result.confidence, methods=methods, family=family, num_guesses=requested)
     return None
-
-
-def ceiling_note(bound: float, ceiling: float | None, *, raise_with: str) -> str | None:
-    """The report's sentence when ``bound`` is at its ceiling, else None.
-
-    >>> ceiling_note(2.5, 2.6, raise_with="more canaries")
-    'at its ceiling: ε ≥ 2.5 is within 10% of the 2.6 a perfect attack would show on this design; the truth may be much higher (more canaries would raise the ceiling)'
-    """
-    if not at_ceiling(bound, ceiling):
-        return None
-    return (
-        f"at its ceiling: ε ≥ {bound:.3g} is within {TOLERANCE:.0%} of the {ceiling:.3g} a perfect attack would show on this design;"
-        f" the truth may be much higher ({raise_with} would raise the ceiling)"
-    )

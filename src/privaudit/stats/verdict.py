@@ -24,7 +24,7 @@ import dataclasses
 import math
 from typing import Any
 
-__all__ = ["QUANTITIES", "Claim", "Verdict", "compare", "describe_verdict"]
+__all__ = ["QUANTITIES", "TOLERANCE", "Claim", "Verdict", "at_ceiling", "ceiling_note", "compare", "describe_verdict"]
 
 #: What an (ε, δ) refers to.
 QUANTITIES = ("per-step", "end-to-end", "per-record", "group", "per-release")
@@ -203,3 +203,32 @@ def describe_verdict(verdict: Verdict | None) -> str:
     if verdict.conversion:
         text += f"; {verdict.conversion}"
     return text
+
+
+#: A bound within this fraction of its ceiling is "at its ceiling".
+TOLERANCE = 0.1
+
+
+def at_ceiling(bound: float, ceiling: float | None, tolerance: float = TOLERANCE) -> bool:
+    """Whether ``bound`` is within ``tolerance`` (a fraction) of a finite, positive ``ceiling``.
+
+    >>> at_ceiling(2.4, 2.6), at_ceiling(2.3, 2.6), at_ceiling(1.0, float("inf")), at_ceiling(0.0, 0.0)
+    (True, False, False, False)
+    """
+    if ceiling is None or not math.isfinite(ceiling) or ceiling <= 0.0:
+        return False
+    return float(bound) >= (1.0 - tolerance) * ceiling
+
+
+def ceiling_note(bound: float, ceiling: float | None, *, raise_with: str) -> str | None:
+    """The report's sentence when ``bound`` is at its ceiling, else None.
+
+    >>> ceiling_note(2.5, 2.6, raise_with="more canaries")
+    'at its ceiling: ε ≥ 2.5 is within 10% of the 2.6 a perfect attack would show on this design; the truth may be much higher (more canaries would raise the ceiling)'
+    """
+    if not at_ceiling(bound, ceiling):
+        return None
+    return (
+        f"at its ceiling: ε ≥ {bound:.3g} is within {TOLERANCE:.0%} of the {ceiling:.3g} a perfect attack would show on this design;"
+        f" the truth may be much higher ({raise_with} would raise the ceiling)"
+    )
