@@ -40,6 +40,7 @@ from .._core.results import Result
 from .._core.validation import check_count, check_probability
 from ..models.device import require_torch
 from ..stats.bounds import EpsilonLowerBound
+from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
 from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
 
 __all__ = [
@@ -352,7 +353,7 @@ class OpacusAuditResult(Result):
     audit_size: int
     evidence: OpacusEvidence | None = None
     verdict: OpacusVerdict | None = None
-    ceiling: float | None = None
+    ceiling: Ceiling | None = None
     threat_model: str = "white-box, gradient canaries, every step observed"
 
 
@@ -392,7 +393,6 @@ def audit_opacus(
         collect_gradient_observations,  # the shared collector of gradient-canary observations
     )
     from ..stats.bounds import epsilon_lower_bound
-    from ..stats.ceiling import ceiling_of
 
     num_steps = check_count(num_steps, "num_steps", minimum=1)
     audit_size = check_audit_size(audit_size, canaries_per_step)
@@ -435,5 +435,10 @@ def audit_opacus(
         audit_size=audit_size,
         evidence=evidence,
         verdict=verdict,
-        ceiling=ceiling_of(bound),
+        ceiling=make_ceiling(
+            bound.epsilon,
+            ceiling_of(bound),
+            raise_with="more canary trials",
+            design=f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}",
+        ),
     )

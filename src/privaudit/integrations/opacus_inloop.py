@@ -48,6 +48,7 @@ from .._core.results import Result
 from .._core.seeding import check_seed, child_seeds
 from .._core.validation import check_count, check_positive, check_probability
 from ..stats.bounds import EpsilonLowerBound
+from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
 from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size
 from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
 
@@ -80,7 +81,7 @@ class OpacusInLoopResult(Result):
     seeds: dict
     framework_versions: dict  # torch and opacus; to_dict adds privaudit's and numpy's
     evidence: OpacusEvidence
-    ceiling: float | None = None
+    ceiling: Ceiling | None = None
     verdict: OpacusVerdict | None = None
     flagged: bool | None = None
     threat_model: str = THREAT_MODEL
@@ -250,8 +251,6 @@ class OpacusInLoopAuditor:
         import opacus
         import torch
 
-        from ..stats.ceiling import ceiling_of
-
         optimizer = self.optimizer
         bound = self.bound(delta=delta, confidence=confidence)
         _, out_scores = self.observations()
@@ -274,7 +273,12 @@ class OpacusInLoopAuditor:
             seeds=dict(self.seeds),
             framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
             evidence=evidence,
-            ceiling=ceiling_of(bound),
+            ceiling=make_ceiling(
+                bound.epsilon,
+                ceiling_of(bound),
+                raise_with="more canaries per step or more audited steps",
+                design=f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}",
+            ),
             verdict=verdict,
             flagged=None if verdict is None else verdict.flagged,
             conventions=self._conventions(),

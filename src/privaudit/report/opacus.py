@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ..integrations.opacus_verdict import describe
-from ..stats.ceiling import ceiling_note
 from ..stats.verdict import describe_verdict
 from .html import ReportSection
 from .provenance import provenance
@@ -59,10 +58,10 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     bound, verdict, evidence = result.bound, result.verdict, result.evidence
     details: list[tuple[str, Any]] = [
         (f"per-step ε lower bound ({bound.kind}, GDP, Clopper–Pearson)", bound.epsilon),
-        ("per-step ceiling (no error on either side)", result.ceiling),
+        ("per-step ceiling (no error on either side)", None if result.ceiling is None else result.ceiling.value),
         ("canary / other observations", f"{bound.num_in} / {bound.num_out}"),
     ]
-    note = ceiling_note(float(bound.epsilon), result.ceiling, raise_with="more canaries per step or more audited steps")
+    note = None if result.ceiling is None else result.ceiling.note
     if note:
         details.append(("per-step bound", note))
     for line in describe(verdict):
