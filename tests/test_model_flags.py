@@ -95,7 +95,7 @@ def test_model_output_settles_an_ambiguous_onnx_model_on_the_command_line(tmp_pa
     assert_refused(base + ["--model-output", "logits", "--output", output], output, "stub: the target loaded and scored")
     z = x.astype(np.float32).astype(np.float64)
     np.testing.assert_allclose(audit_stub["loss"], np.log(np.exp(z).sum(axis=1)) - z[np.arange(30), y], rtol=1e-12)
-    assert_refused(base + ["--model-output", "softmax", "--output", output], output, "`output` must be one of 'auto', 'logits'")
+    assert_refused(base + ["--model-output", "softmax", "--output", output], output, "`--model-output` must be one of 'auto', 'logits'")
     own = ["audit", "panoramia", "--model", tmp_path / "own.pt", "--members", tmp_path / "members.csv", "--model-output", "logits", "--output", output]
     assert_refused(own, output, "a privaudit classifier returns logits")  # --model-kind privaudit: the kind is known
 
