@@ -48,10 +48,11 @@ def test_the_bos_the_post_processor_adds_is_scored_before_each_text(model):
     assert scorer.special_tokens.leading == (1,) and scorer.special_tokens.convention.decided == "checked"
     text = "my pin is 42"
     ids = [1] + [SYMBOLS.index(c) for c in text]
-    assert scorer.log_perplexity([text])[0] == pytest.approx(hand_bits(model, ids, 1), abs=1e-9)  # every character, given <s>
+    # float32 forward passes of different batch shapes agree to ~1e-7 relative; a wrong BOS moves the bits by whole units
+    assert scorer.log_perplexity([text])[0] == pytest.approx(hand_bits(model, ids, 1), abs=1e-6)  # every character, given <s>
     fmt = CanaryFormat("pin {digits:2}")
     # secret given the prefix: "pin " is 4 characters after <s>
-    assert scorer.format_log_perplexities(fmt, secrets=[(4, 2)])[0] == pytest.approx(hand_bits(model, [1] + [SYMBOLS.index(c) for c in "pin 42"], 5), abs=1e-9)
+    assert scorer.format_log_perplexities(fmt, secrets=[(4, 2)])[0] == pytest.approx(hand_bits(model, [1] + [SYMBOLS.index(c) for c in "pin 42"], 5), abs=1e-6)
 
 
 def test_an_eos_after_the_text_changes_no_score(model):
