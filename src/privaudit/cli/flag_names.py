@@ -71,8 +71,8 @@ def flags_in_messages(flags: tuple[Flag, ...], config_path: Path | None):
     except ValueError as error:
         keys: set[str] = set()
         if config_path is not None:
-            with contextlib.suppress(Exception):  # the file was read once already; this only decides which words to keep
-                from ...audits.config import read_config_values
+            with contextlib.suppress(OSError, ValueError):  # the file was read once already; this only decides which words to keep
+                from ..audits.config import read_config_values
 
                 values = read_config_values(config_path)
                 keys = set(values) if isinstance(values, dict) else set()
