@@ -2,7 +2,7 @@
 
 * ``roc.png``: every attack's ROC on log-log axes (:func:`privaudit.report.mia.plot_roc`),
   where the low-FPR region that DCR's aggregate verdict and the AUC hide is visible;
-* ``vulnerability.png``: the records DOMIAS scores highest, by the user's ids;
+* ``vulnerability.png``: the records the headline attack (the robust DCR) scores highest, by the user's ids;
 * :func:`section`: the attacks beside DCR's verdict on the same data, the
   most exposed records, the bound with its ceiling and the claim.
 """
@@ -26,7 +26,7 @@ def figures(run: Any) -> dict:
     drawings: dict = {}
     if result.most_exposed:
         bars = [SimpleNamespace(record=r.record_id, record_id=r.record_id, score=r.score, member=r.member) for r in result.most_exposed]
-        drawings["vulnerability.png"] = lambda path: plot_vulnerability(bars, path, attack="DOMIAS")
+        drawings["vulnerability.png"] = lambda path: plot_vulnerability(bars, path, attack="robust DCR")
     curves_in = run.observations.get("curves")
     if curves_in:
         curves = {name: roc_points(scores, member) for name, (scores, member) in curves_in.items()}
@@ -45,23 +45,25 @@ def dcr_gap_note(result: Any) -> str:
     >>> dcr_gap_note(result)[:40]
     "Passes DCR's holdout test (overfitting p"
     """
-    dcr, headline = result.dcr, result.attack("domias")
+    from ..audits.synthetic_data.types import HEADLINE_ATTACK
+
+    dcr, headline = result.dcr, result.attack(HEADLINE_ATTACK)
     verdict = "Passes" if dcr.passes else "Fails"
     return (
         f"{verdict} DCR's holdout test (overfitting protection {dcr.overfitting_protection:.2f}, baseline protection "
-        f"{dcr.baseline_protection:.2f}), while DOMIAS finds {headline.tpr_at(0.01):.1%} of the members at 1% FPR (AUC {headline.auc:.3f}): "
+        f"{dcr.baseline_protection:.2f}), while the robust DCR finds {headline.tpr_at(0.01):.1%} of the members at 1% FPR (AUC {headline.auc:.3f}): "
         "where the two disagree, the leak of a few records lives at low FPR, not in the AUC nor in DCR's averages."
     )
 
 
 def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
     """(caption, column names, rows) of the most exposed records by the user's id, with every attack's score."""
-    header = ("rank", "record id", "member", "DOMIAS score", "DOMIAS (KDE) score", "DCR score", "shadow score", "outlier score")
+    header = ("rank", "record id", "member", "robust DCR score", "DOMIAS score", "DOMIAS (KDE) score", "DCR score", "shadow score", "outlier score")
     rows = [
         (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v for v in r.attack_scores), r.outlier_score)
         for rank, r in enumerate(result.most_exposed, 1)
     ]
-    return "The records DOMIAS scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
+    return "The records the robust DCR (the headline) scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
 
 
 def section(data: dict, directory: Any) -> Any:
@@ -135,7 +137,7 @@ def section(data: dict, directory: Any) -> Any:
         "not that the generator is private."
     )
     return ReportSection(
-        title="Released synthetic tabular data (DOMIAS, DCR, shadow generators)",
+        title="Released synthetic tabular data (robust DCR, DOMIAS, DCR, shadow generators)",
         audit="synthetic-data",
         **headline_fields(result.headline()),
         meaning=meaning,
@@ -148,7 +150,7 @@ def section(data: dict, directory: Any) -> Any:
             directory,
             {
                 "roc.png": "ROC of every attack on log-log axes: the leak lives at low FPR, not in the AUC",
-                "vulnerability.png": "The records DOMIAS scores highest, by their id (red: member of the training table)",
+                "vulnerability.png": "The records the robust DCR (the headline) scores highest, by their id (red: member of the training table)",
             },
         ),
         **provenance(data),

@@ -23,16 +23,18 @@ from ..._core.seeding import child_seeds
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
-from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores
+from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import canary_bound, canary_scores
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
-from .types import BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
+from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
 
 __all__ = ["AUDIT", "SyntheticDataAudit", "embedded_tables", "run_synthetic_data"]
 
 DESCRIPTIONS = {
+    "robust-dcr": "the headline: minus the distance to the closest synthetic row, each number's difference in the population's IQRs capped at 1, "
+    "categories 0/1, the mean over columns; ties broken by the distance to the population sample",
     "domias": "DOMIAS: density of the synthetic table over the population's at the record, by nearest-neighbour distances on the numeric embedding",
     "domias-kde": "DOMIAS with Gaussian KDEs (Scott's bandwidths) on the numeric embedding",
     "dcr": "DCR as a per-record score: minus the distance to the closest synthetic row",
@@ -147,7 +149,9 @@ def run_synthetic_data(
     member = np.arange(len(records)) < len(train)
     report("scoring every record", detail=f"{member.sum()} members, {(~member).sum()} non-members")
     embedded = encoder.embedding(records)
+    robust = encoder.robust_scale(reference)  # the attacker's population sample sets the scales: no scored record does
     scores = {
+        "robust-dcr": robust_dcr_scores(encoder.dcr_arrays(records, robust), encoder.dcr_arrays(released, robust), encoder.dcr_arrays(reference, robust)),
         "domias": domias_knn_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "domias-kde": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "dcr": -dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released)),
@@ -197,7 +201,7 @@ def run_synthetic_data(
             member=bool(member[i]),
             score=float(scores[HEADLINE_ATTACK][i]),
             outlier_score=float(outlying[i]),
-            attack_scores=(*(float(scores[name][i]) for name in ("domias", "domias-kde", "dcr")), shadow_of.get(int(i))),
+            attack_scores=(*(float(scores[name][i]) for name in ATTACKS if name != "shadow"), shadow_of.get(int(i))),
         )
         for i in top
     )

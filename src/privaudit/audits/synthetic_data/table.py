@@ -19,6 +19,7 @@ missing-indicator column) and is at distance 1 from any number in DCR.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -149,11 +150,39 @@ class Encoder:
         with_missing = tuple(column for column in numeric if any(table.frame[column].isna().any() for table in tables))
         return cls(numeric, categorical, mean, np.where(scale > 0, scale, 1.0), np.where(span > 0, span, 1.0), categories, with_missing)
 
-    def dcr_arrays(self, table: Table) -> tuple[np.ndarray, np.ndarray]:
-        """(numbers / range with NaN for missing, category codes): the two halves of sdmetrics' per-column distance."""
-        numbers = table.frame[list(self.numeric)].to_numpy(dtype=float) / self.span if self.numeric else np.zeros((len(table), 0))
+    def dcr_arrays(self, table: Table, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(numbers / ``scale`` with NaN for missing, category codes): the two halves of sdmetrics' per-column distance.
+
+        ``scale`` is one positive number per numeric column; None: the training range (sdmetrics' DCR).
+        """
+        divisor = self.span if scale is None else scale
+        numbers = table.frame[list(self.numeric)].to_numpy(dtype=float) / divisor if self.numeric else np.zeros((len(table), 0))
         codes = np.column_stack([self.codes(table, column) for column in self.categorical]) if self.categorical else np.zeros((len(table), 0), dtype=np.int64)
         return numbers, codes
+
+    def robust_scale(self, population: Table) -> np.ndarray:
+        """Each numeric column's interquartile range in ``population`` (missing values left out): the robust DCR's unit.
+
+        A column whose IQR is 0 (mostly one value) gets its range in
+        ``population``, and one that is constant there gets 1, so every
+        scale is positive. Unlike the training range, a few outliers do not
+        stretch it: an ordinary difference still counts.
+
+        >>> import pandas as pd
+        >>> frame = read_frame(pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 100.0], "k": [5.0, 5.0, 5.0, 5.0, 7.0]}), "t")
+        >>> Encoder.fit(frame).robust_scale(frame).tolist()
+        [2.0, 2.0]
+        """
+        if not self.numeric:
+            return np.zeros(0)
+        values = population.frame[list(self.numeric)].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: NaN, replaced below
+            quartiles = np.nanpercentile(values, [25.0, 75.0], axis=0)
+            spread = np.nanmax(values, axis=0) - np.nanmin(values, axis=0)
+        iqr = np.nan_to_num(quartiles[1] - quartiles[0])
+        spread = np.nan_to_num(spread)
+        return np.where(iqr > 0, iqr, np.where(spread > 0, spread, 1.0))
 
     def codes(self, table: Table, column: str) -> np.ndarray:
         """The category codes of ``column``; -1 for a category none of the fitted tables had (a shadow generator's invention)."""
@@ -209,8 +238,9 @@ def schema_conventions(train: Table, encoder: Encoder, *, id_col: str | None, re
         ),
         default(
             "numeric encoding",
-            "DCR: |a - b| / the training column's range, capped at 1 (missing vs a number: 1); DOMIAS: standardised by the training mean and deviation",
-            "sdmetrics' DCR per column; the embedding only sets DOMIAS' kernel scale",
+            "robust DCR (the headline): |a - b| / the population sample's interquartile range (its range where the IQR is 0, else 1), capped at 1; "
+            "DCR: |a - b| / the training column's range, capped at 1 (missing vs a number: 1 in both); DOMIAS: standardised by the training mean and deviation",
+            "a few outliers stretch a range but not an IQR; sdmetrics' DCR per column; the embedding only sets DOMIAS' kernel scale",
         ),
         default(
             "holdout's role",
