@@ -97,6 +97,25 @@ def copies_found(run, train: Path) -> dict:
     return out
 
 
+def bootstrap_ratios(runs: dict[str, list[dict]], attack: str, resamples: int = 2000) -> dict:
+    """A 95% percentile bootstrap interval of each generator's mean TPR at 1% FPR over the clean copula's, the seeds resampled in pairs (seeded)."""
+    key = f"{attack}_tpr_at_1pct_fpr"
+    clean = np.array([e[key] for e in runs.get("copula", [])])
+    if not clean.size:
+        return {}
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, len(clean), size=(resamples, len(clean)))
+    out = {}
+    for name, entries in runs.items():
+        values = np.array([e[key] for e in entries])
+        if name == "copula" or len(values) != len(clean):
+            continue
+        denominators = clean[draws].mean(axis=1)
+        ratio = values[draws].mean(axis=1)[denominators > 0] / denominators[denominators > 0]
+        out[name] = [float(np.quantile(ratio, 0.025)), float(np.quantile(ratio, 0.975))]
+    return out
+
+
 def paired_difference(entries: list[dict], attacks: list[str]) -> dict:
     """Each attack's TPR at 1% FPR minus DCR-as-a-score's on the same release, seed by seed: mean and standard error."""
     out = {}
@@ -174,7 +193,9 @@ def main() -> None:
     attacks = [k.removesuffix("_tpr_at_1pct_fpr") for k in keys if k.endswith("_tpr_at_1pct_fpr")]
     clean = means.get("copula", {})
     ratios = {
-        attack: {name: m[f"{attack}_tpr_at_1pct_fpr"] / clean[f"{attack}_tpr_at_1pct_fpr"] for name, m in means.items() if clean.get(f"{attack}_tpr_at_1pct_fpr")}
+        attack: {
+            name: m[f"{attack}_tpr_at_1pct_fpr"] / clean[f"{attack}_tpr_at_1pct_fpr"] for name, m in means.items() if clean.get(f"{attack}_tpr_at_1pct_fpr")
+        }
         for attack in attacks
     }
     report = {
@@ -185,6 +206,7 @@ def main() -> None:
         "means": means,
         "headline_ratio_to_clean": ratios.get(HEADLINE_ATTACK, {}),
         "ratio_to_clean": ratios,
+        "ratio_to_clean_bootstrap_95": {attack: bootstrap_ratios(runs, attack) for attack in attacks},
         "difference_from_dcr_score": {name: paired_difference(entries, attacks) for name, entries in runs.items()},
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
         "versions": library_versions(),

@@ -14,7 +14,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("sklearn")
 pytest.importorskip("pyarrow")
 
-from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig, embedded_tables  # noqa: E402
+from privaudit.audits.synthetic_data import AUDIT, HEADLINE_ATTACK, SyntheticDataConfig, embedded_tables  # noqa: E402
 from privaudit.audits.synthetic_data.attacks import dcr_distances, dcr_statistics, log_kde  # noqa: E402
 from privaudit.audits.synthetic_data.bound import canary_bound  # noqa: E402
 from privaudit.audits.synthetic_data.generators import most_outlying  # noqa: E402
@@ -166,15 +166,15 @@ def test_released_table_with_another_schema_is_refused(files, tmp_path):
     assert_refused(argv, tmp_path / "out", "`--synthetic` must have the columns of `--train`: missing ['age']")
 
 
-def test_memorised_outliers_are_found_by_domias_at_low_fpr_and_named_by_id(global_seed, tmp_path):
-    """The memorising copula's copied records are members, and DOMIAS ranks them first; the clean copula's release gives no such signal."""
+def test_memorised_outliers_are_found_by_the_headline_at_low_fpr_and_named_by_id(global_seed, tmp_path):
+    """The memorising copula's copied records are members, and the headline attack ranks them first."""
     train, _ = embedded_tables(global_seed)
     copied = set(train.ids[most_outlying(train.frame, 5)])
     config = SyntheticDataConfig(generator="privaudit.audits.synthetic_data.generators:memorising_copula", num_shadows=0, seed=global_seed)
     result = AUDIT.run(config).result
     top = {r.record_id for r in result.most_exposed[:5]}
     assert len(top & copied) >= 3, (top, copied)
-    assert result.attack("domias").tpr_at(0.01) >= 3 / result.num_train
+    assert result.attack(HEADLINE_ATTACK).tpr_at(0.01) >= 3 / result.num_train
 
 
 def _randomized_response(epsilon, included, rng):

@@ -22,7 +22,17 @@ from scipy import special, stats
 from ..._core.validation import as_real_array
 from .types import DCRStatistics
 
-__all__ = ["dcr_distances", "dcr_statistics", "robust_dcr_scores", "domias_knn_scores", "domias_scores", "nearest_distances", "log_kde", "outlier_scores", "random_rows"]
+__all__ = [
+    "dcr_distances",
+    "dcr_statistics",
+    "robust_dcr_scores",
+    "domias_knn_scores",
+    "domias_scores",
+    "nearest_distances",
+    "log_kde",
+    "outlier_scores",
+    "random_rows",
+]
 
 CHUNK_CELLS = 4_000_000  # pairs x columns held at once
 
@@ -51,7 +61,9 @@ def dcr_distances(rows: tuple[np.ndarray, np.ndarray], data: tuple[np.ndarray, n
     return best
 
 
-def robust_dcr_scores(records: tuple[np.ndarray, np.ndarray], synthetic: tuple[np.ndarray, np.ndarray], population: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def robust_dcr_scores(
+    records: tuple[np.ndarray, np.ndarray], synthetic: tuple[np.ndarray, np.ndarray], population: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
     """The headline: minus each record's distance to its closest synthetic row, ties broken by its distance to the population sample.
 
     All three are ``Encoder.dcr_arrays`` pairs on the population's robust
