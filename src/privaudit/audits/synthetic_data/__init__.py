@@ -4,8 +4,8 @@ The family's pieces, one module each, imports flowing one way down this list:
 
 * :mod:`.types`: the config and the result types;
 * :mod:`.table`: the user's tables read, their schemas checked, encoded once;
-* :mod:`.attacks`: DCR (per record and sdmetrics' aggregate tests), DOMIAS,
-  the outlier scores of the vulnerable-record selection;
+* :mod:`.attacks`: the robust DCR (the headline), DCR (per record and
+  sdmetrics' aggregate tests), DOMIAS, the outlier scores of the vulnerable-record selection;
 * :mod:`.generators`: numpy generators of the ``--generator`` contract (the
   embedded default's Gaussian copula, and memorising variants);
 * :mod:`.generation`: the user's generator imported, probed and checked;

@@ -307,8 +307,8 @@ class SyntheticDataAudit(BackendAudit):
     """Membership inference on released synthetic tabular data, DCR's verdict beside it, and the one-run ε bound of a DP generator."""
 
     name = "synthetic-data"
-    title = "Released synthetic tabular data (DOMIAS, DCR, shadow generators, one-run ε)"
-    description = "Audit of a synthetic table or a tabular generator: per-record attacks (DOMIAS, DCR, shadow generators) at low FPR beside DCR's holdout test, and the one-run ε lower bound from canaries."
+    title = "Released synthetic tabular data (robust DCR, DOMIAS, DCR, shadow generators, one-run ε)"
+    description = "Audit of a synthetic table or a tabular generator: per-record attacks (robust DCR, DOMIAS, DCR, shadow generators) at low FPR beside DCR's holdout test, and the one-run ε lower bound from canaries."
     config_type = SyntheticDataConfig
     result_type = SyntheticDataResult
     default_resource = "synthetic-data.json"
