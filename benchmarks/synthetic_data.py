@@ -24,8 +24,9 @@ ratio to the same attack's on the clean copula, and each attack's
 per-seed difference from DCR-as-a-score on the same release (mean and
 standard error). Output: ``benchmarks/results/synthetic_data.json``.
 
-The headline was chosen once, on pilot seeds 100-139 (``--seeds
-100,...,139``); the figures in the guide use seeds 0-39, which no choice saw.
+The headline was chosen once, on pilot seeds 100-139 (``--seeds $(seq -s,
+100 139)``); the figures in the guide use seeds 0-39 (``--seeds $(seq -s, 0
+39)``), which no choice saw.
 
 ``--throughput local,ray`` instead times the shadow generations of the
 embedded default (``--shadows`` per target, 4 targets) on each runner
