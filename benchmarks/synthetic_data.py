@@ -1,8 +1,10 @@
-"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy]``.
+"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy] [--table breast-cancer]``.
 
 The table is scikit-learn's breast-cancer data (569 records, 30 numeric
-columns, the diagnosis as a categorical string), shipped inside
-scikit-learn, never downloaded. Each seed splits it in halves (training
+columns, the diagnosis as a categorical string), or with ``--table
+diabetes`` its diabetes data (442 records, 9 numeric columns and sex as a
+categorical string, unscaled), both shipped inside scikit-learn, never
+downloaded. Each seed splits the table in halves (training
 table, holdout) and runs ``privaudit audit synthetic-data`` on each
 generator with the same seed:
 
@@ -58,13 +60,21 @@ GENERATORS = {
 }
 
 
-def tables(seed: int, folder: Path) -> tuple[Path, Path]:
-    """breast-cancer split in halves by ``seed``, written as CSV with an id and the diagnosis as a string."""
-    from sklearn.datasets import load_breast_cancer
+TABLES = ("breast-cancer", "diabetes")
 
-    frame = load_breast_cancer(as_frame=True).frame
-    frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
-    frame.insert(0, "record", [f"bc-{i:03d}" for i in range(len(frame))])
+
+def tables(seed: int, folder: Path, table: str = "breast-cancer") -> tuple[Path, Path]:
+    """``table`` split in halves by ``seed``, written as CSV with an id and its categorical column as strings."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+
+    if table == "diabetes":
+        frame = load_diabetes(as_frame=True, scaled=False).frame
+        frame["sex"] = frame["sex"].map(lambda v: f"sex-{int(v)}").astype(object)
+    else:
+        frame = load_breast_cancer(as_frame=True).frame
+        frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
+    prefix = "db" if table == "diabetes" else "bc"
+    frame.insert(0, "record", [f"{prefix}-{i:03d}" for i in range(len(frame))])
     order = np.random.default_rng(seed).permutation(len(frame))
     half = len(frame) // 2
     paths = folder / f"train-{seed}.csv", folder / f"holdout-{seed}.csv"
@@ -146,6 +156,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--shadows", type=int, default=0)
     parser.add_argument("--generators", default="copula,memorising,near-copy")
+    parser.add_argument("--table", default="breast-cancer", choices=TABLES)
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data.json"))
     parser.add_argument("--throughput", default=None, help="comma-separated backends (local, ray): time the shadow generations instead")
     parser.add_argument("--workers", type=int, default=None)
@@ -164,7 +175,7 @@ def main() -> None:
     runs: dict[str, list[dict]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
         for seed in seeds:
-            train, holdout = tables(seed, Path(scratch))
+            train, holdout = tables(seed, Path(scratch), args.table)
             for name in names:
                 config = SyntheticDataConfig(
                     train=str(train), holdout=str(holdout), generator=GENERATORS[name], id_col="record", num_shadows=args.shadows, seed=seed
@@ -200,8 +211,8 @@ def main() -> None:
         for attack in attacks
     }
     report = {
-        "command": f"python benchmarks/synthetic_data.py --seeds {args.seeds} --shadows {args.shadows} --generators {args.generators}",
-        "table": "scikit-learn breast-cancer, halves by seed (train / holdout)",
+        "command": f"python benchmarks/synthetic_data.py --seeds {args.seeds} --shadows {args.shadows} --generators {args.generators} --table {args.table}",
+        "table": f"scikit-learn {args.table}, halves by seed (train / holdout)",
         "headline": HEADLINE_ATTACK,
         "runs": runs,
         "means": means,
