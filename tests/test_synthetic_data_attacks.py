@@ -129,22 +129,27 @@ def test_a_planted_copy_of_an_outlier_gets_the_headlines_top_score(global_seed, 
     assert result.attack(HEADLINE_ATTACK).tpr_at(0.01) >= 1 / len(train)
 
 
-def _breast_cancer(seed, folder):
-    from sklearn.datasets import load_breast_cancer  # ships with scikit-learn
+def _halves(seed, folder, table="breast-cancer"):
+    """A table shipped with scikit-learn, its categorical column as strings, split in halves by ``seed``: (CSV paths, the training frame)."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes  # ship with scikit-learn
 
-    frame = load_breast_cancer(as_frame=True).frame
-    frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
-    frame.insert(0, "record", [f"bc-{i:03d}" for i in range(len(frame))])
-    order = np.random.default_rng(seed).permutation(len(frame))
+    if table == "diabetes":
+        frame = load_diabetes(as_frame=True, scaled=False).frame
+        frame["sex"] = frame["sex"].map(lambda v: f"sex-{int(v)}").astype(object)
+    else:
+        frame = load_breast_cancer(as_frame=True).frame
+        frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
+    frame.insert(0, "record", [f"r-{i:03d}" for i in range(len(frame))])
+    order, half = np.random.default_rng(seed).permutation(len(frame)), len(frame) // 2
     paths = folder / f"train-{seed}.csv", folder / f"holdout-{seed}.csv"
-    frame.iloc[np.sort(order[:284])].to_csv(paths[0], index=False)
-    frame.iloc[np.sort(order[284:])].to_csv(paths[1], index=False)
-    return paths, frame.iloc[np.sort(order[:284])].drop(columns="record").reset_index(drop=True)
+    frame.iloc[np.sort(order[:half])].to_csv(paths[0], index=False)
+    frame.iloc[np.sort(order[half:])].to_csv(paths[1], index=False)
+    return paths, frame.iloc[np.sort(order[:half])].drop(columns="record").reset_index(drop=True)
 
 
-def _threshold_count(run, rows):
-    """How many of the member ``rows`` score above the 1% FPR threshold of the headline (the (floor(0.01 n) + 1)-th highest non-member)."""
-    scores, member = run.observations["curves"][HEADLINE_ATTACK]
+def _threshold_count(run, rows, attack=HEADLINE_ATTACK):
+    """How many of the member ``rows`` score above the 1% FPR threshold of ``attack`` (the (floor(0.01 n) + 1)-th highest non-member)."""
+    scores, member = run.observations["curves"][attack]
     outside = np.sort(scores[~member])[::-1]
     return int(np.sum(scores[rows] > outside[int(0.01 * len(outside))]))
 
@@ -154,7 +159,7 @@ def test_the_headline_finds_every_memorised_record_and_separates_the_memorising_
     copies, and the memorising generator's TPR at 1% FPR is at least twice the clean copula's, summed over the seeds (5.6x measured: a margin)."""
     tpr = {"gaussian_copula": 0.0, "memorising_copula": 0.0}
     for seed in (200, 201, 202, 203):
-        paths, train = _breast_cancer(seed, tmp_path)
+        paths, train = _halves(seed, tmp_path)
         copied = most_outlying(train, 14)
         for generator in ("gaussian_copula", "memorising_copula", "near_copy_copula"):
             config = SyntheticDataConfig(
@@ -166,3 +171,18 @@ def test_the_headline_finds_every_memorised_record_and_separates_the_memorising_
             if generator in tpr:
                 tpr[generator] += run.result.attack(HEADLINE_ATTACK).tpr_at(0.01)
     assert tpr["memorising_copula"] >= 2 * tpr["gaussian_copula"], tpr
+
+
+def test_the_headline_finds_near_copies_that_dcr_as_a_score_misses_when_one_category_is_a_tenth_of_the_columns(tmp_path):
+    """scikit-learn's diabetes table (9 numbers, sex as a category), two fixed seeds: the near-copy generator changes sex in each of its
+    11 copies, which on the training ranges' scale moves a copy farther than an ordinary record's closest synthetic row. The headline,
+    on the population's IQRs, finds all 11 at 1% FPR; DCR as a score finds fewer (the test's teeth: the two scales differ here)."""
+    for seed in (300, 301):
+        paths, train = _halves(seed, tmp_path, "diabetes")
+        copied = most_outlying(train, 11)
+        config = SyntheticDataConfig(
+            train=str(paths[0]), holdout=str(paths[1]), id_col="record", generator=GENERATORS + "near_copy_copula", num_shadows=0, seed=seed
+        )
+        run = AUDIT.run(config)
+        assert _threshold_count(run, copied) == 11, seed
+        assert _threshold_count(run, copied, "dcr") < 11, seed
