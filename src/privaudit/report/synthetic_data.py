@@ -26,7 +26,9 @@ def figures(run: Any) -> dict:
     drawings: dict = {}
     if result.most_exposed:
         bars = [SimpleNamespace(record=r.record_id, record_id=r.record_id, score=r.score, member=r.member) for r in result.most_exposed]
-        drawings["vulnerability.png"] = lambda path: plot_vulnerability(bars, path, attack="robust DCR")
+        drawings["vulnerability.png"] = lambda path: plot_vulnerability(
+            bars, path, attack="robust DCR: minus the distance to the closest synthetic row (0 = a copy)"
+        )
     curves_in = run.observations.get("curves")
     if curves_in:
         curves = {name: roc_points(scores, member) for name, (scores, member) in curves_in.items()}
