@@ -22,6 +22,7 @@ from privaudit.report.plotting import new_figure, save_figure
 from .html import ReportSection, plots_in
 from .provenance import provenance
 from .sections import generic_section, headline_fields, typed_result
+from .verdict import user_claim
 
 __all__ = ["BOUND_LABELS", "figures", "plot_bounds", "section"]
 
@@ -99,15 +100,9 @@ def figures(run) -> dict:
     return drawings
 
 
-def _user_claim(result: Any) -> float | None:
-    """The ε the user claimed (--claimed-epsilon), None where the verdict is against privaudit's own accountant."""
-    verdict = result.claim_verdict
-    return None if verdict is None or verdict.claim.source != "user" else float(verdict.claim.epsilon)
-
-
 def _claim_lines(result: Any) -> dict[str, Any]:
     """How the bounds figure labels the accountant's ε: "claimed" only when no user claim was given."""
-    user = _user_claim(result)
+    user = user_claim(result)
     return {"claim_label": "claimed ε" if user is None else "accountant's ε of the settings", "user_claim": user}
 
 
@@ -133,7 +128,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         if name != "headline"
     ]
     details += [
-        ("claimed ε of the run (accountant)" if _user_claim(result) is None else "accountant's ε for the settings (evidence)", result.claimed_epsilon),
+        ("claimed ε of the run (accountant)" if user_claim(result) is None else "accountant's ε for the settings (evidence)", result.claimed_epsilon),
         ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
         ("score", result.score),
         ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
@@ -144,7 +139,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
     flag = None
     if headline.flag:
-        user = _user_claim(result)
+        user = user_claim(result)
         flag = (
             f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."
             if user is None
