@@ -165,3 +165,24 @@ def test_black_box_built_in_training_at_tiny_size():
     assert result.gaussian is None and result.steinke is not None and len(result.observations) == 100
     assert all(score <= 0.0 for score in result.observations)  # log-probabilities
     assert result.model["num_train"] + result.model["num_test"] + result.num_canaries - result.num_in == 1797  # digits, canaries withheld
+
+
+def test_report_holds_the_bounds_against_the_users_claim_not_the_accountants(tiny_run):
+    """With --claimed-epsilon the page and figure call the user's value the claim; the accountant's ε is labelled as evidence."""
+    import dataclasses
+
+    from privaudit.report.one_run import _claim_lines, section
+    from privaudit.stats.verdict import Claim, compare
+
+    result = tiny_run.result
+    assert result.claim_verdict is not None and result.claim_verdict.claim.source != "user"  # privaudit's own accountant
+    own = dict(section(result.to_dict(), None).details)
+    assert own["claimed ε of the run (accountant)"] == result.claimed_epsilon and _claim_lines(result)["user_claim"] is None
+    claim = Claim(epsilon=result.claimed_epsilon / 3, delta=result.config.delta)
+    verdict = compare(result.bound.epsilon, bound_delta=result.config.delta, quantity="end-to-end", claim=claim)
+    claimed = dataclasses.replace(result, claim_verdict=verdict)
+    details = dict(section(claimed.to_dict(), None).details)
+    assert "claimed ε of the run (accountant)" not in details
+    assert details["accountant's ε for the settings (evidence)"] == result.claimed_epsilon
+    assert _claim_lines(claimed) == {"claim_label": "accountant's ε of the settings", "user_claim": pytest.approx(result.claimed_epsilon / 3)}
+    assert details["test accuracy"] == result.test_accuracy

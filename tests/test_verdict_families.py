@@ -134,6 +134,13 @@ def test_dpsgd_converts_an_end_to_end_claim_to_the_per_step_claim_it_implies():
     assert gaussian_epsilon(sigma, 1e-5, sampling_prob=config.sampling_rate, num_steps=config.num_steps, pessimistic=False) == pytest.approx(2.0, rel=2e-3)
     unclaimed = dataclasses.replace(result, claim_verdict=None)
     assert unclaimed.headline().flag is None
+    # the page calls the user's converted value the claim; the accountant's per-step ε is evidence beside it
+    from privaudit.report.dpsgd import section
+
+    details = dict(section(result.to_dict(), None).details)
+    assert details["your claim, per step (converted)"] == verdict.claim.epsilon and "claimed per-step ε" not in details
+    assert details["accountant's per-step ε for the config's σ (evidence)"] == result.claimed_step_epsilon != verdict.claim.epsilon
+    assert dict(section(unclaimed.to_dict(), None).details)["claimed per-step ε"] == result.claimed_step_epsilon
 
 
 # families with a user data, model or training path, the config fields that belong to the embedded default there, and a stand-in result of that path

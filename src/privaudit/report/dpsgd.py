@@ -28,6 +28,7 @@ from privaudit.report.scores import plot_tradeoff_curves
 from .html import ReportSection, plots_in
 from .provenance import provenance
 from .sections import generic_section, headline_fields, typed_result
+from .verdict import user_claim
 
 __all__ = ["figures", "plot_bound_vs_observations", "plot_observation_histograms", "plot_tradeoff", "section"]
 
@@ -85,7 +86,8 @@ def plot_bound_vs_observations(points, path, *, delta, confidence, claimed_epsil
 def figures(run) -> dict:
     """The three figures of a DP-SGD audit run, drawn from its result and what its audit computed."""
     result, config, observations = run.result, run.result.config, run.observations
-    claimed = float(result.claimed_step_epsilon)
+    user = user_claim(result)
+    claimed = float(result.claimed_step_epsilon if user is None else user)
     return {
         "observations.png": lambda path: plot_observation_histograms(
             observations["in_scores"], observations["out_scores"], observations["fits"], path, title=f"DP-SGD canary observations (bug: {config.bug})"
@@ -104,15 +106,20 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     result = typed_result(DPSGDAuditResult, data)
     if result is None:
         return generic_section(data, directory)
-    headline, claimed = result.headline(), result.claimed_step_epsilon
-    details: list[tuple[str, Any]] = [("claimed per-step ε", claimed)]
+    headline, user = result.headline(), user_claim(result)
+    claimed = result.claimed_step_epsilon if user is None else user
+    details: list[tuple[str, Any]] = (
+        [("claimed per-step ε", claimed)]
+        if user is None
+        else [("your claim, per step (converted)", user), ("accountant's per-step ε for the config's σ (evidence)", result.claimed_step_epsilon)]
+    )
     details += [(f"per-step bound: {name} ({bound.kind})", bound.epsilon) for name, bound in result.step_bounds.items()]
     details += [
         ("end-to-end ε (estimate, §5.5 composition)", result.end_to_end.epsilon),
-        ("claimed end-to-end ε", result.claimed_end_to_end_epsilon),
+        ("claimed end-to-end ε" if user is None else "accountant's end-to-end ε for the config (evidence)", result.claimed_end_to_end_epsilon),
         ("canary / other observations", f"{result.num_in} / {result.num_out}"),
         ("injected bug", result.config.bug),
-        ("test accuracy", result.test_accuracy),
+        ("test accuracy", "not measured" if result.test_accuracy is None else result.test_accuracy),
     ]
     flag = None
     if result.flagged:

@@ -22,6 +22,7 @@ from privaudit.report.plotting import new_figure, save_figure
 from .html import ReportSection, plots_in
 from .provenance import provenance
 from .sections import generic_section, headline_fields, typed_result
+from .verdict import user_claim
 
 __all__ = ["BOUND_LABELS", "figures", "plot_bounds", "section"]
 
@@ -34,10 +35,23 @@ BOUND_LABELS = {
 }
 
 
-def plot_bounds(bounds: dict, path, *, claimed_epsilon: float, canary_epsilon: float | None = None, delta: float, confidence: float):
+def plot_bounds(
+    bounds: dict,
+    path,
+    *,
+    claimed_epsilon: float,
+    canary_epsilon: float | None = None,
+    delta: float,
+    confidence: float,
+    claim_label: str = "claimed ε",
+    user_claim: float | None = None,
+):
     """Horizontal bars of the ε lower bounds in ``bounds`` (name -> object with ``epsilon``), with the claimed ε as a line.
 
-    ``canary_epsilon`` is drawn too when it differs from the claim (canaries at a rate other than the data's).
+    ``claimed_epsilon`` is drawn as ``claim_label`` (the accountant's ε of the
+    run's settings); ``user_claim``, the ε the user claimed, as "claimed ε"
+    when given; ``canary_epsilon`` too when it differs (canaries at a rate
+    other than the data's).
     """
     names = list(bounds)
     values = [float(bounds[name].epsilon) for name in names]
@@ -49,10 +63,12 @@ def plot_bounds(bounds: dict, path, *, claimed_epsilon: float, canary_epsilon: f
         axis.annotate(f"{value:.3g}", (value, position), xytext=(3, 0), textcoords="offset points", va="center", fontsize="small")
     axis.set_yticks(list(positions), [BOUND_LABELS.get(name, name) for name in names])
     axis.invert_yaxis()
-    axis.axvline(claimed_epsilon, color="grey", linestyle="--", label=f"claimed ε = {claimed_epsilon:.3g}")
+    axis.axvline(claimed_epsilon, color="grey", linestyle="--", label=f"{claim_label} = {claimed_epsilon:.3g}")
     if canary_epsilon is not None and canary_epsilon != claimed_epsilon:
         axis.axvline(canary_epsilon, color="black", linestyle=":", label=f"ε of a canary = {canary_epsilon:.3g}")
-    top = max([*values, claimed_epsilon, canary_epsilon or 0.0])
+    if user_claim is not None:
+        axis.axvline(user_claim, color="tab:red", linestyle="-.", label=f"claimed ε = {user_claim:.3g}")
+    top = max([*values, claimed_epsilon, canary_epsilon or 0.0, user_claim or 0.0])
     axis.set_xlim(0.0, 1.15 * top if top > 0 else 1.0)
     axis.set_xlabel(f"ε lower bound at δ = {delta:.2g} ({confidence:.0%} confidence each)")
     axis.legend(loc="lower right", fontsize="small")
@@ -75,12 +91,19 @@ def figures(run) -> dict:
             canary_epsilon=result.canary_epsilon,
             delta=result.bound.delta,
             confidence=result.bound.confidence,
+            **_claim_lines(result),
         )
     }
     if "fits" in run.observations:
         title = f"one run: {result.num_in} canaries in, {result.num_canaries - result.num_in} out"
         drawings["observations.png"] = lambda path: plot_observation_histograms(in_scores, out_scores, run.observations["fits"], path, title=title)
     return drawings
+
+
+def _claim_lines(result: Any) -> dict[str, Any]:
+    """How the bounds figure labels the accountant's ε: "claimed" only when no user claim was given."""
+    user = user_claim(result)
+    return {"claim_label": "claimed ε" if user is None else "accountant's ε of the settings", "user_claim": user}
 
 
 def _given(result: Any) -> str:
@@ -105,18 +128,23 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         if name != "headline"
     ]
     details += [
-        ("claimed ε of the run (accountant)", result.claimed_epsilon),
+        ("claimed ε of the run (accountant)" if user_claim(result) is None else "accountant's ε for the settings (evidence)", result.claimed_epsilon),
         ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
         ("score", result.score),
         ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
         ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}{_given(result)}"),
-        ("test accuracy", result.test_accuracy),
+        ("test accuracy", "not measured (your --train model)" if result.test_accuracy is None else result.test_accuracy),
     ]
     if result.canary_epsilon != result.claimed_epsilon:
         details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
     flag = None
     if headline.flag:
-        flag = f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."
+        user = user_claim(result)
+        flag = (
+            f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."
+            if user is None
+            else f"Claim rejected: the one-run lower bound exceeds your claimed ε ({user:.3g})."
+        )
     return ReportSection(
         title=f"One-run audit of DP-SGD ({config.threat_model})",
         audit="one-run",

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..stats.verdict import Verdict, ceiling_note, describe_verdict
 
-__all__ = ["console_lines", "verdict_lines"]
+__all__ = ["console_lines", "user_claim", "verdict_lines"]
 
 
 def _number(value: Any) -> float:
@@ -36,6 +36,20 @@ def ceiling_line(ceiling: dict[str, Any]) -> str:
     line = f"ceiling: ε ≥ {bound:.3g} of at most {value:.3g}, what a perfect attack would show on this design{design}"
     note = ceiling_note(bound, value, raise_with=str(ceiling.get("raise_with", "a larger design")))
     return line + (f"; {note}" if note else "")
+
+
+def user_claim(result: Any) -> float | None:
+    """The ε the user claimed (--claimed-epsilon), in the verdict's quantity; None where the verdict is against privaudit's own accountant.
+
+    The report calls this value the claim; an accountant's ε computed from the
+    run's settings is evidence beside it, never the yardstick in its place.
+
+    >>> from types import SimpleNamespace as R
+    >>> user_claim(R(claim_verdict=R(claim=R(source="user", epsilon=2.0)))), user_claim(R(claim_verdict=None))
+    (2.0, None)
+    """
+    verdict = getattr(result, "claim_verdict", None)
+    return None if verdict is None or verdict.claim.source != "user" else float(verdict.claim.epsilon)
 
 
 def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:

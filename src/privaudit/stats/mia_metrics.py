@@ -17,6 +17,7 @@ FPR is in-sample: these are attack statistics, not bounds on ε.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,22 @@ from .._core.validation import as_scores, check_probability
 from .intervals import binomial_interval
 from .metrics import roc_auc, roc_curve, tpr_at_fpr
 
-__all__ = ["DEFAULT_FPR", "AttackMetrics", "attack_metrics", "roc_points"]
+__all__ = ["DEFAULT_FPR", "AttackMetrics", "attack_metrics", "roc_points", "supported_fpr"]
 
 #: The FPR targets both papers report.
 DEFAULT_FPR = (0.0, 0.001, 0.01)
+
+
+def supported_fpr(fpr: float, num_out: int) -> bool:
+    """Whether ``num_out`` non-members can show an FPR of ``fpr``: 0 always, else at least 1/``fpr`` of them.
+
+    Below that, the TPR "at 0.1% FPR" of 500 non-members is the TPR at zero
+    false positives, a different statistic under the wrong name.
+
+    >>> supported_fpr(0.001, 999), supported_fpr(0.001, 1000), supported_fpr(0.0, 3)
+    (False, True, True)
+    """
+    return fpr == 0.0 or num_out >= math.ceil(1.0 / fpr - 1e-9)
 
 
 @dataclasses.dataclass(frozen=True)

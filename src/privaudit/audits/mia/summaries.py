@@ -11,12 +11,11 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
-from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 
 __all__ = [
     "ATTACKS",
@@ -75,15 +74,6 @@ class VulnerableRecord:
     record_id: str | None = None
     attack_scores: tuple[float, ...] = ()
     fraction: float | None = None  # online RMIA's fraction of z dominated (``score`` is its log ratio, which ranks)
-
-
-def supported_fpr(fpr: float, num_out: int) -> bool:
-    """Whether ``num_out`` non-members can show an FPR of ``fpr``: 0 always, else at least 1/``fpr`` of them.
-
-    >>> supported_fpr(0.001, 999), supported_fpr(0.001, 1000), supported_fpr(0.0, 3)
-    (False, True, True)
-    """
-    return fpr == 0.0 or num_out >= math.ceil(1.0 / fpr - 1e-9)
 
 
 def attack_summaries(scores: dict[str, np.ndarray], is_member: np.ndarray, confidence: float) -> list[AttackSummary]:
