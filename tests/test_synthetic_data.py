@@ -174,7 +174,9 @@ def test_memorised_outliers_are_found_by_the_headline_at_low_fpr_and_named_by_id
     result = AUDIT.run(config).result
     top = {r.record_id for r in result.most_exposed[:5]}
     assert len(top & copied) >= 3, (top, copied)
-    assert result.attack(HEADLINE_ATTACK).tpr_at(0.01) >= 3 / result.num_train
+    headline = result.attack(HEADLINE_ATTACK)
+    assert result.num_non_members < 100 and headline.tpr_at(0.01) is None  # too few non-members to read 1% FPR: n/a, never TPR at 0 FP renamed
+    assert headline.tpr_at(0.0) >= 3 / result.num_train
 
 
 def _randomized_response(epsilon, included, rng):

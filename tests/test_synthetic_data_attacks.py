@@ -126,7 +126,7 @@ def test_a_planted_copy_of_an_outlier_gets_the_headlines_top_score(global_seed, 
     config = SyntheticDataConfig(train=str(paths[0]), holdout=str(paths[1]), synthetic=str(paths[2]), id_col="id", seed=global_seed)
     result = AUDIT.run(config).result
     assert result.most_exposed[0].record_id == planted
-    assert result.attack(HEADLINE_ATTACK).tpr_at(0.01) >= 1 / len(train)
+    assert result.attack(HEADLINE_ATTACK).tpr_at(0.0) >= 1 / len(train)  # the copy is above every non-member
 
 
 def _halves(seed, folder, table="breast-cancer"):

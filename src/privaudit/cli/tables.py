@@ -150,10 +150,11 @@ def _lm_one_run(result: Any, output: Path) -> str:
 
 
 def _synthetic_data(result: Any, output: Path) -> str:
+    from ..report.mia import tpr_cell
     from ..report.synthetic_data import dcr_gap_note
     from ..stats.verdict import describe_verdict
 
-    rows = [[f"{s.attack}: TPR at 1% FPR (AUC)", f"{format_value(float(s.tpr_at(0.01)))} ({format_value(float(s.auc))})"] for s in result.attacks]
+    rows = [[f"{s.attack}: TPR at 1% FPR (AUC)", f"{tpr_cell(s.tpr_at(0.01), 0.01, s.num_non_members)} ({format_value(float(s.auc))})"] for s in result.attacks]
     rows.append(
         ["DCR holdout test", f"{'passes' if result.dcr.passes else 'fails'} (overfitting protection {format_value(float(result.dcr.overfitting_protection))})"]
     )

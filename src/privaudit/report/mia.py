@@ -97,6 +97,15 @@ def vulnerability_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[A
     return caption, header, rows
 
 
+def tpr_cell(tpr: float | None, fpr: float, num_out: int) -> str:
+    """A TPR at ``fpr``, or why it is not shown: "n/a (needs >= 1/FPR non-members)".
+
+    >>> tpr_cell(0.25, 0.01, 500), tpr_cell(None, 0.01, 45)
+    ('0.2500', 'n/a (needs >= 100 non-members, got 45)')
+    """
+    return f"{tpr:.4f}" if tpr is not None else f"n/a (needs >= {round(1 / fpr)} non-members, got {num_out})"
+
+
 def tpr_text(summary: Any) -> str:
     """An attack's TPR at each FPR, "n/a (needs >= 1/FPR non-members)" where its non-members are too few.
 
@@ -104,10 +113,7 @@ def tpr_text(summary: Any) -> str:
     >>> tpr_text(R(fpr=(0.0, 0.001, 0.01), tpr=(0.1, None, 0.25), num_out=500))
     '0.1000, n/a (needs >= 1000 non-members, got 500), 0.2500'
     """
-    return ", ".join(
-        f"{tpr:.4f}" if tpr is not None else f"n/a (needs >= {round(1 / fpr)} non-members, got {summary.num_out})"
-        for fpr, tpr in zip(summary.fpr, summary.tpr, strict=True)
-    )
+    return ", ".join(tpr_cell(tpr, fpr, summary.num_out) for fpr, tpr in zip(summary.fpr, summary.tpr, strict=True))
 
 
 def section(data: dict, directory: Any) -> Any:

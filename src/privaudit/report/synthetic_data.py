@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mia import plot_roc, plot_vulnerability
+from .mia import plot_roc, plot_vulnerability, tpr_cell, tpr_text
 
 __all__ = ["dcr_gap_note", "exposed_table", "figures", "section"]
 
@@ -42,27 +42,33 @@ def dcr_gap_note(result: Any) -> str:
     """One sentence: DCR's verdict on this table, beside the headline attack's TPR at 1% FPR and its AUC.
 
     >>> from types import SimpleNamespace as R
-    >>> attack = R(auc=0.52, tpr_at=lambda fpr: 0.08)
-    >>> result = R(dcr=R(passes=True, overfitting_protection=1.0, baseline_protection=0.9), attack=lambda name: attack)
-    >>> dcr_gap_note(result)[:40]
+    >>> attack = R(auc=0.52, tpr_at=lambda fpr: 0.08, num_non_members=150)
+    >>> dcr = R(passes=True, overfitting_protection=1.0, baseline_protection=0.9)
+    >>> dcr_gap_note(R(dcr=dcr, attack=lambda name: attack))[:40]
     "Passes DCR's holdout test (overfitting p"
+    >>> few = R(auc=0.52, tpr_at=lambda fpr: None, num_non_members=45)
+    >>> dcr_gap_note(R(dcr=R(passes=False, overfitting_protection=0.8, baseline_protection=0.6), attack=lambda name: few)).split("; ")[1]
+    "the robust DCR's AUC is 0.520 (its TPR at 1% FPR: n/a (needs >= 100 non-members, got 45))."
     """
     from ..audits.synthetic_data.types import HEADLINE_ATTACK
 
     dcr, headline = result.dcr, result.attack(HEADLINE_ATTACK)
-    verdict = "Passes" if dcr.passes else "Fails"
-    return (
-        f"{verdict} DCR's holdout test (overfitting protection {dcr.overfitting_protection:.2f}, baseline protection "
-        f"{dcr.baseline_protection:.2f}), while the robust DCR finds {headline.tpr_at(0.01):.1%} of the members at 1% FPR (AUC {headline.auc:.3f}): "
-        "where the two disagree, the leak of a few records lives at low FPR, not in the AUC nor in DCR's averages."
-    )
+    verdict = f"DCR's holdout test (overfitting protection {dcr.overfitting_protection:.2f}, baseline protection {dcr.baseline_protection:.2f})"
+    tpr = headline.tpr_at(0.01)
+    if tpr is None:
+        found = f"the robust DCR's AUC is {headline.auc:.3f} (its TPR at 1% FPR: {tpr_cell(None, 0.01, headline.num_non_members)})."
+        return f"{'Passes' if dcr.passes else 'Fails'} {verdict}; {found}"
+    found = f"the robust DCR finds {tpr:.1%} of the members at 1% FPR (AUC {headline.auc:.3f})"
+    if not dcr.passes:
+        return f"Fails {verdict}, and {found}."
+    return f"Passes {verdict}, while {found}: where the two disagree, the leak of a few records lives at low FPR, not in the AUC nor in DCR's averages."
 
 
 def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
     """(caption, column names, rows) of the most exposed records by the user's id, with every attack's score."""
     header = ("rank", "record id", "member", "robust DCR score", "DOMIAS score", "DOMIAS (KDE) score", "DCR score", "shadow score", "outlier score")
     rows = [
-        (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v for v in r.attack_scores), r.outlier_score)
+        (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v + 0.0 for v in r.attack_scores), r.outlier_score)
         for rank, r in enumerate(result.most_exposed, 1)
     ]
     return "The records the robust DCR (the headline) scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
@@ -84,7 +90,7 @@ def section(data: dict, directory: Any) -> Any:
     details += [
         (
             f"{s.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in s.fpr)} ({s.num_members} members / {s.num_non_members} non-members)",
-            f"{s.auc:.4f}; " + ", ".join(f"{t:.4f}" for t in s.tpr),
+            f"{s.auc:.4f}; " + tpr_text(s),
         )
         for s in result.attacks
     ]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
-from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics
+from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
@@ -88,13 +88,17 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
     metrics = attack_metrics(scores, member, fpr=DEFAULT_FPR, confidence=confidence)
+    kept = [supported_fpr(float(f), metrics.num_out) for f in metrics.fpr]
+    tpr, low, high = (
+        tuple(float(v) if keep else None for v, keep in zip(array, kept, strict=True)) for array in (metrics.tpr, metrics.tpr_low, metrics.tpr_high)
+    )
     return SyntheticAttack(
         name,
         float(metrics.auc),
         fpr=tuple(float(v) for v in metrics.fpr),
-        tpr=tuple(float(v) for v in metrics.tpr),
-        tpr_low=tuple(float(v) for v in metrics.tpr_low),
-        tpr_high=tuple(float(v) for v in metrics.tpr_high),
+        tpr=tpr,
+        tpr_low=low,
+        tpr_high=high,
         num_members=int(member.sum()),
         num_non_members=int((~member).sum()),
         description=DESCRIPTIONS[name],

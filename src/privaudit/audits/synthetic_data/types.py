@@ -128,20 +128,30 @@ class ColumnSchema:
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticAttack:
-    """One attack's AUC and TPR at each FPR target (Clopper–Pearson intervals), on the records it scored: in-sample statistics."""
+    """One attack's AUC and TPR at each FPR target (Clopper–Pearson intervals), on the records it scored: in-sample statistics.
+
+    A TPR is None where the attack's non-members are fewer than 1/FPR
+    (:func:`privaudit.stats.mia_metrics.supported_fpr`): with 45 of them the
+    TPR "at 1% FPR" would be the TPR at zero false positives.
+    """
 
     attack: str
     auc: float
     fpr: tuple[float, ...]
-    tpr: tuple[float, ...]
-    tpr_low: tuple[float, ...]
-    tpr_high: tuple[float, ...]
+    tpr: tuple[float | None, ...]
+    tpr_low: tuple[float | None, ...]
+    tpr_high: tuple[float | None, ...]
     num_members: int
     num_non_members: int
     description: str
 
-    def tpr_at(self, fpr: float) -> float:
+    def tpr_at(self, fpr: float) -> float | None:
         return self.tpr[self.fpr.index(fpr)]
+
+    @property
+    def num_out(self) -> int:
+        """The non-members, under the name :func:`privaudit.report.mia.tpr_text` reads."""
+        return self.num_non_members
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,9 +248,13 @@ class SyntheticDataResult(AuditResult):
                 valid=bound.valid,
                 flag=None if self.bound.verdict is None else self.bound.verdict.flagged,
             )
+        headline = self.attack(HEADLINE_ATTACK)
+        value = headline.tpr_at(0.01)
+        needs = "" if value is not None else f": n/a (needs >= 100 non-members, got {headline.num_non_members})"
         return Headline(
-            value=self.attack(HEADLINE_ATTACK).tpr_at(0.01),
-            label="TPR at 1% FPR of the robust DCR (closest synthetic row on the population's IQR scales) on the released synthetic table (attack statistic, not an ε bound)",
+            value=value,
+            label="TPR at 1% FPR of the robust DCR (closest synthetic row on the population's IQR scales) on the released synthetic table "
+            f"(attack statistic, not an ε bound){needs}",
             kind="statistic",
             confidence=None,
             valid=True,
