@@ -95,7 +95,9 @@ def report(
     from ..report.sections import load_results, section_for
 
     check_output_file(output)
-    check_output_apart(output, [("RUN", entry) for run in runs for entry in _run_entries(run, files_only=False)])  # a report never replaces a run's file
+    check_output_apart(
+        output, [(f"RUN's {entry.name}", entry) for run in runs for entry in _run_entries(run, files_only=False)]
+    )  # a report never replaces a run's file
     sections = [section_for(load_results(run), run) for run in runs]
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(f".{output.name}.tmp")
