@@ -1,6 +1,7 @@
 """Issue 34's acceptance items not held elsewhere, each through the command line.
 
-* a log (stderr not a terminal) gets a line when a long stage starts and one with its elapsed time when it ends;
+* a log (stderr not a terminal) gets a line when a long stage starts and one with its elapsed time when it ends,
+  and an audit's last line says where its history went;
 * Ctrl-C during the demo leaves no staging folder and no partial output (kill -9: tests/test_demo_staging.py);
 * ``report RUN --output RUN/results.json`` says it would overwrite the run's results file;
 * ``bound --method`` names every method it takes, ``pld`` included.
@@ -59,7 +60,10 @@ def test_a_report_over_a_file_of_its_run_says_it_would_overwrite_that_file(score
 
 # -- a log's stage lines -----------------------------------------------------------------------------------
 def test_a_captured_audit_prints_when_its_stages_start_and_how_long_they_took(tmp_path, monkeypatch):
-    """``audit mia`` run with its output captured (not a terminal) and the stage lines' delay at 0 s: each stage starts and ends in plain lines."""
+    """``audit mia`` run with its output captured (not a terminal) and the stage lines' delay at 0 s: each stage starts and ends in plain lines.
+
+    The same run's last line says where its history went.
+    """
     pytest.importorskip("sklearn")
     from privaudit.cli.options import STAGE_DELAY_ENV
 
@@ -67,14 +71,16 @@ def test_a_captured_audit_prints_when_its_stages_start_and_how_long_they_took(tm
     x = rng.normal(size=(60, 3))
     (tmp_path / "pool.csv").write_text("a,b,c,label\n" + "".join(f"{u:.4f},{v:.4f},{w:.4f},{int(u > 0)}\n" for u, v, w in x))
     monkeypatch.setenv(STAGE_DELAY_ENV, "0")
-    argv = ["audit", "mia", "--data", tmp_path / "pool.csv", "--label-col", "label", "--references", "4", "--output", tmp_path / "run", "--no-history"]
+    store = tmp_path / "moved" / "history.sqlite"
+    argv = ["audit", "mia", "--data", tmp_path / "pool.csv", "--label-col", "label", "--references", "4", "--output", tmp_path / "run", "--history", store]
     code, stdout, stderr = run_cli(argv)
     assert code == 0, stderr
-    lines = stderr.strip().splitlines()
+    *lines, history = stderr.strip().splitlines()
+    assert history == f"history: appended to {store} (--no-history to skip)" and store.is_file()
     started = [match.group(1) for match in map(re.compile(r"^stage: (.+): started 0 s ago$").match, lines) if match]
     done = {match.group(1): float(match.group(2)) for match in map(re.compile(r"^stage: (.+): done in (\d+\.\d) s$").match, lines) if match}
     assert "training models" in started and set(started) == set(done), lines
-    assert len(lines) == 2 * len(started), lines  # nothing else: no bar, no history line (--no-history)
+    assert len(lines) == 2 * len(started), lines  # nothing else: no bar
     for stage in started:  # each stage's end follows its start
         assert lines.index(f"stage: {stage}: started 0 s ago") < next(i for i, line in enumerate(lines) if line.startswith(f"stage: {stage}: done in "))
     assert "\x1b" not in stderr + stdout and "━" not in stderr  # plain text: no progress bar, no terminal codes
