@@ -120,6 +120,7 @@ def test_threads_follow_an_affinity_mask_set_in_the_process():
 def test_the_command_lets_openmp_threads_wait_passively_and_keeps_a_users_policy(monkeypatch):
     from privaudit.cli import main
 
+    monkeypatch.setenv("OMP_WAIT_POLICY", "")  # records the variable as it was, so that the test leaves the environment as it found it
     for set_by_user, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
         if set_by_user is None:
             monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
