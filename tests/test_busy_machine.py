@@ -136,13 +136,20 @@ def test_the_command_lets_openmp_threads_wait_passively_and_keeps_a_users_policy
 
 @pytest.mark.load
 def test_the_panoramia_stage_beside_a_cpu_hog_stays_within_three_times_its_quiet_time(tmp_path):
-    """benchmarks/busy_machine.py --micro: quiet and busy runs alternately (drift in others' load falls on both), in one process.
+    """benchmarks/busy_machine.py --micro --hogs 1: quiet and busy runs alternately (drift in others' load falls on both), in one process.
 
-    A ratio of two times measured in the same run, not a time: the machine's
-    speed cancels. Expected near (T + H) / T = 2 for T torch threads beside H
-    = T hogs; with OpenMP's default spinning waits it ran past 280 s.
+    The median over 5 pairs of the busy run's time over the quiet run's: a
+    ratio of times measured in the same run, not a time, so the machine's
+    speed cancels, and one run caught in someone else's burst moves it
+    little. Beside H hogs a stage keeping T threads busy runs about
+    (T + H) / T times slower: at most 2 for one hog. One hog per core (the
+    benchmark's default) reaches 3 by that arithmetic alone on a loaded
+    machine (docs/performance.md), so it stays in the benchmark. With
+    OpenMP's default spinning waits, one quiet and one busy run of this
+    stage took 21 s and 42 s instead of about 1 s and 2 s.
     """
     import json
+    import statistics
     import subprocess
     import sys
     from pathlib import Path
@@ -157,11 +164,11 @@ def test_the_panoramia_stage_beside_a_cpu_hog_stays_within_three_times_its_quiet
     env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(privaudit.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))
     output = tmp_path / "busy.json"
-    argv = [sys.executable, str(root / "benchmarks" / "busy_machine.py"), "--micro", "--pairs", "3", "--output", str(output)]
+    argv = [sys.executable, str(root / "benchmarks" / "busy_machine.py"), "--micro", "--pairs", "5", "--hogs", "1", "--output", str(output)]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     measured = json.loads(output.read_text())
-    assert measured["omp_wait_policy"] == "PASSIVE" and measured["torch_threads"] == measured["usable_cpus"] == measured["hog_processes"]
-    ratio = sum(measured["busy_s"]) / sum(measured["quiet_s"])
-    assert abs(ratio - measured["ratio"]) < 0.01 and len(measured["busy_s"]) == 3
+    assert measured["omp_wait_policy"] == "PASSIVE" and measured["torch_threads"] == measured["usable_cpus"] and measured["hog_processes"] == 1
+    ratio = statistics.median(busy / quiet for quiet, busy in zip(measured["quiet_s"], measured["busy_s"]))
+    assert abs(ratio - measured["ratio"]) < 0.01 and len(measured["busy_s"]) == len(measured["quiet_s"]) == 5
     assert ratio <= 3, f"busy {measured['busy_s']} s against quiet {measured['quiet_s']} s"
