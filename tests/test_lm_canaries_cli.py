@@ -93,6 +93,7 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     new_tokenizer = transformers.AutoTokenizer.from_pretrained(out / "model")
     assert tokenizer_identity(new_tokenizer) == provenance.tokenizer and resized.get_input_embeddings().num_embeddings == len(tokenizer) + 48
     assert set(provenance.new_tokens) <= set(new_tokenizer.get_vocab()) and f"{out / 'model'} (fine-tune this one" in stdout
+    assert "--bos prepend or --bos none" in stdout  # the next step names the BOS choice the audit will check (issue 34)
     # the user's fine-tune of the written corpus, then the audit from the saved directories
     tuned = fine_tune(resized, new_tokenizer, written, steps=15, seed=4, learning_rate=1e-2)
     tuned.save_pretrained(tmp_path / "tuned")

@@ -140,6 +140,9 @@ def _real(path: StrPath) -> Path:
 def check_output_apart(output: StrPath, inputs: Iterable[tuple[str, StrPath | None]], name: str = "--output") -> None:
     """Refuse an ``output`` that is, contains or lies inside one of ``inputs`` (pairs of the option and the path it gave).
 
+    An option (``--corpus``) is quoted as typed; any other label is a phrase
+    that names the file (``RUN's results.json``).
+
     Paths are compared with every symlink resolved, before any work, so a
     command never writes over the user's corpus, data, model or a run's
     results. ``None`` inputs (options not given) are skipped.
@@ -151,6 +154,10 @@ def check_output_apart(output: StrPath, inputs: Iterable[tuple[str, StrPath | No
     Traceback (most recent call last):
     ...
     ValueError: `--output` must not hold `--corpus`: ... is inside ...; choose another --output
+    >>> check_output_apart(folder / "corpus.txt", [("--corpus", folder / "corpus.txt")])
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` would overwrite `--corpus`: both are '...corpus.txt'; choose another --output
     """
     target = _real(output)
     for option, given in inputs:
@@ -165,10 +172,11 @@ def check_output_apart(output: StrPath, inputs: Iterable[tuple[str, StrPath | No
             relation = "must not be inside"
         else:
             continue
+        label = f"`{option}`" if option.startswith("-") else option  # an option as typed, or a phrase such as "RUN's results.json"
         if relation == "is":
-            raise ValueError(f"`{name}` must not be `{option}`: both are {_shown(source)}; choose another {name}")
+            raise ValueError(f"`{name}` would overwrite {label}: both are {_shown(source)}; choose another {name}")
         detail = f"{_shown(source)} is inside {_shown(target)}" if relation == "must not hold" else f"{_shown(target)} is inside {_shown(source)}"
-        raise ValueError(f"`{name}` {relation} `{option}`: {detail}; choose another {name}")
+        raise ValueError(f"`{name}` {relation} {label}: {detail}; choose another {name}")
 
 
 def check_own_file(path: StrPath, directory: StrPath, name: str) -> Path:

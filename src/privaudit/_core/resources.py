@@ -10,13 +10,15 @@ ValueError: `num_slots` = 10^12 needs about 1.1e+15 GiB of memory; this machine 
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
 import math
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["available_memory", "check_memory", "cgroup_cpu_quota", "threads_per_worker", "torch_threads", "usable_cpus"]
+__all__ = ["available_memory", "check_memory", "cgroup_cpu_quota", "passive_openmp_waits", "threads_per_worker", "torch_threads", "usable_cpus"]
 
 
 def available_memory() -> int:
@@ -92,6 +94,60 @@ def threads_per_worker(workers: int = 1) -> int:
     return max(1, usable_cpus() // max(1, int(workers)))
 
 
+def passive_openmp_waits() -> None:
+    """Let OpenMP's threads sleep while they wait, not spin (``OMP_WAIT_POLICY=PASSIVE``), unless the environment already sets a policy.
+
+    The ``privaudit`` command calls this first, before torch or scikit-learn
+    loads its OpenMP runtime (which reads the variable once, at load).
+    libgomp's default spins at every barrier (about 300,000 turns): on a busy
+    machine a spinning thread holds the core that the thread it waits for
+    needs, and each parallel step waits for the scheduler. Measured on a
+    shared 2-core machine at a load average of 12, 40 steps of a 256-wide
+    MLP with 2 torch threads took 3.3-10.7 s spinning and 0.35-1.05 s
+    passive; beside 2 busy-loop processes, 11-42 s and 0.25-1.7 s
+    (docs/performance.md). The Python API leaves the environment alone: it
+    is the user's process.
+
+    >>> import os, unittest.mock
+    >>> with unittest.mock.patch.dict(os.environ, {"OMP_WAIT_POLICY": "ACTIVE"}):
+    ...     passive_openmp_waits()
+    ...     os.environ["OMP_WAIT_POLICY"]
+    'ACTIVE'
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+class _ThreadsOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A finder that, when torch is first imported, records torch's own thread count and sets ``threads``; removed by :func:`torch_threads`."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.previous: int | None = None
+        self.loader: Any = None
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        for finder in sys.meta_path:  # the spec the other finders would give, with this object as its loader
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                self.loader, spec.loader = spec.loader, self
+                return spec
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        module.__spec__.loader = module.__loader__ = self.loader  # torch keeps its own loader (importlib.resources reads through it)
+        self.previous = module.get_num_threads()  # torch's own default, the user's setting had privaudit never run
+        if self.previous != self.threads:
+            module.set_num_threads(self.threads)
+
+
 @contextlib.contextmanager
 def torch_threads(workers: int = 1) -> Iterator[int]:
     """Run privaudit's own torch training with :func:`threads_per_worker` threads, restoring the caller's setting after.
@@ -99,22 +155,29 @@ def torch_threads(workers: int = 1) -> Iterator[int]:
     torch's default is the machine's core count, whatever the affinity mask,
     the container's quota or the runner's other workers: on a busy 2-core
     machine that oversubscribes the cores many times over. torch is not
-    imported for this (a scikit-learn audit never loads it); a torch
-    imported later inside the block is set when it is first used here.
+    imported for this (a scikit-learn audit never loads it): when it is first
+    imported inside the block, its own default is read as it loads, the
+    count set, and that default restored on the way out, as if it had been
+    imported outside. No environment variable is touched (OpenMP reads them
+    once per process, so they would outlive the block).
     """
     threads = threads_per_worker(workers)
     torch = sys.modules.get("torch")
-    previous = torch.get_num_threads() if torch is not None else None
-    if torch is not None and previous != threads:
-        torch.set_num_threads(threads)
-    # not imported yet: OpenMP reads this when torch loads inside the block (a user's own setting is kept)
-    variables = {} if torch is not None else {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if name not in os.environ}
-    os.environ.update(variables)
+    hook, previous = None, None
+    if torch is not None:
+        previous = torch.get_num_threads()
+        if previous != threads:
+            torch.set_num_threads(threads)
+    else:
+        hook = _ThreadsOnImport(threads)
+        sys.meta_path.insert(0, hook)
     try:
         yield threads
     finally:
-        for name in variables:
-            os.environ.pop(name, None)
+        if hook is not None:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(hook)
+            previous = hook.previous
         torch = sys.modules.get("torch")
         if torch is not None and previous is not None and torch.get_num_threads() != previous:
             torch.set_num_threads(previous)

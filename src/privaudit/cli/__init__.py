@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 
+from .._core.resources import passive_openmp_waits
 from .app import COMMAND_MODULES, MODULE_OF_COMMAND, app
 
 __all__ = ["app", "main"]
@@ -24,6 +25,7 @@ __all__ = ["app", "main"]
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``privaudit`` console script; exits with the command's status."""
+    passive_openmp_waits()  # before torch or scikit-learn loads OpenMP: on a busy machine spinning threads cost 10x (docs/performance.md)
     words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
     command = words[0] if words else None
     previous, app.modules = app.modules, ((MODULE_OF_COMMAND[command],) if command in MODULE_OF_COMMAND else COMMAND_MODULES)

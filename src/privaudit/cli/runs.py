@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from .._core.files import check_output_apart, check_output_dir, check_output_file
-from .app import app
+from .._core.messages import printable
+from .app import CommandInterrupted, app
 from .options import (
     HistoryOption,
     JsonOption,
@@ -57,8 +58,11 @@ def demo(
 
     check_output_dir(output)
     record = history_recorder(history, no_history, None, None)
-    with progress_bars() as report:
-        outcome = run_full_demo(output, seed=seed, progress=report)
+    try:
+        with progress_bars() as report:
+            outcome = run_full_demo(output, seed=seed, progress=report)
+    except KeyboardInterrupt:  # the demo writes through a staging folder, removed on the way out: nothing is kept
+        raise CommandInterrupted(f"the demo stopped and wrote nothing to {printable(str(output))}; run it again to start over") from None
     for data in outcome.results:
         record(data)
     from ..report.provenance import warnings_in
@@ -95,7 +99,9 @@ def report(
     from ..report.sections import load_results, section_for
 
     check_output_file(output)
-    check_output_apart(output, [("RUN", entry) for run in runs for entry in _run_entries(run, files_only=False)])  # a report never replaces a run's file
+    check_output_apart(
+        output, [(f"RUN's {entry.name}", entry) for run in runs for entry in _run_entries(run, files_only=False)]
+    )  # a report never replaces a run's file
     sections = [section_for(load_results(run), run) for run in runs]
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(f".{output.name}.tmp")

@@ -256,10 +256,13 @@ def bound(
     """Lower-bound epsilon from membership-inference scores (Tight Auditing §4), with AUC and TPR at low FPR."""
     from .._core.files import check_output_apart, check_output_dir
     from .._core.seeding import check_seed
+    from .._core.validation import check_choice
     from ..audits.scores.audit import LOWER, audit_scores, direction_warning
+    from ..stats.bounds import METHODS
     from ..stats.pld import SubsampledGaussian
 
     seed = check_seed(seed, "--seed")
+    check_choice(method, "--method", (*METHODS, "pld"))  # pld is this command's: the subsampled Gaussian of --sampling-prob and --steps
     if output is not None:
         check_output_dir(output)
         check_output_apart(output, [("--in", in_file), ("--out", out_file), ("--scores", scores)])
