@@ -1,4 +1,4 @@
-"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy]``.
+"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy] [--sdv]``.
 
 The table is scikit-learn's breast-cancer data (569 records, 30 numeric
 columns, the diagnosis as a categorical string), shipped inside
@@ -11,8 +11,15 @@ generator with the same seed:
   outlying training records;
 * ``near-copy``: the same with noise on every numeric column and one
   category changed;
-* ``sdv-copula``, ``sdv-ctgan``: SDV's GaussianCopula and CTGAN through
-  privaudit's adapters, when SDV is installed.
+* ``sdv-copula``, ``sdv-ctgan``: SDV's GaussianCopula and CTGAN (its
+  adapter's default epochs) through privaudit's adapters, when SDV is
+  installed (the ``sdv`` extra, in its own environment);
+* ``sdv-memorising``, ``sdv-near-copy``: SDV's GaussianCopula output with
+  5% of rows copies (near-copies) of the most outlying training records.
+
+``--sdv`` runs the four SDV generators (:data:`SDV_GENERATORS`), writes
+``benchmarks/results/synthetic_data_sdv.json``, and takes SDV's
+GaussianCopula as the clean generator of the ratios.
 
 Per generator: DOMIAS' (the headline) and DCR-as-a-score's TPR at 1% FPR
 and AUC, the shadow attack's with ``--shadows`` > 0, DCR's holdout test
@@ -44,9 +51,12 @@ GENERATORS = {
     "copula": "privaudit.audits.synthetic_data.generators:gaussian_copula",
     "memorising": "privaudit.audits.synthetic_data.generators:memorising_copula",
     "near-copy": "privaudit.audits.synthetic_data.generators:near_copy_copula",
-    "sdv-copula": "privaudit.integrations.sdv:gaussian_copula",
-    "sdv-ctgan": "privaudit.integrations.sdv:ctgan",
+    "sdv-copula": "privaudit.audits.synthetic_data.sdv_generators:gaussian_copula",
+    "sdv-ctgan": "privaudit.audits.synthetic_data.sdv_generators:ctgan",
+    "sdv-memorising": "privaudit.audits.synthetic_data.sdv_generators:memorising_gaussian_copula",
+    "sdv-near-copy": "privaudit.audits.synthetic_data.sdv_generators:near_copy_gaussian_copula",
 }
+SDV_GENERATORS = "sdv-copula,sdv-ctgan,sdv-memorising,sdv-near-copy"
 
 
 def tables(seed: int, folder: Path) -> tuple[Path, Path]:
@@ -86,7 +96,12 @@ def main() -> None:
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data.json"))
     parser.add_argument("--throughput", default=None, help="comma-separated backends (local, ray): time the shadow generations instead")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--sdv", action="store_true", help=f"the SDV generators ({SDV_GENERATORS}), written to results/synthetic_data_sdv.json")
     args = parser.parse_args()
+    if args.sdv:
+        args.generators = SDV_GENERATORS
+        if args.output == parser.get_default("output"):
+            args.output = str(Path(__file__).parent / "results" / "synthetic_data_sdv.json")
     if args.throughput:
         result = {
             "command": f"python benchmarks/synthetic_data.py --throughput {args.throughput} --shadows {args.shadows} --workers {args.workers}",
@@ -126,20 +141,38 @@ def main() -> None:
         name: {k: float(np.mean([e[k] for e in entries if e.get(k) is not None])) for k in keys if all(k in e for e in entries)}
         for name, entries in runs.items()
     }
-    clean = means.get("copula", {}).get("domias_tpr_at_1pct_fpr")
-    ratios = {name: (m["domias_tpr_at_1pct_fpr"] / clean if clean else None) for name, m in means.items()}
+    clean_name = "sdv-copula" if args.sdv else "copula"
+    ratios = {
+        attack: {name: _ratio(m, means.get(clean_name, {}), f"{attack}_tpr_at_1pct_fpr") for name, m in means.items()}
+        for attack in ("domias", "dcr", "domias-kde", "shadow")
+        if f"{attack}_tpr_at_1pct_fpr" in means[names[0]]
+    }
+    command = "python benchmarks/synthetic_data.py --sdv" if args.sdv else f"python benchmarks/synthetic_data.py --generators {args.generators}"
     report = {
-        "command": f"python benchmarks/synthetic_data.py --seeds {args.seeds} --shadows {args.shadows} --generators {args.generators}",
+        "command": f"{command} --seeds {args.seeds} --shadows {args.shadows}",
         "table": "scikit-learn breast-cancer, halves by seed (train / holdout)",
+        "clean_generator": clean_name,
+        "sdv_ctgan_epochs": _ctgan_epochs() if "sdv-ctgan" in names else None,
         "runs": runs,
         "means": means,
-        "headline_ratio_to_clean": ratios,
+        "tpr_at_1pct_fpr_ratio_to_clean": ratios,
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
         "versions": library_versions(),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({"means": means, "headline_ratio_to_clean": ratios}, indent=2))
+    print(json.dumps({"means": means, "tpr_at_1pct_fpr_ratio_to_clean": ratios}, indent=2))
+
+
+def _ratio(means: dict, clean: dict, key: str) -> float | None:
+    """A generator's mean TPR at 1% FPR over the clean generator's (None where the clean one's is 0 or absent)."""
+    return means[key] / clean[key] if clean.get(key) else None
+
+
+def _ctgan_epochs() -> int:
+    from privaudit.audits.synthetic_data.sdv_generators import CTGAN_EPOCHS
+
+    return CTGAN_EPOCHS
 
 
 if __name__ == "__main__":

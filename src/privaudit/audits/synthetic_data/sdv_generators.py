@@ -1,7 +1,7 @@
 """SDV 2.x's GaussianCopula and CTGAN with the ``--generator`` contract ``fn(train_df, *, seed, n) -> synthetic_df`` (the ``sdv`` extra).
 
 ``--generator privaudit.audits.synthetic_data.sdv_generators:gaussian_copula``
-(or ``:ctgan``, ``:memorising_gaussian_copula``). SDV is imported inside
+(or ``:ctgan``, ``:memorising_gaussian_copula``, ``:near_copy_gaussian_copula``). SDV is imported inside
 each call: it is an optional extra, kept out of the test extra (it pins
 pandas < 3).
 
@@ -40,7 +40,17 @@ from ..._core.validation import check_count
 from ...models.device import seeded_torch  # imports torch inside its call: torch comes with SDV (CTGAN)
 from .generators import memorising_copula
 
-__all__ = ["CTGAN_EPOCHS", "SAFE_SDTYPES", "ctgan", "detect_metadata", "gaussian_copula", "memorising_gaussian_copula", "sdtype_conventions", "seeded_globals"]
+__all__ = [
+    "CTGAN_EPOCHS",
+    "SAFE_SDTYPES",
+    "ctgan",
+    "detect_metadata",
+    "gaussian_copula",
+    "memorising_gaussian_copula",
+    "near_copy_gaussian_copula",
+    "sdtype_conventions",
+    "seeded_globals",
+]
 
 SAFE_SDTYPES = ("numerical", "categorical", "boolean")
 CTGAN_EPOCHS = 100
@@ -144,3 +154,9 @@ def ctgan(train_df: Any, *, seed: int, n: int, epochs: int = CTGAN_EPOCHS, **opt
 def memorising_gaussian_copula(train_df: Any, *, seed: int, n: int) -> Any:
     """:func:`gaussian_copula`'s rows, 5% of them replaced by copies of the most outlying training records (:func:`.generators.memorising_copula`)."""
     return memorising_copula(train_df, seed=seed, n=n, base=gaussian_copula)
+
+
+@_recording
+def near_copy_gaussian_copula(train_df: Any, *, seed: int, n: int) -> Any:
+    """:func:`memorising_gaussian_copula` with near-copies: noise on every numeric column, one category changed (:func:`.generators.near_copy_copula`)."""
+    return memorising_copula(train_df, seed=seed, n=n, near=True, base=gaussian_copula)
