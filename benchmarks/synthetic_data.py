@@ -157,7 +157,7 @@ def main() -> None:
         "means": means,
         "tpr_at_1pct_fpr_ratio_to_clean": ratios,
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
-        "versions": library_versions(),
+        "versions": {**library_versions(), **_table_library_versions()},
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -167,6 +167,19 @@ def main() -> None:
 def _ratio(means: dict, clean: dict, key: str) -> float | None:
     """A generator's mean TPR at 1% FPR over the clean generator's (None where the clean one's is 0 or absent)."""
     return means[key] / clean[key] if clean.get(key) else None
+
+
+def _table_library_versions() -> dict:
+    """The installed versions of the table libraries the figures rest on (absent ones left out)."""
+    from importlib import metadata
+
+    out = {}
+    for name in ("pandas", "scikit-learn", "sdv", "sdmetrics", "ctgan", "rdt", "copulas", "torch"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
 
 
 def _ctgan_epochs() -> int:

@@ -173,6 +173,15 @@ def test_the_result_records_the_sdtypes_sdv_detected(released_audit):
     assert conventions["SDV metadata (sdtypes)"]["decided"] == "checked"
 
 
+def test_the_console_and_the_report_show_sdmetrics_scores_beside_privaudits(released_audit):
+    folder, *_, stdout = released_audit
+    dcr = json.loads((folder / "out" / "results.json").read_text(encoding="utf-8"))["dcr"]
+    shown = f"{dcr['sdmetrics_overfitting_protection']:.3f} / {dcr['sdmetrics_baseline_protection']:.3f}"
+    assert "sdmetrics' DCROverfittingProtection / DCRBaselineProtection" in stdout
+    page = (folder / "out" / "report.html").read_text(encoding="utf-8")
+    assert "sdmetrics&#x27; own DCROverfittingProtection / DCRBaselineProtection</td><td>" + shown in page
+
+
 def _released(folder, holdout):
     synthetic = sdv.gaussian_copula(holdout, seed=0, n=50)  # any table of the schema: here the holdout's copula
     synthetic.to_csv(folder / "synthetic.csv", index=False)
