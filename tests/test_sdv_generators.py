@@ -1,6 +1,7 @@
 """SDV's GaussianCopula and CTGAN through privaudit's adapters, and sdmetrics' own DCR scores beside privaudit's (the sdv extra, its own environment).
 
-Where SDV is not installed these tests skip; in CI's SDV environment (PRIVAUDIT_REQUIRE_LIBRARIES=sdv) they fail instead.
+Where SDV is not installed these tests skip, and one checks instead that the command names the sdv extra; in CI's SDV
+environment (PRIVAUDIT_REQUIRE_LIBRARIES=sdv) a missing SDV fails them instead.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from cli_helpers import assert_refused, run_cli
 from libraries import library_available
 from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything
 
-if not library_available("sdv.single_table") or not library_available("sdmetrics.single_table", extra="sdv"):
-    pytest.skip("SDV (the sdv extra) does not import here", allow_module_level=True)
-
-import pandas as pd  # noqa: E402
+HAS_SDV = library_available("sdv.single_table") and library_available("sdmetrics.single_table", extra="sdv")
+needs_sdv = pytest.mark.skipif(not HAS_SDV, reason="SDV (the sdv extra) does not import here")
+pd = pytest.importorskip("pandas")
+pytest.importorskip("sklearn")
 from scipy.spatial.distance import cdist  # noqa: E402
-from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection  # noqa: E402
-from sdmetrics.single_table.privacy.dcr_utils import calculate_dcr  # noqa: E402
-from sdv.metadata import Metadata  # noqa: E402
+
+if HAS_SDV:
+    from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection
+    from sdmetrics.single_table.privacy.dcr_utils import calculate_dcr
+    from sdv.metadata import Metadata
 
 from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig  # noqa: E402
 from privaudit.audits.synthetic_data import sdv_generators as sdv  # noqa: E402
@@ -61,6 +64,7 @@ def _kinds(frame: pd.DataFrame) -> list[tuple[str, str]]:
     return [(column.name, column.kind) for column in read_frame(frame, "table").schema]
 
 
+@needs_sdv
 @pytest.mark.parametrize("generate", ADAPTERS)
 def test_adapters_keep_the_schema_and_leave_the_table_and_every_global_rng_unchanged(generate):
     train = _table(0)
@@ -79,6 +83,7 @@ def test_adapters_keep_the_schema_and_leave_the_table_and_every_global_rng_uncha
     assert np.array_equal(drawn, np.random.random(3))
 
 
+@needs_sdv
 @pytest.mark.parametrize("generate", ADAPTERS)
 def test_the_same_seed_gives_the_same_table_and_another_seed_another(generate):
     train = _table(1)
@@ -90,6 +95,7 @@ def test_the_same_seed_gives_the_same_table_and_another_seed_another(generate):
     pd.testing.assert_frame_equal(first, generate(train, seed=3, n=40))
 
 
+@needs_sdv
 def test_ctgan_releases_no_training_row_and_no_near_copy():
     train = _table(2, n=80)
     synthetic = _ctgan(train, seed=0, n=80)
@@ -99,6 +105,7 @@ def test_ctgan_releases_no_training_row_and_no_near_copy():
     assert distances.min() > 1e-3 * float(train[numeric].std().min())
 
 
+@needs_sdv
 def test_memorising_variant_copies_the_most_outlying_training_records():
     train = _table(3, n=80)
     synthetic = sdv.memorising_gaussian_copula(train, seed=0, n=60)
@@ -117,6 +124,7 @@ def test_memorising_variant_copies_the_most_outlying_training_records():
     assert copied == expected
 
 
+@needs_sdv
 @pytest.mark.parametrize(
     ("column", "values", "detected"),
     [
@@ -138,6 +146,7 @@ def test_an_id_or_pii_column_is_refused_in_one_line_naming_it(column, values, de
     assert_same_rng_states(before, global_rng_states())
 
 
+@needs_sdv
 def test_the_command_refuses_an_unsafe_column_before_any_generation(tmp_path):
     train, holdout = _table(5), _table(6)
     for frame in (train, holdout):
@@ -163,6 +172,7 @@ def released_audit(tmp_path_factory):
     return folder, train, holdout, stdout
 
 
+@needs_sdv
 def test_the_result_records_the_sdtypes_sdv_detected(released_audit):
     folder, train, _, _ = released_audit
 
@@ -173,6 +183,7 @@ def test_the_result_records_the_sdtypes_sdv_detected(released_audit):
     assert conventions["SDV metadata (sdtypes)"]["decided"] == "checked"
 
 
+@needs_sdv
 def test_the_console_and_the_report_show_sdmetrics_scores_beside_privaudits(released_audit):
     folder, *_, stdout = released_audit
     dcr = json.loads((folder / "out" / "results.json").read_text(encoding="utf-8"))["dcr"]
@@ -188,6 +199,7 @@ def _released(folder, holdout):
     return synthetic
 
 
+@needs_sdv
 def test_sdmetrics_scores_in_the_result_are_sdmetrics_own_on_the_same_tables(released_audit):
     folder, _, holdout, _ = released_audit
     _released(folder, holdout)
@@ -209,6 +221,7 @@ def _dcr_seed(config):
     return child_seeds(config.seed, ["release", "split", "dcr"])["dcr"]
 
 
+@needs_sdv
 def test_a_released_copy_of_the_training_table_scores_zero_on_both_sdmetrics_scores(released_audit):
     folder, train, _, _ = released_audit
     train.to_csv(folder / "copy.csv", index=False)
@@ -218,6 +231,7 @@ def test_a_released_copy_of_the_training_table_scores_zero_on_both_sdmetrics_sco
     assert dcr.sdmetrics_baseline_protection == 0.0 and dcr.sdmetrics_overfitting_protection == 0.0
 
 
+@needs_sdv
 def test_privaudits_dcr_distances_equal_sdmetrics_calculate_dcr(released_audit):
     folder, train, holdout, _ = released_audit
     synthetic = _released(folder, holdout)
@@ -225,3 +239,12 @@ def test_privaudits_dcr_distances_equal_sdmetrics_calculate_dcr(released_audit):
     encoder = Encoder.fit(*tables)
     ours = dcr_distances(encoder.dcr_arrays(tables[1]), encoder.dcr_arrays(tables[0]))
     np.testing.assert_allclose(ours, calculate_dcr(synthetic, train, METADATA).to_numpy(), atol=1e-12)
+
+
+@pytest.mark.skipif(HAS_SDV, reason="SDV is installed here")
+def test_without_sdv_the_command_names_the_sdv_extra_in_one_line_before_any_generation(tmp_path):
+    _table(9).to_csv(tmp_path / "train.csv", index=False)
+    _table(10).to_csv(tmp_path / "holdout.csv", index=False)
+    argv = ["audit", "synthetic-data", "--train", tmp_path / "train.csv", "--holdout", tmp_path / "holdout.csv", "--shadows", "0"]
+    argv += ["--generator", "privaudit.audits.synthetic_data.sdv_generators:ctgan", "--output", tmp_path / "out", "--no-history"]
+    assert_refused(argv, tmp_path / "out", "privaudit[sdv]")

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..._core.conventions import Convention, checked
+from ..._core.extras import require
 from ..._core.validation import check_count
 from ...models.device import seeded_torch  # imports torch inside its call: torch comes with SDV (CTGAN)
 from .generators import memorising_copula
@@ -83,7 +84,8 @@ def seeded_globals(seed: int) -> Iterator[None]:
 
 def detect_metadata(train_df: Any) -> Any:
     """SDV's ``Metadata`` detected on ``train_df``; a ValueError naming ``--generator`` when a column's sdtype is not one of :data:`SAFE_SDTYPES`."""
-    from sdv.metadata import Metadata  # optional (the sdv extra)
+    require("sdv", purpose="the SDV adapters of --generator")  # optional: one line naming the sdv extra when it is missing
+    from sdv.metadata import Metadata
 
     metadata = Metadata.detect_from_dataframes({TABLE: train_df})
     unsafe = [
@@ -119,9 +121,10 @@ def sdtype_conventions(train_df: Any) -> tuple[Convention, ...]:
 def _synthesize(name: str, train_df: Any, *, seed: int, n: int, **options: Any) -> Any:
     """Fit SDV's single-table synthesizer ``name`` on ``train_df`` and sample ``n`` rows, seeded (see the module's docstring)."""
     n = check_count(n, "n", minimum=1)
+    require("sdv", purpose="the SDV adapters of --generator")
     sample_seed = int(np.random.SeedSequence(check_count(seed, "seed")).generate_state(4)[3])
     with seeded_globals(seed):
-        from sdv import single_table  # optional (the sdv extra)
+        from sdv import single_table
 
         metadata = detect_metadata(train_df)
         with warnings.catch_warnings():  # SDV's advice to save the metadata to a file: the result records the sdtypes instead
