@@ -1,4 +1,4 @@
-"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy] [--table breast-cancer]``.
+"""The proxy gap on a real table: ``python benchmarks/synthetic_data.py [--seeds 0,1,2] [--shadows 0] [--generators copula,memorising,near-copy] [--table breast-cancer] [--sdv]``.
 
 The table is scikit-learn's breast-cancer data (569 records, 30 numeric
 columns, the diagnosis as a categorical string), or with ``--table
@@ -13,8 +13,16 @@ generator with the same seed:
   outlying training records;
 * ``near-copy``: the same with noise on every numeric column and one
   category changed;
-* ``sdv-copula``, ``sdv-ctgan``: SDV's GaussianCopula and CTGAN through
-  privaudit's adapters, when SDV is installed.
+* ``sdv-copula``, ``sdv-ctgan``: SDV's GaussianCopula and CTGAN (its
+  adapter's default epochs) through privaudit's adapters, when SDV is
+  installed (the ``sdv`` extra, in its own environment);
+* ``sdv-memorising``, ``sdv-near-copy``: SDV's GaussianCopula output with
+  5% of rows copies (near-copies) of the most outlying training records.
+
+``--sdv`` runs the four SDV generators (:data:`SDV_GENERATORS`) and writes
+``benchmarks/results/synthetic_data_sdv.json``. The ratios to the clean
+generator are to SDV's GaussianCopula where it was run, else to the
+built-in copula.
 
 Per generator and attack (the robust DCR, the headline; DOMIAS by
 nearest neighbours and by KDEs; DCR-as-a-score; the shadow attack with
@@ -55,9 +63,12 @@ GENERATORS = {
     "copula": "privaudit.audits.synthetic_data.generators:gaussian_copula",
     "memorising": "privaudit.audits.synthetic_data.generators:memorising_copula",
     "near-copy": "privaudit.audits.synthetic_data.generators:near_copy_copula",
-    "sdv-copula": "privaudit.integrations.sdv:gaussian_copula",
-    "sdv-ctgan": "privaudit.integrations.sdv:ctgan",
+    "sdv-copula": "privaudit.audits.synthetic_data.sdv_generators:gaussian_copula",
+    "sdv-ctgan": "privaudit.audits.synthetic_data.sdv_generators:ctgan",
+    "sdv-memorising": "privaudit.audits.synthetic_data.sdv_generators:memorising_gaussian_copula",
+    "sdv-near-copy": "privaudit.audits.synthetic_data.sdv_generators:near_copy_gaussian_copula",
 }
+SDV_GENERATORS = "sdv-copula,sdv-ctgan,sdv-memorising,sdv-near-copy"
 
 
 TABLES = ("breast-cancer", "diabetes")
@@ -108,10 +119,10 @@ def copies_found(run, train: Path) -> dict:
     return out
 
 
-def bootstrap_ratios(runs: dict[str, list[dict]], attack: str, resamples: int = 2000) -> dict:
-    """A 95% percentile bootstrap interval of each generator's mean TPR at 1% FPR over the clean copula's, the seeds resampled in pairs (seeded)."""
+def bootstrap_ratios(runs: dict[str, list[dict]], attack: str, clean_name: str = "copula", resamples: int = 2000) -> dict:
+    """A 95% percentile bootstrap interval of each generator's mean TPR at 1% FPR over the clean generator's, the seeds resampled in pairs (seeded)."""
     key = f"{attack}_tpr_at_1pct_fpr"
-    clean = np.array([e[key] for e in runs.get("copula", [])])
+    clean = np.array([e[key] for e in runs.get(clean_name, [])])
     if not clean.size:
         return {}
     rng = np.random.default_rng(0)
@@ -119,7 +130,7 @@ def bootstrap_ratios(runs: dict[str, list[dict]], attack: str, resamples: int = 
     out = {}
     for name, entries in runs.items():
         values = np.array([e[key] for e in entries])
-        if name == "copula" or len(values) != len(clean):
+        if name == clean_name or len(values) != len(clean):
             continue
         denominators = clean[draws].mean(axis=1)
         ratio = values[draws].mean(axis=1)[denominators > 0] / denominators[denominators > 0]
@@ -160,7 +171,12 @@ def main() -> None:
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data.json"))
     parser.add_argument("--throughput", default=None, help="comma-separated backends (local, ray): time the shadow generations instead")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--sdv", action="store_true", help=f"the SDV generators ({SDV_GENERATORS}), written to results/synthetic_data_sdv.json")
     args = parser.parse_args()
+    if args.sdv:
+        args.generators = SDV_GENERATORS
+        if args.output == parser.get_default("output"):
+            args.output = str(Path(__file__).parent / "results" / "synthetic_data_sdv.json")
     if args.throughput:
         result = {
             "command": f"python benchmarks/synthetic_data.py --throughput {args.throughput} --shadows {args.shadows} --workers {args.workers}",
@@ -203,29 +219,51 @@ def main() -> None:
         for name, entries in runs.items()
     }
     attacks = [k.removesuffix("_tpr_at_1pct_fpr") for k in keys if k.endswith("_tpr_at_1pct_fpr")]
-    clean = means.get("copula", {})
-    ratios = {
-        attack: {
-            name: m[f"{attack}_tpr_at_1pct_fpr"] / clean[f"{attack}_tpr_at_1pct_fpr"] for name, m in means.items() if clean.get(f"{attack}_tpr_at_1pct_fpr")
-        }
-        for attack in attacks
-    }
+    clean_name = "sdv-copula" if "sdv-copula" in names else "copula"
+    ratios = {attack: {name: _ratio(m, means.get(clean_name, {}), f"{attack}_tpr_at_1pct_fpr") for name, m in means.items()} for attack in attacks}
+    command = "python benchmarks/synthetic_data.py --sdv" if args.sdv else f"python benchmarks/synthetic_data.py --generators {args.generators}"
     report = {
-        "command": f"python benchmarks/synthetic_data.py --seeds {args.seeds} --shadows {args.shadows} --generators {args.generators} --table {args.table}",
+        "command": f"{command} --seeds {args.seeds} --shadows {args.shadows} --table {args.table}",
         "table": f"scikit-learn {args.table}, halves by seed (train / holdout)",
         "headline": HEADLINE_ATTACK,
+        "clean_generator": clean_name,
+        "sdv_ctgan_epochs": _ctgan_epochs() if "sdv-ctgan" in names else None,
         "runs": runs,
         "means": means,
         "headline_ratio_to_clean": ratios.get(HEADLINE_ATTACK, {}),
         "ratio_to_clean": ratios,
-        "ratio_to_clean_bootstrap_95": {attack: bootstrap_ratios(runs, attack) for attack in attacks},
+        "ratio_to_clean_bootstrap_95": {attack: bootstrap_ratios(runs, attack, clean_name) for attack in attacks},
         "difference_from_dcr_score": {name: paired_difference(entries, attacks) for name, entries in runs.items()},
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
-        "versions": library_versions(),
+        "versions": {**library_versions(), **_table_library_versions()},
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({key: report[key] for key in ("headline_ratio_to_clean", "ratio_to_clean", "difference_from_dcr_score")}, indent=2))
+    print(json.dumps({key: report[key] for key in ("means", "headline_ratio_to_clean", "ratio_to_clean", "difference_from_dcr_score")}, indent=2))
+
+
+def _ratio(means: dict, clean: dict, key: str) -> float | None:
+    """A generator's mean TPR at 1% FPR over the clean generator's (None where the clean one's is 0 or absent)."""
+    return means[key] / clean[key] if clean.get(key) else None
+
+
+def _table_library_versions() -> dict:
+    """The installed versions of the table libraries the figures rest on (absent ones left out)."""
+    from importlib import metadata
+
+    out = {}
+    for name in ("pandas", "scikit-learn", "sdv", "sdmetrics", "ctgan", "rdt", "copulas", "torch"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _ctgan_epochs() -> int:
+    from privaudit.audits.synthetic_data.sdv_generators import CTGAN_EPOCHS
+
+    return CTGAN_EPOCHS
 
 
 if __name__ == "__main__":

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
+from libraries import library_available
 
 from privaudit.audits.mechanism.audit import audit_mechanism
 
 BUDGET = {"samples": 3000, "pilot_samples": 2000}
 SMALL_BUDGET = {"samples": 1000, "pilot_samples": 500}
 DATASET = np.linspace(0.0, 1.0, 10)
-
-
-def _available(module: str) -> bool:
-    # CI names the libraries its own environment installed: there a failed import fails the test instead of skipping it
-    required = module.split(".")[0] in os.environ.get("PRIVAUDIT_REQUIRE_LIBRARIES", "").split(",")
-    try:
-        return importlib.util.find_spec(module) is not None and importlib.import_module(module) is not None
-    except ImportError:  # diffprivlib 0.6.6 fails to import beside scikit-learn >= 1.8
-        if required:
-            raise
-        return False
 
 
 def _adapters():
@@ -42,7 +29,7 @@ def _adapters():
 # the Gaussian at (1, 1e-5) has σ = 4.86 for sensitivity 1 (μ = 0.21): 10^4 samples bound no ε above 0 (even a claim of 0.1 stands), so only its standing is checked
 @pytest.mark.parametrize(("make", "module", "budget", "fraction"), _adapters())
 def test_library_mechanism_stands_at_its_claim_and_falls_below_it(make, module, budget, fraction):
-    if not _available(module):
+    if not library_available(module):
         pytest.skip(f"{module} does not import here")
     mechanism = make()
     claim = mechanism.claim
@@ -75,7 +62,7 @@ def test_opendp_claim_is_its_own_privacy_map():
 )
 def test_correct_library_mechanism_is_rejected_in_no_seed_with_learned_statistics(make, module):
     # at its own claim a correct mechanism is rejected with probability <= 5% per seed; the bounds sit well below the claim, so 0 of 20
-    if not _available(module):
+    if not library_available(module):
         pytest.skip(f"{module} does not import here")
     from privaudit.integrations import dp_libraries as lib
 

@@ -40,6 +40,8 @@ EXTRAS: dict[str, str] = {
     "pydp": "mechanisms",
     "diffprivlib": "diffprivlib",
     "snsynth": "smartnoise",
+    "sdv": "sdv",
+    "sdmetrics": "sdv",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 

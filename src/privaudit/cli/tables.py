@@ -158,6 +158,13 @@ def _synthetic_data(result: Any, output: Path) -> str:
     rows.append(
         ["DCR holdout test", f"{'passes' if result.dcr.passes else 'fails'} (overfitting protection {format_value(float(result.dcr.overfitting_protection))})"]
     )
+    if result.dcr.sdmetrics_overfitting_protection is not None:  # sdmetrics installed: its own scores, beside privaudit's
+        rows.append(
+            [
+                "sdmetrics' DCROverfittingProtection / DCRBaselineProtection",
+                f"{format_value(float(result.dcr.sdmetrics_overfitting_protection))} / {format_value(float(result.dcr.sdmetrics_baseline_protection))}",
+            ]
+        )
     if result.bound is not None:
         b = result.bound
         rows.insert(0, [f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g})", format_value(float(b.bound.epsilon))])

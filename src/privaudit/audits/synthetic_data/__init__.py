@@ -8,10 +8,13 @@ The family's pieces, one module each, imports flowing one way down this list:
   sdmetrics' aggregate tests), DOMIAS, the outlier scores of the vulnerable-record selection;
 * :mod:`.generators`: numpy generators of the ``--generator`` contract (the
   embedded default's Gaussian copula, and memorising variants);
+* :mod:`.sdv_generators`: SDV's GaussianCopula and CTGAN with that contract
+  (the ``sdv`` extra, imported inside each call);
 * :mod:`.generation`: the user's generator imported, probed and checked;
   the canaries of the bound;
 * :mod:`.shadow`: shadow-generator attacks on the runner;
 * :mod:`.bound`: the one-run ε lower bound from canaries, and its ceiling;
+* :mod:`.sdmetrics_dcr`: sdmetrics' own DCR scores beside privaudit's, when installed;
 * :mod:`.audit`: the run, and the family on the audit interface (:data:`AUDIT`).
 """
 

@@ -26,6 +26,7 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import canary_bound, canary_scores
 from .generation import generate, load_generator, make_canaries, probe_generator
+from .sdmetrics_dcr import sdmetrics_dcr
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
 from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
@@ -105,20 +106,6 @@ def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: floa
     )
 
 
-def _sdmetrics_scores(train: Table, holdout: Table, released: Table) -> tuple[float | None, float | None]:
-    """sdmetrics' own DCRBaselineProtection and DCROverfittingProtection, when sdmetrics is installed (None, None otherwise)."""
-    import importlib.util
-
-    if importlib.util.find_spec("sdmetrics") is None:
-        return None, None
-    from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection  # optional: shown beside privaudit's own
-
-    metadata = {"columns": {c.name: {"sdtype": "numerical" if c.kind == "numeric" else "categorical"} for c in train.schema}}
-    baseline = DCRBaselineProtection.compute(train.frame, released.frame, metadata)
-    overfitting = DCROverfittingProtection.compute(train.frame, released.frame, holdout.frame, metadata)
-    return float(baseline), float(overfitting)
-
-
 def run_synthetic_data(
     config: SyntheticDataConfig,
     *,
@@ -167,7 +154,7 @@ def run_synthetic_data(
     dcr = dcr_statistics(
         encoder.dcr_arrays(released), encoder.dcr_arrays(train), encoder.dcr_arrays(holdout), num_categories, np.random.default_rng(seeds["dcr"])
     )
-    sdmetrics_baseline, sdmetrics_overfitting = _sdmetrics_scores(train, holdout, released)
+    sdmetrics_baseline, sdmetrics_overfitting = sdmetrics_dcr(train, holdout, released, seed=seeds["dcr"])
     dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
@@ -230,7 +217,7 @@ def run_synthetic_data(
         bound=bound,
         threat_model=_threat_model(config, generator),
         seconds=time.perf_counter() - started,
-        conventions=_conventions(config, train, encoder, generator, released),
+        conventions=_conventions(config, train, encoder, generator, function),
     )
     observations = {"curves": curves}
     return AuditRun("synthetic-data", config, result, observations=observations)
@@ -280,7 +267,7 @@ def _threat_model(config: SyntheticDataConfig, generator: str | None) -> str:
     return f"{seen}, and the generator ({generator}) retrained by the auditor on shadow data and, for the bound, on the training table with canaries"
 
 
-def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, generator: str | None, released: Table) -> tuple[Convention, ...]:
+def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, generator: str | None, function: Any) -> tuple[Convention, ...]:
     source = "--synthetic" if config.synthetic is not None else "the generator's output"
     conventions = list(schema_conventions(train, encoder, id_col=config.id_col, reference_fraction=config.reference_fraction, source=source))
     conventions.append(default("score direction", "higher is member", "each attack's score is built so (density ratio, minus a distance, a probability)"))
@@ -298,6 +285,9 @@ def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, ge
                 "one probe call on <= 50 rows, then every call",
             )
         )
+        own = getattr(function, "conventions", None)  # what the generator decided on the table itself (SDV's detected sdtypes)
+        if callable(own):
+            conventions.extend(own(train.frame.copy()))
     if config.num_canaries or config.canary_records is not None:
         conventions.append(
             default(

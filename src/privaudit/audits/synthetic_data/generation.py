@@ -5,7 +5,10 @@ is the training table without its id column (a copy: the user's frame is
 never changed), and the returned table must have the same columns, each of
 the same kind, and ``n`` rows. :func:`probe_generator` calls it once on at
 most :data:`PROBE_ROWS` training rows before any real generation, so a
-generator that returns the wrong columns is refused in seconds.
+generator that returns the wrong columns is refused in seconds. A generator
+may carry a ``conventions`` attribute, ``fn.conventions(train_df) ->
+tuple[Convention, ...]``: what it decided on the table itself (the SDV
+adapters' detected sdtypes), recorded among the result's conventions.
 """
 
 from __future__ import annotations

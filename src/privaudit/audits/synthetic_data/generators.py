@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -102,12 +103,12 @@ def most_outlying(train_df: Any, count: int, *, neighbours: int = 5) -> np.ndarr
     return np.argsort(-kth, kind="stable")[:count]
 
 
-def memorising_copula(train_df: Any, *, seed: int, n: int, near: bool = False) -> Any:
-    """:func:`gaussian_copula`'s rows, :data:`MEMORISED_SHARE` of them replaced by copies of the most outlying training records."""
+def memorising_copula(train_df: Any, *, seed: int, n: int, near: bool = False, base: Callable[..., Any] | None = None) -> Any:
+    """:func:`gaussian_copula`'s rows (or ``base``'s, a generator of the contract), :data:`MEMORISED_SHARE` of them replaced by copies of the most outlying training records."""
     import pandas as pd  # optional (the parquet extra)
 
     rng = np.random.default_rng(seed)
-    synthetic = gaussian_copula(train_df, seed=int(rng.integers(2**31)), n=n)
+    synthetic = (base or gaussian_copula)(train_df, seed=int(rng.integers(2**31)), n=n)
     count = max(1, int(round(MEMORISED_SHARE * n)))
     rows = most_outlying(train_df, min(count, len(train_df)))
     copies = train_df.iloc[np.resize(rows, count)].reset_index(drop=True)
