@@ -9,7 +9,8 @@
   quantities; the conversions are in :mod:`privaudit.stats.conversions`'s
   callers, each described in the verdict's ``conversion``.
 * **Sanity checks warn and never change a number**
-  (:func:`auc_warnings`).
+  (:func:`auc_warnings`, against the AUC's margin under no signal,
+  :func:`privaudit.stats.metrics.auc_null_margin`).
 
 >>> claim_of(None, 1e-5, delta=1e-5) is None
 True
@@ -106,21 +107,6 @@ def auc_warnings(auc: float, margin: float, *, members_higher: bool, dp_claim: b
     elif canary_audit and not dp_claim and abs(auc - 0.5) <= margin:
         warnings.append(f"{NO_SIGNAL} (AUC {auc:.3g}, within its margin {margin:.3g} of 1/2)")
     return tuple(warnings)
-
-
-def auc_margin(num_in: int, num_out: int, confidence: float = 0.95) -> float:
-    """Half-width of the AUC's normal interval under no signal (Hanley–McNeil's null variance), at ``confidence``.
-
-    Under H0 the Mann–Whitney AUC has variance (n₁ + n₀ + 1)/(12 n₁ n₀).
-
-    >>> import math
-    >>> abs(auc_margin(100, 100) - 1.959963984540054 * math.sqrt(201 / (12 * 100 * 100))) < 1e-12  # scipy.stats.norm.isf(0.025)
-    True
-    """
-    from statistics import NormalDist  # the standard library's normal quantile: scipy.stats alone takes a third of a second to import
-
-    variance = (num_in + num_out + 1) / (12.0 * num_in * num_out)
-    return float(NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0) * variance**0.5)
 
 
 def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesses: Any = None) -> Ceiling | None:

@@ -78,11 +78,11 @@ from ..._core.validation import check_count
 from ...observation.one_run import draw_inclusion
 from ...runner import RunStore, reusable_runs, run_all
 from ...stats.ceiling import make_ceiling
-from ...stats.metrics import roc_auc
+from ...stats.metrics import auc_null_margin, roc_auc
 from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ..base import AuditRun
 from ..one_run.audit import mislabeled_canaries
-from ..verdicts import auc_margin, auc_warnings, claim_of, with_verdict
+from ..verdicts import auc_warnings, claim_of, with_verdict
 from .config import BOUND_METHODS, DEFAULT_CONFIDENCE, DEFAULT_DELTA, MIN_CANARIES, THREAT_MODELS
 from .conventions import pool_conventions
 from .result import BoundDesign, MIAResult, attack_scores
@@ -376,7 +376,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
 
 def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float, member: np.ndarray, ceiling: float) -> Any:
     """The bound against the user's end-to-end claim, its ceiling, and the AUC's sanity warnings (which change no number)."""
-    margin = auc_margin(int(member.sum()), int((~member).sum()), config.confidence)
+    margin = auc_null_margin(int(member.sum()), int((~member).sum()), config.confidence)
     claim = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta)
     warnings = auc_warnings(auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=config.mode == "canary")
     raise_with = "more canaries (--canaries)" if config.mode == "canary" else "more trial models (--trial-models)"
