@@ -91,6 +91,15 @@ def test_lower_bound_ceiling_is_the_perfect_attacks_bound(method: str, delta: fl
     )
 
 
+def test_a_pure_bound_records_its_method_and_gets_the_pure_ceiling_from_it() -> None:
+    # a perfect attack's pure bound is its own ceiling; read from the result alone, an "eps-delta" record would put the ceiling at δ = 1e-5, below it
+    rng = np.random.default_rng(5)
+    perfect = epsilon_lower_bound(10.0 + rng.random(300), rng.random(200), delta=1e-5, method="pure", threshold=Bonferroni(over="ranks"), seed=0)
+    assert perfect.method == "pure"
+    assert ceiling_of(perfect) == pytest.approx(perfect.epsilon, rel=1e-12)
+    assert ceiling_of(perfect, method="eps-delta") < perfect.epsilon
+
+
 def test_at_ceiling_is_exactly_within_ten_percent() -> None:
     ceiling = one_run_ceiling(170, delta=1e-5)
     assert at_ceiling(0.9 * ceiling + 1e-9, ceiling) and not at_ceiling(0.9 * ceiling - 1e-9, ceiling)
