@@ -26,7 +26,17 @@ from typing import Any
 from ..stats.ceiling import Ceiling, ceiling_of, exposure_ceiling, make_ceiling
 from ..stats.verdict import OWN_ACCOUNTANT, Claim, Verdict, compare
 
-__all__ = ["NO_SIGNAL", "auc_warnings", "check_claim_fields", "claim_of", "own_or_user_claim", "with_verdict"]
+__all__ = [
+    "NO_SIGNAL",
+    "auc_warnings",
+    "bound_ceiling",
+    "check_claim_fields",
+    "claim_of",
+    "exposure_verdict",
+    "own_or_user_claim",
+    "verdict_of",
+    "with_verdict",
+]
 
 NO_SIGNAL = "no signal: check that the model was trained on the corpus with the canaries"
 
@@ -119,14 +129,16 @@ def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesse
     return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)
 
 
-def exposure_verdict(result: Any, bound: dict[str, Any] | None, claim: Claim | None) -> Any:
+def exposure_verdict(result: Any, bound: dict[str, Any] | None, *, claimed_epsilon: Any, claimed_delta: Any) -> Any:
     """``result`` with the verdict and ceiling of its exposure bound, a pure ε for one record (group privacy already applied).
 
-    A pure bound (δ = 0) cannot refute a claim with δ > 0: there is then no
-    verdict, and a warning says why.
+    The claim is the user's ``claimed_epsilon`` and ``claimed_delta``, its δ
+    0 when none is given. A pure bound (δ = 0) cannot refute a claim with
+    δ > 0: there is then no verdict, and a warning says why.
     """
     if bound is None:
         return result
+    claim = claim_of(claimed_epsilon, claimed_delta, delta=0.0)
     value = exposure_ceiling(
         bound["num_canaries"], bound["num_references"], quantile=bound["quantile"], confidence=bound["confidence"], duplicates=bound["duplicates"]
     )
