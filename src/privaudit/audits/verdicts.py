@@ -129,6 +129,24 @@ def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesse
     return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)
 
 
+def bound_verdict(
+    result: Any,
+    bound: Any,
+    *,
+    claim: Claim | None,
+    raise_with: str,
+    method: Any = None,
+    quantity: str = "end-to-end",
+    conversion: str | None = None,
+    warnings: tuple[str, ...] = (),
+) -> Any:
+    """``result`` with the verdict of a core bound result (its ε at its own δ) against ``claim``, its ceiling (:func:`bound_ceiling`) and ``warnings``."""
+    ceiling = bound_ceiling(bound, raise_with=raise_with, method=method)
+    return with_verdict(
+        result, bound=bound.epsilon, bound_delta=bound.delta, quantity=quantity, claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
+    )
+
+
 def exposure_verdict(result: Any, bound: dict[str, Any] | None, *, claimed_epsilon: Any, claimed_delta: Any) -> Any:
     """``result`` with the verdict and ceiling of its exposure bound, a pure ε for one record (group privacy already applied).
 
