@@ -52,6 +52,7 @@ def test_fixed_threshold_matches_brute_force(method):
     assert result.fnr_upper == pytest.approx(b, rel=1e-9)
     assert result.epsilon == pytest.approx(expected, rel=1e-7, abs=1e-9)
     assert result.valid and result.kind == "lower bound" and result.num_selection == 0
+    assert result.method == method  # a pure bound (δ = 0 in the formula) says so, not "eps-delta"
 
 
 def test_katz_log_matches_formula():

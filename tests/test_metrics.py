@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from privaudit import precision_at_recall, roc_auc, roc_curve, tpr_at_fpr
+from privaudit.stats.metrics import auc_null_margin
 
 scores = st.lists(st.integers(-4, 4), min_size=1, max_size=30)
 
@@ -67,6 +70,15 @@ def test_gaussian_closed_forms():
     assert tpr_at_fpr(in_scores, out_scores, [0.01, 0.1]) == pytest.approx(expected, abs=0.01)
 
 
+@pytest.mark.parametrize(("num_in", "num_out", "confidence"), [(3, 4, 0.95), (5, 2, 0.9), (4, 6, 0.99)])
+def test_auc_null_margin_is_z_times_the_exact_null_sd(num_in, num_out, confidence):
+    # under no signal every split of the ranks 0..n-1 into members and non-members is equally likely: enumerate them all
+    ranks = range(num_in + num_out)
+    aucs = [roc_auc(list(members), [r for r in ranks if r not in members]) for members in itertools.combinations(ranks, num_in)]
+    assert np.mean(aucs) == pytest.approx(0.5, abs=1e-12)
+    assert auc_null_margin(num_in, num_out, confidence) == pytest.approx(stats.norm.isf((1 - confidence) / 2) * np.std(aucs), rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -74,6 +86,8 @@ def test_gaussian_closed_forms():
         (lambda: roc_curve([1.0], [np.inf]), "`out_scores`"),
         (lambda: tpr_at_fpr([1.0], [0.0], [1.5]), "`fpr`"),
         (lambda: precision_at_recall([1.0], [0.0], [-0.1]), "`recall`"),
+        (lambda: auc_null_margin(1, 0), "`num_out`"),
+        (lambda: auc_null_margin(1, 1, 1.0), "`confidence`"),
     ],
 )
 def test_bad_input_names_the_argument(call, match):

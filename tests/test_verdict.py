@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from privaudit.stats.bounds import epsilon_lower_bound
-from privaudit.stats.ceiling import at_ceiling, ceiling_note, ceiling_of, lower_bound_ceiling, one_run_ceiling
-from privaudit.stats.one_run import epsilon_one_run_sweep
+from privaudit.stats.ceiling import at_ceiling, ceiling_note, ceiling_of, lower_bound_ceiling, one_run_ceiling, one_run_record_ceiling
+from privaudit.stats.one_run import epsilon_one_run, epsilon_one_run_sweep
 from privaudit.stats.one_run_combined import one_run_lower_bound
+from privaudit.stats.one_run_group import per_record_one_run_lower_bound
 from privaudit.stats.thresholds import Bonferroni
 from privaudit.stats.verdict import QUANTITIES, Claim, Verdict, compare
 
@@ -78,6 +79,48 @@ def test_one_run_ceiling_is_the_perfect_attacks_bound(m: int) -> None:
     assert ceiling_of(sweep) == sweep.epsilon == one_run_ceiling(m, delta=1e-5, methods=("steinke",))
 
 
+def _perfect_with(m: int, num_in: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct scores, every one of ``num_in`` members (at random places) above every non-member."""
+    rng = np.random.default_rng(seed)
+    member = np.zeros(m, dtype=bool)
+    member[rng.choice(m, num_in, replace=False)] = True
+    return member + 0.5 * rng.permutation(m) / m, member
+
+
+@pytest.mark.parametrize(("m", "num_in"), [(170, 85), (170, 84), (170, 20), (170, 150), (60, 2), (500, 240)])
+@pytest.mark.parametrize("methods", [("steinke",), ("steinke", "fdp")])
+def test_exact_one_run_ceiling_is_the_bound_on_a_perfect_attacks_scores(m: int, num_in: int, methods: tuple[str, ...]) -> None:
+    # brute force: the bound itself on scores that separate the members perfectly, through its own guess rule
+    scores, member = _perfect_with(m, num_in, seed=m + num_in)
+    perfect = one_run_lower_bound(scores, member, delta=1e-5, methods=methods)
+    exact = one_run_ceiling(m, num_in=num_in, delta=1e-5, methods=methods)
+    assert exact == perfect.epsilon
+    assert ceiling_of(perfect) == perfect.epsilon  # the result records its member count
+    # every guess counted right is the largest over the coins; a lopsided draw caps the largest guess count's right guesses
+    assert exact <= one_run_ceiling(m, delta=1e-5, methods=methods)
+    if num_in != m // 2:
+        assert exact < one_run_ceiling(m, delta=1e-5, methods=methods)
+
+
+def test_exact_one_run_ceiling_counts_the_right_guesses_by_hand() -> None:
+    # m = 100 with 10 members, guess counts 40 and 100 ("in" on half of each): 10 + 20 and 10 + 50 right, one test each at 0.05 / 2
+    m, num_in = 100, 10
+    by_hand = max(epsilon_one_run(m, r, v, delta=1e-5, confidence=1 - 0.05 / 2).epsilon for r, v in [(40, 30), (100, 60)])
+    assert one_run_ceiling(m, num_in=num_in, delta=1e-5, methods=("steinke",), num_guesses=[40, 100]) == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+def test_exact_record_ceiling_is_the_record_bound_on_a_perfect_attacks_scores(copies: int) -> None:
+    scores, member = _perfect_with(200, 70, seed=copies)
+    perfect = per_record_one_run_lower_bound(scores, member, copies=copies, delta=1e-5, methods=("steinke",))
+    assert one_run_record_ceiling(200, num_in=70, copies=copies, delta=1e-5) == pytest.approx(perfect.epsilon, rel=1e-12)
+
+
+def test_one_run_ceiling_refuses_a_member_count_outside_the_canaries() -> None:
+    with pytest.raises(ValueError, match="`num_in` must be an integer in \\[0, 10\\], got 11"):
+        one_run_ceiling(10, num_in=11, delta=1e-5)
+
+
 @pytest.mark.parametrize(("method", "delta"), [("gdp", 1e-5), ("eps-delta", 1e-5), ("pure", 0.0)])
 def test_lower_bound_ceiling_is_the_perfect_attacks_bound(method: str, delta: float) -> None:
     rng = np.random.default_rng(3)
@@ -89,6 +132,15 @@ def test_lower_bound_ceiling_is_the_perfect_attacks_bound(method: str, delta: fl
     assert lower_bound_ceiling(300, 200, delta=max(delta, 1e-5), method=method, num_tests=perfect.num_tests, confidence=perfect.confidence) == pytest.approx(
         perfect.epsilon, rel=1e-12
     )
+
+
+def test_a_pure_bound_records_its_method_and_gets_the_pure_ceiling_from_it() -> None:
+    # a perfect attack's pure bound is its own ceiling; read from the result alone, an "eps-delta" record would put the ceiling at δ = 1e-5, below it
+    rng = np.random.default_rng(5)
+    perfect = epsilon_lower_bound(10.0 + rng.random(300), rng.random(200), delta=1e-5, method="pure", threshold=Bonferroni(over="ranks"), seed=0)
+    assert perfect.method == "pure"
+    assert ceiling_of(perfect) == pytest.approx(perfect.epsilon, rel=1e-12)
+    assert ceiling_of(perfect, method="eps-delta") < perfect.epsilon
 
 
 def test_at_ceiling_is_exactly_within_ten_percent() -> None:

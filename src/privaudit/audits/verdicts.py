@@ -9,7 +9,8 @@
   quantities; the conversions are in :mod:`privaudit.stats.conversions`'s
   callers, each described in the verdict's ``conversion``.
 * **Sanity checks warn and never change a number**
-  (:func:`auc_warnings`).
+  (:func:`auc_warnings`, against the AUC's margin under no signal,
+  :func:`privaudit.stats.metrics.auc_null_margin`).
 
 >>> claim_of(None, 1e-5, delta=1e-5) is None
 True
@@ -25,7 +26,17 @@ from typing import Any
 from ..stats.ceiling import Ceiling, ceiling_of, exposure_ceiling, make_ceiling
 from ..stats.verdict import OWN_ACCOUNTANT, Claim, Verdict, compare
 
-__all__ = ["NO_SIGNAL", "auc_warnings", "check_claim_fields", "claim_of", "own_or_user_claim", "with_verdict"]
+__all__ = [
+    "NO_SIGNAL",
+    "auc_warnings",
+    "bound_ceiling",
+    "check_claim_fields",
+    "claim_of",
+    "exposure_verdict",
+    "own_or_user_claim",
+    "verdict_of",
+    "with_verdict",
+]
 
 NO_SIGNAL = "no signal: check that the model was trained on the corpus with the canaries"
 
@@ -108,21 +119,6 @@ def auc_warnings(auc: float, margin: float, *, members_higher: bool, dp_claim: b
     return tuple(warnings)
 
 
-def auc_margin(num_in: int, num_out: int, confidence: float = 0.95) -> float:
-    """Half-width of the AUC's normal interval under no signal (Hanley–McNeil's null variance), at ``confidence``.
-
-    Under H0 the Mann–Whitney AUC has variance (n₁ + n₀ + 1)/(12 n₁ n₀).
-
-    >>> import math
-    >>> abs(auc_margin(100, 100) - 1.959963984540054 * math.sqrt(201 / (12 * 100 * 100))) < 1e-12  # scipy.stats.norm.isf(0.025)
-    True
-    """
-    from statistics import NormalDist  # the standard library's normal quantile: scipy.stats alone takes a third of a second to import
-
-    variance = (num_in + num_out + 1) / (12.0 * num_in * num_out)
-    return float(NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0) * variance**0.5)
-
-
 def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesses: Any = None) -> Ceiling | None:
     """The :class:`~privaudit.stats.ceiling.Ceiling` of a core bound result (an EpsilonLowerBound or a one-run bound), with its design in words."""
     value = ceiling_of(bound, method=method, num_guesses=num_guesses)
@@ -133,14 +129,34 @@ def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesse
     return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)
 
 
-def exposure_verdict(result: Any, bound: dict[str, Any] | None, claim: Claim | None) -> Any:
+def bound_verdict(
+    result: Any,
+    bound: Any,
+    *,
+    claim: Claim | None,
+    raise_with: str,
+    method: Any = None,
+    quantity: str = "end-to-end",
+    conversion: str | None = None,
+    warnings: tuple[str, ...] = (),
+) -> Any:
+    """``result`` with the verdict of a core bound result (its ε at its own δ) against ``claim``, its ceiling (:func:`bound_ceiling`) and ``warnings``."""
+    ceiling = bound_ceiling(bound, raise_with=raise_with, method=method)
+    return with_verdict(
+        result, bound=bound.epsilon, bound_delta=bound.delta, quantity=quantity, claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
+    )
+
+
+def exposure_verdict(result: Any, bound: dict[str, Any] | None, *, claimed_epsilon: Any, claimed_delta: Any) -> Any:
     """``result`` with the verdict and ceiling of its exposure bound, a pure ε for one record (group privacy already applied).
 
-    A pure bound (δ = 0) cannot refute a claim with δ > 0: there is then no
-    verdict, and a warning says why.
+    The claim is the user's ``claimed_epsilon`` and ``claimed_delta``, its δ
+    0 when none is given. A pure bound (δ = 0) cannot refute a claim with
+    δ > 0: there is then no verdict, and a warning says why.
     """
     if bound is None:
         return result
+    claim = claim_of(claimed_epsilon, claimed_delta, delta=0.0)
     value = exposure_ceiling(
         bound["num_canaries"], bound["num_references"], quantile=bound["quantile"], confidence=bound["confidence"], duplicates=bound["duplicates"]
     )

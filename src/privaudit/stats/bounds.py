@@ -94,7 +94,7 @@ def _resolve_family(method: Any, delta: float) -> Any:
 
 def _check_interval(interval: Any, family: Any) -> str:
     interval = check_choice(interval, "interval", INTERVALS)
-    if interval == "katz-log" and not (family.name == "eps-delta" and family.delta == 0.0):
+    if interval == "katz-log" and family.name != "pure":
         raise ValueError(f"`interval` 'katz-log' needs method 'pure', got method {family.name!r}")
     if interval == "bayes" and not hasattr(family, "region"):
         raise ValueError(f"`interval` 'bayes' is not available for method {family.name!r}; use 'clopper-pearson'")
@@ -289,7 +289,7 @@ def epsilon_lower_bound(
     family = _resolve_family(method, delta)
     interval = _check_interval(interval, family)
     if isinstance(threshold, str) and threshold == "auto":
-        ranks = family.name == "eps-delta" and interval in ("clopper-pearson", "jeffreys")
+        ranks = family.name in ("eps-delta", "pure") and interval in ("clopper-pearson", "jeffreys")
         threshold = Bonferroni(over="ranks") if ranks else "split"
     strategy = resolve_threshold(threshold)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(_check_seed_or_generator(seed))

@@ -2,7 +2,9 @@
 
 A lower bound from m canaries, or from n observations per side, at
 confidence c with k Bonferroni tests cannot exceed the bound a *perfect*
-attack gets on the same design: every guess right, every error count zero.
+attack gets on the same design: every member scored above every
+non-member (each guess right that the guess rule can make right), every
+error count zero.
 That value is the ceiling. A bound close to its ceiling says "ε is at least
 this, and may be much more": the design, not the model, limited it, and only
 more canaries, samples or trials raise it.
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.validation import check_count, check_probability
+from .._core.validation import check_count, check_fraction, check_probability
 from .bounds import METHODS as _BOUND_METHODS
 from .bounds import _check_interval, _evaluate, _resolve_family
 from .one_run import _check_delta, _largest_rejected, check_guess_counts
@@ -79,44 +81,70 @@ def make_ceiling(bound: float, value: float | None, *, raise_with: str, design: 
 
 
 def one_run_ceiling(
-    num_canaries: Any, *, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke", "fdp"), family: Any = "gdp", num_guesses: Any = None
+    num_canaries: Any,
+    *,
+    num_in: Any = None,
+    delta: Any,
+    confidence: Any = 0.95,
+    methods: Any = ("steinke", "fdp"),
+    family: Any = "gdp",
+    num_guesses: Any = None,
+    positive_fraction: Any = 0.5,
 ) -> float:
-    """The one-run bound when every one of the r guesses is right, for each guess count of the design.
+    """The one-run bound of a perfect attack (every member scored above every non-member) on the design, for each guess count.
 
     The design is that of :func:`~privaudit.stats.one_run_combined.one_run_lower_bound`:
-    m canaries, the guess counts (10 from 10 to m by default), one test per
-    guessing method and count, Bonferroni over them all. The Gaussian method
-    has no ceiling (a perfect separation makes its t statistic unbounded):
-    with it the ceiling is inf.
+    m canaries of which ``num_in`` were included, the guess counts (10 from
+    10 to m by default), one test per guessing method and count, Bonferroni
+    over them all. For each count r the attack guesses "in" on its
+    k = round(r × ``positive_fraction``) highest scores and "out" on the
+    r - k lowest, so with n members it is right min(k, n) + min(r - k, m - n)
+    times: a guess count larger than a side makes errors even for a perfect
+    attack. Without ``num_in`` every guess is counted right, the largest
+    ceiling over the coins' draws (the design's before they are drawn). The
+    Gaussian method has no ceiling (a perfect separation makes its t
+    statistic unbounded): with it the ceiling is inf.
 
     >>> round(one_run_ceiling(170, delta=1e-5, methods=("steinke",)), 3)
     3.437
+    >>> round(one_run_ceiling(170, num_in=20, delta=1e-5, methods=("steinke",)), 3)  # 20 members cap the "in" guesses
+    1.793
     """
     m = check_count(num_canaries, "num_canaries", minimum=1)
+    members = None if num_in is None else check_count(num_in, "num_in", maximum=m)
     delta = _check_delta(delta)
     confidence = check_probability(confidence, "confidence")
+    fraction = check_fraction(positive_fraction, "positive_fraction")
     chosen = (methods,) if isinstance(methods, str) else tuple(methods)
     if not chosen or any(name not in _ONE_RUN_METHODS for name in chosen):
         raise ValueError(f"`methods` must be names among {', '.join(_ONE_RUN_METHODS)}, got {methods!r}")
     if "gaussian" in chosen:
         return math.inf
     requested = check_guess_counts(num_guesses, m)
+    if members is None:
+        correct = requested
+    else:
+        # the guess rule of privaudit.stats.one_run.guess_outcomes, on scores with no ties
+        positive = np.array([int(round(r * fraction)) for r in requested], dtype=np.int64)
+        correct = np.minimum(positive, members) + np.minimum(requested - positive, m - members)
     level = (1.0 - confidence) / (len(chosen) * requested.size)
     best = 0.0
     if "steinke" in chosen:
-        best = max(best, *(_largest_rejected(m, int(r), int(r), delta, float(np.log(level))) for r in requested))
+        best = max(best, *(_largest_rejected(m, int(r), int(v), delta, float(np.log(level))) for r, v in zip(requested, correct, strict=True)))
     if "fdp" in chosen:
         if delta == 0.0:
             raise ValueError("`delta` must be in (0, 1) for the fdp method, got 0")
-        tests = fdp_candidates(m, requested, requested, family=_check_family(family), delta=delta, level=level)
+        tests = fdp_candidates(m, requested, correct, family=_check_family(family), delta=delta, level=level)
         best = max(best, *(epsilon for *_, epsilon in tests))
     return float(best)
 
 
 def one_run_record_ceiling(
-    num_canaries: Any, *, copies: Any, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke",), num_guesses: Any = None
+    num_canaries: Any, *, num_in: Any = None, copies: Any, delta: Any, confidence: Any = 0.95, methods: Any = ("steinke",), num_guesses: Any = None
 ) -> float:
-    """The ceiling of :func:`~privaudit.stats.one_run_group.per_record_one_run_lower_bound`: its two group tests with every guess right.
+    """The ceiling of :func:`~privaudit.stats.one_run_group.per_record_one_run_lower_bound`: its two group tests on a perfect attack's scores.
+
+    ``num_in`` as in :func:`one_run_ceiling`.
 
     >>> one_run_record_ceiling(500, copies=1, delta=1e-5) == one_run_ceiling(500, delta=1e-5, methods=("steinke",))
     True
@@ -126,7 +154,7 @@ def one_run_record_ceiling(
     copies = check_count(copies, "copies", minimum=1)
 
     def ceiling_at(at: float) -> float:
-        return one_run_ceiling(num_canaries, delta=at, confidence=confidence, methods=methods, num_guesses=num_guesses)
+        return one_run_ceiling(num_canaries, num_in=num_in, delta=at, confidence=confidence, methods=methods, num_guesses=num_guesses)
 
     if copies == 1:
         return ceiling_at(delta)
@@ -213,9 +241,15 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
         if method is None and "fdp" in result.methods and getattr(result, "fdp_family", "gdp") != "gdp":
             return None  # a PLD family by name only: the caller must pass the family
         return one_run_ceiling(
-            result.num_canaries, delta=result.delta, confidence=result.confidence, methods=result.methods, family=family, num_guesses=num_guesses
+            result.num_canaries,
+            num_in=result.num_in,
+            delta=result.delta,
+            confidence=result.confidence,
+            methods=result.methods,
+            family=family,
+            num_guesses=num_guesses,
         )
-    if name in ("OneRunSweep", "OneRunFDPBound"):
+    if name in ("OneRunSweep", "OneRunFDPBound"):  # they record no member count: every guess counted right
         requested = [int(wanted) for wanted, *_ in result.candidates]
         methods = ("fdp",) if name == "OneRunFDPBound" else ("steinke",)
         return one_run_ceiling(result.num_canaries, delta=result.delta, confidence=result.confidence, methods=methods, family=family, num_guesses=requested)

@@ -57,17 +57,24 @@ class GaussianDP:
 
 @dataclasses.dataclass(frozen=True)
 class EpsilonDelta:
-    """(ε, δ)-DP (Tight Auditing Eq. 9); δ = 0 gives pure ε-DP.
+    """(ε, δ)-DP (Tight Auditing Eq. 9); δ = 0 gives pure ε-DP, and the name says which.
 
     ε >= max(log(1 - δ - ᾱ) - log β̄, log(1 - δ - β̄) - log ᾱ, 0), in logs.
 
-    >>> round(float(EpsilonDelta(delta=0.0).parameter_from_errors(0.1, 0.2)), 4)  # log(0.8/0.1)
-    2.0794
+    >>> family = EpsilonDelta(delta=0.0)
+    >>> round(float(family.parameter_from_errors(0.1, 0.2)), 4), family.name  # log(0.8/0.1)
+    (2.0794, 'pure')
+    >>> EpsilonDelta(delta=1e-5).name
+    'eps-delta'
     """
 
     delta: float
-    name: str = "eps-delta"
     parameter_name: str = "epsilon"
+
+    @property
+    def name(self) -> str:
+        """The method a bound of this family records: "pure" at δ = 0, else "eps-delta"."""
+        return "pure" if self.delta == 0.0 else "eps-delta"
 
     def parameter_from_errors(self, fpr: ArrayLike, fnr: ArrayLike) -> NDArray[np.float64]:
         fpr = np.asarray(fpr, dtype=np.float64)

@@ -65,7 +65,7 @@ from ...stats.bounds import epsilon_lower_bound
 from ...stats.conversions import gaussian_epsilon
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
-from ..verdicts import bound_ceiling, claim_of, own_or_user_claim, with_verdict
+from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, BlackBoxConfig, BlackBoxResult
 
 __all__ = ["AUDIT", "BlackBoxAudit", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
@@ -304,8 +304,7 @@ def run_blackbox_audit(
         conventions=dataset_conventions(config),
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
-    ceiling = bound_ceiling(gdp, raise_with="more trained models per side (num_models_per_side)")
-    return with_verdict(result, bound=gdp.epsilon, bound_delta=gdp.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+    return bound_verdict(result, gdp, claim=claim, raise_with="more trained models per side (num_models_per_side)")
 
 
 class BlackBoxAudit(Audit):

@@ -65,7 +65,7 @@ from ...stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 from ...training.dpsgd import BUGS, DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..scores.audit import TRADEOFF_GRID, ScoresCurves
-from ..verdicts import bound_ceiling, claim_of, own_or_user_claim, with_verdict
+from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import (
     THREAT_MODELS,
     DPSGDAuditConfig,
@@ -252,8 +252,15 @@ def _with_step_verdict(result: DPSGDAuditResult, config: DPSGDAuditConfig) -> DP
     claim = own_or_user_claim(user, result.claimed_step_epsilon, delta=config.delta, quantity="per-step")
     bound = cast(EpsilonLowerBound, result.step_bounds["gdp_clopper_pearson"])
     family: Any = "gdp" if config.canary_rate == 1.0 else SubsampledGaussian(sampling_prob=config.canary_rate, num_steps=1)
-    ceiling = bound_ceiling(bound, raise_with="more canary observations (more steps or canaries per step)", method=family)
-    result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="per-step", claim=claim, conversion=conversion, ceiling=ceiling)
+    result = bound_verdict(
+        result,
+        bound,
+        claim=claim,
+        raise_with="more canary observations (more steps or canaries per step)",
+        method=family,
+        quantity="per-step",
+        conversion=conversion,
+    )
     return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 

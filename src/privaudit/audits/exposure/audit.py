@@ -37,7 +37,7 @@ from ..._core.readers import read_csv_rows
 from ..._core.validation import as_scores, check_count, check_probability
 from ...stats.exposure import epsilon_from_exposure, exposure, exposure_extrapolated, random_guessing_exposure
 from ..base import AuditResult, AuditRun, Headline
-from ..verdicts import check_claim_fields, claim_of, exposure_verdict
+from ..verdicts import check_claim_fields, exposure_verdict
 
 __all__ = ["CanaryExposure", "ExposureAuditResult", "audit_exposure", "read_canary_table", "sampled_guessing_upper"]
 
@@ -175,7 +175,7 @@ def audit_exposure(
         epsilon_bound=bound,
         extrapolation=extrapolation,
     )
-    result = exposure_verdict(result, bound, claim_of(claimed_epsilon, claimed_delta, delta=0.0))
+    result = exposure_verdict(result, bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta)
     config = {"confidence": confidence, "extrapolate": bool(extrapolate), "insertions_known": counts is not None}
     return AuditRun("exposure", config, result, observations={"ranked": ranked, "fitted": fitted})
 

@@ -13,11 +13,11 @@ from ..._core.validation import check_choice, check_count, check_positive, check
 from ...canaries.lm import DESIGNS
 from ...canaries.lm_provenance import SPANS, LMProvenance
 from ...stats.ceiling import make_ceiling, one_run_record_ceiling
-from ...stats.metrics import roc_auc, tpr_at_fpr
+from ...stats.metrics import auc_null_margin, roc_auc, tpr_at_fpr
 from ...stats.one_run_combined import OneRunLowerBound
 from ...stats.one_run_group import per_record_one_run_lower_bound
 from ..base import AuditResult, Headline
-from ..verdicts import auc_margin, auc_warnings, check_claim_fields, claim_of, verdict_of
+from ..verdicts import auc_warnings, check_claim_fields, claim_of, verdict_of
 
 __all__ = [
     "BOS",
@@ -146,16 +146,16 @@ def canary_result_fields(
     """The :class:`CanaryOneRunResult` fields of the provenance's canaries and their scores: the statistics and the bound, computed once.
 
     With them: the bound's verdict against the user's end-to-end claim on a
-    record (none without a claim), its ceiling (every guess right on the
-    same m, confidence and copies) and the AUC's sanity warnings.
+    record (none without a claim), its ceiling (a perfect attack's bound on
+    the same m, members, confidence and copies) and the AUC's sanity warnings.
     """
     auc, tpr, bound = audit_lm_scores(scores, record.included, delta=delta, confidence=confidence, copies=copies)
     claim = claim_of(claimed, claimed_delta, delta=delta)
     conversion = f"the bound on a group of {copies} copies converted to one record's ε by group privacy" if copies > 1 else None
-    value = one_run_record_ceiling(len(record.included), copies=copies, delta=delta, confidence=confidence, methods=bound.methods)
-    design = f"m = {len(record.included)} canaries, {confidence:.0%}, {bound.num_tests} Bonferroni tests" + (f", {copies} copies" if copies > 1 else "")
     num_in = int(sum(record.included))
-    margin = auc_margin(num_in, len(record.included) - num_in, confidence)
+    value = one_run_record_ceiling(len(record.included), num_in=num_in, copies=copies, delta=delta, confidence=confidence, methods=bound.methods)
+    design = f"m = {len(record.included)} canaries, {confidence:.0%}, {bound.num_tests} Bonferroni tests" + (f", {copies} copies" if copies > 1 else "")
+    margin = auc_null_margin(num_in, len(record.included) - num_in, confidence)
     verdict = verdict_of(bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, conversion=conversion)
     return {
         "claim_verdict": verdict,
@@ -164,7 +164,7 @@ def canary_result_fields(
         "design": record.design,
         "span": record.span,
         "num_canaries": len(record.included),
-        "num_in": int(sum(record.included)),
+        "num_in": num_in,
         "auc": auc,
         "tpr_at_1pct_fpr": tpr,
         "bound": bound,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .audit import AUDIT, MIAAudit
 from .augment import AugmentSpec, augment_spec, augmented_attack_scores, augmented_views, signals_on_views, view_offsets
-from .bounds import Design, bound_ceiling, check_bound_pool, design_bound, draw_design, run_bound_audit, slot_bound, slot_scores, train_and_score_design
+from .bounds import Design, check_bound_pool, design_bound, draw_design, run_bound_audit, slot_bound, slot_scores, train_and_score_design
 from .config import (
     AUGMENTATIONS,
     BOUND_METHODS,
@@ -86,7 +86,6 @@ __all__ = [
     "augment_spec",
     "augmented_attack_scores",
     "augmented_views",
-    "bound_ceiling",
     "bound_headline",
     "check_augment_settings",
     "check_bound_config",

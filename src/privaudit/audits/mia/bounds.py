@@ -77,12 +77,12 @@ from ..._core.seeding import child_seeds
 from ..._core.validation import check_count
 from ...observation.one_run import draw_inclusion
 from ...runner import RunStore, reusable_runs, run_all
-from ...stats.ceiling import make_ceiling
-from ...stats.metrics import roc_auc
+from ...stats.ceiling import make_ceiling, one_run_ceiling
+from ...stats.metrics import auc_null_margin, roc_auc
 from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ..base import AuditRun
 from ..one_run.audit import mislabeled_canaries
-from ..verdicts import auc_margin, auc_warnings, claim_of, with_verdict
+from ..verdicts import auc_warnings, claim_of, with_verdict
 from .config import BOUND_METHODS, DEFAULT_CONFIDENCE, DEFAULT_DELTA, MIN_CANARIES, THREAT_MODELS
 from .conventions import pool_conventions
 from .result import BoundDesign, MIAResult, attack_scores
@@ -91,7 +91,6 @@ from .training import fit_user_model, job_inputs, model_signals, pool_of, record
 
 __all__ = [
     "Design",
-    "bound_ceiling",
     "check_bound_pool",
     "design_bound",
     "draw_design",
@@ -252,18 +251,6 @@ def _pilot_value(scores: np.ndarray, coins: np.ndarray, *, delta: float, confide
     return slot_bound(scores, coins, delta=delta, confidence=confidence).epsilon, auc
 
 
-def bound_ceiling(coins: np.ndarray, *, delta: float, confidence: float) -> float:
-    """The bound a perfect attack gets on these slots: every member above every non-member, no ties (ties cut guesses back).
-
-    >>> coins = np.random.default_rng(0).random(150) < 0.5
-    >>> round(bound_ceiling(coins, delta=1e-5, confidence=0.95), 3)
-    3.004
-    """
-    member = np.asarray(coins, dtype=bool).ravel()
-    perfect = member + 0.5 * np.arange(member.size) / member.size  # members in (1, 1.5), non-members in [0, 0.5)
-    return slot_bound(perfect, member, delta=delta, confidence=confidence).epsilon
-
-
 def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float, confidence: float) -> tuple[OneRunLowerBound, Any]:
     """The attack chosen on the pilot slots, bounded on the held-out slots: (bound, :class:`~privaudit.audits.mia.result.BoundDesign`).
 
@@ -286,7 +273,7 @@ def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float,
     # the largest pilot bound, then the largest pilot AUC, then the earlier in PREFERENCE (max keeps the first of equals)
     attack = max(PREFERENCE, key=lambda name: values[name])
     bound = slot_bound(np.asarray(scores[attack])[:, ~pilot], held_coins, delta=delta, confidence=confidence)
-    ceiling = bound_ceiling(held_coins, delta=delta, confidence=confidence)
+    ceiling = one_run_ceiling(held_coins.size, num_in=int(held_coins.sum()), delta=delta, confidence=confidence, methods=BOUND_METHODS)
     pilot_table = tuple((name, *values[name]) for name in PREFERENCE)
     return bound, BoundDesign(attack, int(pilot_coins.size), int(held_coins.size), ceiling, pilot_table)
 
@@ -376,7 +363,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
 
 def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float, member: np.ndarray, ceiling: float) -> Any:
     """The bound against the user's end-to-end claim, its ceiling, and the AUC's sanity warnings (which change no number)."""
-    margin = auc_margin(int(member.sum()), int((~member).sum()), config.confidence)
+    margin = auc_null_margin(int(member.sum()), int((~member).sum()), config.confidence)
     claim = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta)
     warnings = auc_warnings(auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=config.mode == "canary")
     raise_with = "more canaries (--canaries)" if config.mode == "canary" else "more trial models (--trial-models)"

@@ -70,7 +70,7 @@ from ..base import Audit, AuditRun, Progress, no_progress
 from ..blackbox.audit import _score, _user_canary_logits, check_train_function
 from ..dpsgd.audit import audited_model_and_data, observation_fits
 from ..dpsgd.config import DPSGDAuditConfig
-from ..verdicts import bound_ceiling, claim_of, own_or_user_claim, with_verdict
+from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
 
 __all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
@@ -295,8 +295,7 @@ def _with_verdict(result: OneRunAuditResult, config: OneRunAuditConfig, bound: O
     """The end-to-end verdict against the user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries; the ceiling."""
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
     family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
-    ceiling = bound_ceiling(bound, raise_with="more canaries", method=family)
-    result = with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+    result = bound_verdict(result, bound, claim=claim, raise_with="more canaries", method=family)
     return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 

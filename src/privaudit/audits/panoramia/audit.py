@@ -29,7 +29,7 @@ from ...data.statsmodels_data import load_statsmodels_dataset
 from ...data.tabular import load_dataset
 from ...models.outputs import OUTPUT_KINDS
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from ..verdicts import bound_ceiling, check_claim_fields, claim_of, with_verdict
+from ..verdicts import bound_verdict, check_claim_fields, claim_of
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
 from .own_model import MODEL_KINDS, run_panoramia_on_model
@@ -243,8 +243,7 @@ def _with_one_run_verdict(result: PanoramiaResults, claimed_epsilon: float | Non
         return result
     (bound,) = bounded
     claim = claim_of(claimed_epsilon, claimed_delta, delta=bound.delta)
-    ceiling = bound_ceiling(bound, raise_with="more randomised members (--audit-size)")
-    return with_verdict(result, bound=bound.epsilon, bound_delta=bound.delta, quantity="end-to-end", claim=claim, ceiling=ceiling)
+    return bound_verdict(result, bound, claim=claim, raise_with="more randomised members (--audit-size)")
 
 
 def _targets(results: dict) -> dict[str, PanoramiaTarget]:

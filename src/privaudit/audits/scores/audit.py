@@ -44,13 +44,13 @@ from ...stats.auc import gdp_auc_lower_bound
 from ...stats.bounds import EpsilonLowerBound, epsilon_lower_bound
 from ...stats.claim_conversion import conversion_text, per_step_claim
 from ...stats.conversions import gdp_mu
-from ...stats.metrics import roc_auc, roc_curve, tpr_at_fpr
+from ...stats.metrics import auc_null_margin, roc_auc, roc_curve, tpr_at_fpr
 from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ...stats.thresholds import Bonferroni
 from ...stats.tradeoff import tradeoff_eps_delta, tradeoff_gdp
 from ...stats.verdict import QUANTITIES, Claim
 from ..base import AuditResult, AuditRun, Headline
-from ..verdicts import auc_margin, auc_warnings, bound_ceiling, check_claim_fields, claim_of, with_verdict
+from ..verdicts import auc_warnings, bound_verdict, check_claim_fields, claim_of
 
 __all__ = [
     "FPR_LEVELS",
@@ -342,17 +342,16 @@ def audit_scores(
         auc_upper=auc_upper,
         conventions=(convention,),
     )
-    margin = auc_margin(result.num_in, result.num_out, confidence)
+    margin = auc_null_margin(result.num_in, result.num_out, confidence)
     warnings = auc_warnings(result.auc, margin, members_higher=True, dp_claim=claim is not None, canary_audit=False)
-    ceiling = bound_ceiling(bound, raise_with="more scores per side", method=method)
-    result = with_verdict(
+    result = bound_verdict(
         result,
-        bound=bound.epsilon,
-        bound_delta=bound.delta,
-        quantity=quantity or "end-to-end",
+        bound,
         claim=claim,
+        raise_with="more scores per side",
+        method=method,
+        quantity=quantity or "end-to-end",
         conversion=conversion,
-        ceiling=ceiling,
         warnings=warnings,
     )
     config = {"delta": delta, "method": bound.method, "interval": interval, "confidence": confidence, "threshold": bound.threshold_strategy, "seed": seed}

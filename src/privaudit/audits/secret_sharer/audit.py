@@ -33,10 +33,9 @@ from ...data import load_default_corpus
 from ...models.char_lstm import TrainingConfig, train_char_lstm
 from ...models.lm_scoring import CharLSTMScorer
 from ...models.special_tokens import BOS_CHOICES
-from ...stats.exposure import epsilon_from_exposure
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
-from ..verdicts import check_claim_fields, claim_of, exposure_verdict
-from .measure import MeasuredCanaries, exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
+from ..verdicts import check_claim_fields, exposure_verdict
+from .measure import MeasuredCanaries, exposure_fields, exposure_headline, exposure_observations, measure_with
 from .own_model import run_own_model
 
 __all__ = ["AUDIT", "SecretSharerAudit", "SecretSharerConfig", "SecretSharerResult"]
@@ -153,17 +152,7 @@ def _train(config: SecretSharerConfig, lines, target_epsilon, say, device):
 
 def _measure(model, fmt, records, references, config, say, device) -> MeasuredCanaries:
     """Score canaries and references under the character LSTM ``model``; exposures three ways; optional extraction."""
-    return measure_canaries(
-        CharLSTMScorer(model, device=device),
-        fmt,
-        records,
-        references,
-        max_exact=MAX_ENUMERATION,
-        extract=config.extract,
-        extraction_batch_size=config.extraction_batch_size,
-        max_extraction_queries=config.max_extraction_queries,
-        say=say,
-    )
+    return measure_with(config, CharLSTMScorer(model, device=device), fmt, records, references, max_exact=MAX_ENUMERATION, say=say)
 
 
 def _run(config, say, started: float, device) -> AuditRun:
@@ -185,7 +174,6 @@ def _run(config, say, started: float, device) -> AuditRun:
     weights = io.BytesIO()
     torch.save({"state_dict": model.state_dict(), "hidden": config.hidden}, weights)
     measured = _measure(model, fmt, records, references, config, say, device)
-    canary_bits, reference_bits, extrapolated = measured.canary_bits, measured.reference_bits, measured.fit
 
     dp = None
     if config.compare_dp_epsilon is not None:
@@ -193,17 +181,9 @@ def _run(config, say, started: float, device) -> AuditRun:
         dp_canaries = _measure(dp_model, fmt, records, references, dataclasses.replace(config, extract=False), say, device).canaries
         dp = {"target_epsilon": config.compare_dp_epsilon, "epsilon": dp_report.epsilon, "canaries": dp_canaries}
 
-    # log-perplexities are losses (lower = more memorised), as the exposure bound expects
-    bound = epsilon_from_exposure(canary_bits, reference_bits, duplicates=max(int(c) for c in config.schedule))
     result = SecretSharerResult(
         config=config,
-        canaries=measured.canaries,
-        space_size=fmt.space_size,
-        num_references=len(references),
-        baselines=guessing_baselines(fmt.space_size, len(references), len(records)),
-        epsilon_bound=bound.to_dict(),
-        extraction=measured.extraction,
-        skewnorm_fit={"shape": extrapolated.shape, "loc": extrapolated.loc, "scale": extrapolated.scale, "ks_statistic": extrapolated.ks_statistic},
+        **exposure_fields(measured, fmt, num_references=len(references), num_canaries=len(records), duplicates=max(int(c) for c in config.schedule)),
         training={
             "train_losses": report.train_losses,
             "validation_losses": report.validation_losses,
@@ -214,13 +194,8 @@ def _run(config, say, started: float, device) -> AuditRun:
         dp_comparison=dp,
         seconds=time.perf_counter() - started,
     )
-    result = exposure_verdict(result, result.epsilon_bound, claim_of(config.claimed_epsilon, config.claimed_delta, delta=0.0))
-    observations = {
-        "reference_bits": reference_bits,
-        "canary_bits": canary_bits,
-        "skewnorm_fit": extrapolated,
-        "skewnorm_density": skewnorm_density(reference_bits, canary_bits, extrapolated),
-    }
+    result = exposure_verdict(result, result.epsilon_bound, claimed_epsilon=config.claimed_epsilon, claimed_delta=config.claimed_delta)
+    observations = exposure_observations(measured)
     if dp is not None:
         observations["dp_canaries"] = dp_canaries
     return AuditRun(

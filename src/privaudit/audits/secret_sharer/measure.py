@@ -3,9 +3,12 @@
 The run on privaudit's own character LSTM (:mod:`.secret_sharer`) and the
 run on the user's Hugging Face model (:mod:`.secret_sharer_own`) differ in
 where the model and the canaries come from; from a scorer on, they are the
-same: :func:`measure_canaries` (re-exported here) measures the canaries,
-and :func:`guessing_baselines` and :func:`exposure_headline` read the
-numbers the same way. What a scorer's log-perplexity spans is the scorer's
+same: :func:`measure_with` measures the canaries with the config's
+extraction settings (:func:`measure_canaries`, re-exported here),
+:func:`exposure_fields` turns the measurement into the result fields both
+record (the ε bound and the baselines among them) and
+:func:`exposure_observations` into the arrays the figures draw, and
+:func:`exposure_headline` reads the numbers the same way. What a scorer's log-perplexity spans is the scorer's
 to say: the user's model's scorer records it as a convention
 (:meth:`privaudit.models.hf.HFCausalLMScorer.scored_span`).
 """
@@ -15,10 +18,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...observation.canary_exposure import MeasuredCanaries, enumeration_index, measure_canaries
-from ...stats.exposure import random_guessing_exposure
+from ...stats.exposure import epsilon_from_exposure, random_guessing_exposure
 from ..base import Headline
 
-__all__ = ["MeasuredCanaries", "enumeration_index", "exposure_headline", "guessing_baselines", "guessing_upper", "measure_canaries", "skewnorm_density"]
+__all__ = [
+    "MeasuredCanaries",
+    "enumeration_index",
+    "exposure_fields",
+    "exposure_headline",
+    "exposure_observations",
+    "guessing_baselines",
+    "guessing_upper",
+    "measure_canaries",
+    "measure_with",
+    "skewnorm_density",
+]
 
 
 def guessing_upper(space_size: int, num_canaries: int, alpha: float) -> float:
@@ -49,6 +63,51 @@ def guessing_baselines(space_size: int, num_references: int, num_canaries: int) 
         "quantile_75": baseline.quantile_75,
         "max_exposure": float(np.log2(space_size)),
         "exact_upper_95_all_canaries": guessing_upper(space_size, num_canaries, 0.05),
+    }
+
+
+def measure_with(config, scorer, fmt, records, references, *, max_exact: int, say) -> MeasuredCanaries:
+    """:func:`measure_canaries` with a Secret Sharer config's extraction settings (``extract``, ``extraction_batch_size``, ``max_extraction_queries``)."""
+    return measure_canaries(
+        scorer,
+        fmt,
+        records,
+        references,
+        max_exact=max_exact,
+        extract=config.extract,
+        extraction_batch_size=config.extraction_batch_size,
+        max_extraction_queries=config.max_extraction_queries,
+        say=say,
+    )
+
+
+def exposure_fields(measured: MeasuredCanaries, fmt, *, num_references: int, num_canaries: int, duplicates: int) -> dict:
+    """The result fields both runs record from a measurement: the canaries, |R|, the baselines, the ε bound, extraction and the skew-normal fit.
+
+    The bound is :func:`~privaudit.stats.exposure.epsilon_from_exposure` on
+    the log-perplexities, which are losses (lower = more memorised), as it
+    expects, by group privacy over ``duplicates``, the largest repetition count.
+    """
+    bound = epsilon_from_exposure(measured.canary_bits, measured.reference_bits, duplicates=duplicates)
+    fit = measured.fit
+    return {
+        "canaries": measured.canaries,
+        "space_size": fmt.space_size,
+        "num_references": num_references,
+        "baselines": guessing_baselines(fmt.space_size, num_references, num_canaries),
+        "epsilon_bound": bound.to_dict(),
+        "extraction": measured.extraction,
+        "skewnorm_fit": {"shape": fit.shape, "loc": fit.loc, "scale": fit.scale, "ks_statistic": fit.ks_statistic},
+    }
+
+
+def exposure_observations(measured: MeasuredCanaries) -> dict:
+    """The arrays the figures draw: the references' and canaries' bits, the skew-normal fit and its density."""
+    return {
+        "reference_bits": measured.reference_bits,
+        "canary_bits": measured.canary_bits,
+        "skewnorm_fit": measured.fit,
+        "skewnorm_density": skewnorm_density(measured.reference_bits, measured.canary_bits, measured.fit),
     }
 
 

@@ -23,10 +23,9 @@ from pathlib import Path
 from ...canaries.corpus import read_corpus_texts, read_provenance, reference_secrets
 from ...models.hf import HFCausalLMScorer, quiet_loading
 from ...models.loading import load_model
-from ...stats.exposure import epsilon_from_exposure
 from ..base import AuditResult, AuditRun, Headline
-from ..verdicts import claim_of, exposure_verdict
-from .measure import exposure_headline, guessing_baselines, measure_canaries, skewnorm_density
+from ..verdicts import exposure_verdict
+from .measure import exposure_fields, exposure_headline, exposure_observations, measure_with
 
 __all__ = ["MAX_EXACT", "OwnModelSecretSharerResult", "run_own_model"]
 
@@ -121,18 +120,7 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
     secrets = [tuple(entry["secret"]) for entry in entries]
     references = reference_secrets(fmt, min(config.num_references, fmt.space_size - len(set(secrets))), exclude=secrets, seed=config.seed)
     say("scoring canaries and references", None, None, f"|R| = {fmt.space_size}")
-    measured = measure_canaries(
-        scorer,
-        fmt,
-        entries,
-        references,
-        max_exact=MAX_EXACT,
-        extract=config.extract,
-        extraction_batch_size=config.extraction_batch_size,
-        max_extraction_queries=config.max_extraction_queries,
-        say=say,
-    )
-    bound = epsilon_from_exposure(measured.canary_bits, measured.reference_bits, duplicates=max(entry["repetitions"] for entry in entries))
+    measured = measure_with(config, scorer, fmt, entries, references, max_exact=MAX_EXACT, say=say)
     settings = {
         "model": str(model),
         "provenance": str(Path(provenance)),
@@ -149,26 +137,13 @@ def run_own_model(config, default, model, provenance, say, device=None) -> Audit
         "claimed_epsilon": config.claimed_epsilon,
         "claimed_delta": config.claimed_delta,
     }
-    fit = measured.fit
     result = OwnModelSecretSharerResult(
         config=settings,
         model_source=loaded.source,
         corpus_sha256=record.corpus_sha256,
-        canaries=measured.canaries,
-        space_size=fmt.space_size,
-        num_references=len(references),
-        baselines=guessing_baselines(fmt.space_size, len(references), len(entries)),
-        epsilon_bound=bound.to_dict(),
-        extraction=measured.extraction,
-        skewnorm_fit={"shape": fit.shape, "loc": fit.loc, "scale": fit.scale, "ks_statistic": fit.ks_statistic},
+        **exposure_fields(measured, fmt, num_references=len(references), num_canaries=len(entries), duplicates=max(entry["repetitions"] for entry in entries)),
         seconds=time.perf_counter() - started,
         conventions=(scorer.special_tokens.convention, scorer.scored_span(fmt)),
     )
-    result = exposure_verdict(result, result.epsilon_bound, claim_of(config.claimed_epsilon, config.claimed_delta, delta=0.0))
-    observations = {
-        "reference_bits": measured.reference_bits,
-        "canary_bits": measured.canary_bits,
-        "skewnorm_fit": fit,
-        "skewnorm_density": skewnorm_density(measured.reference_bits, measured.canary_bits, fit),
-    }
-    return AuditRun("secret-sharer", config, result, observations=observations)
+    result = exposure_verdict(result, result.epsilon_bound, claimed_epsilon=config.claimed_epsilon, claimed_delta=config.claimed_delta)
+    return AuditRun("secret-sharer", config, result, observations=exposure_observations(measured))

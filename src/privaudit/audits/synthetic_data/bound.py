@@ -5,7 +5,7 @@ Steinke, Nasr and Jagielski's one-run bound
 (:func:`privaudit.stats.one_run_combined.one_run_lower_bound`, method
 ``"steinke"`` only: it holds for any (ε, δ)-DP generator, where the
 f-DP method would need a Gaussian one). The ceiling is the same test with
-every guess right on the same canaries and confidence.
+a perfect attack's scores on the same canaries, coins and confidence.
 
 >>> coins = np.random.default_rng(0).random(200) < 0.5
 >>> result = canary_bound(coins.astype(float), coins, delta=1e-5, confidence=0.95, claim=None, canaries="demo", coins_seed=0)
@@ -39,7 +39,7 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
     """The bound from the canaries' scores and coins, its ceiling, and the verdict on a per-release ``claim``."""
     included = np.asarray(included, dtype=bool)
     bound = one_run_lower_bound(scores, included, delta=delta, confidence=confidence, methods=("steinke",))
-    ceiling = one_run_ceiling(included.size, delta=delta, confidence=confidence, methods=("steinke",))
+    ceiling = one_run_ceiling(included.size, num_in=int(included.sum()), delta=delta, confidence=confidence, methods=("steinke",))
     return CanaryBound(
         bound=bound,
         ceiling=ceiling,

@@ -193,8 +193,9 @@ class ExposedRecord:
 class CanaryBound:
     """The one-run ε lower bound from canaries inserted by fair coins, beside its ceiling and the verdict on the claim (per release, like for like).
 
-    ``ceiling`` is the bound with every guess right on the same canaries
-    and confidence (:func:`privaudit.stats.ceiling.one_run_ceiling`).
+    ``ceiling`` is the bound of a perfect attack (every included canary
+    scored above every other) on the same canaries, coins and confidence
+    (:func:`privaudit.stats.ceiling.one_run_ceiling`).
     """
 
     bound: OneRunLowerBound

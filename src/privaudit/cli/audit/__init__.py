@@ -1,16 +1,7 @@
-"""``privaudit audit FAMILY``: one command per registered audit, all built by one function.
+"""``privaudit audit FAMILY``: one command per registered audit, built from the registry by :mod:`.command` (which describes the options every command shares).
 
-Every command takes the same options (``--output``, ``--config``,
-``--print-config``, ``--seed``, the history options, ``--json``) plus the
-family's own flags from :data:`FLAGS`, each of which either overrides a key
-of the config or is handed to ``Audit.run``. The command loads the config
-(the embedded default when ``--config`` is absent), checks the output path
-and opens the history before any work, runs the audit, writes it with
-:func:`privaudit.report.runs.write_run` (results.json, figures and
-report.html, all or nothing), records it, and prints the
-family's table (:mod:`.tables`) or ``--json``.
-
-One module per family holds its options (``FLAGS``); :mod:`.command` builds the commands from the registry."""
+One module per family holds its own options (``FLAGS``).
+"""
 
 from __future__ import annotations
 

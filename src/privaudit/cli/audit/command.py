@@ -8,7 +8,7 @@ of the config or is handed to ``Audit.run``. The command loads the config
 and opens the history before any work, runs the audit, writes it with
 :func:`privaudit.report.runs.write_run` (results.json, figures and
 report.html, all or nothing), records it, and prints the
-family's table (:mod:`.tables`) or ``--json``.
+family's table (:mod:`privaudit.cli.tables`) or ``--json``.
 """
 
 from __future__ import annotations
