@@ -148,3 +148,18 @@ def test_at_ceiling_is_exactly_within_ten_percent() -> None:
     assert at_ceiling(0.9 * ceiling + 1e-9, ceiling) and not at_ceiling(0.9 * ceiling - 1e-9, ceiling)
     assert ceiling_note(0.95 * ceiling, ceiling, raise_with="more canaries") is not None
     assert ceiling_note(0.5 * ceiling, ceiling, raise_with="more canaries") is None
+
+
+def test_a_pure_bound_cannot_refute_a_claim_with_delta_and_is_held_at_delta_zero() -> None:
+    """A pure ε lower bound says nothing about (ε, δ > 0): the scores audit gives no verdict then; against a pure claim it compares at δ = 0."""
+    from privaudit.audits.scores.audit import audit_scores
+
+    rng = np.random.default_rng(7)
+    in_scores, out_scores = 3.0 + rng.standard_normal(400), rng.standard_normal(400)
+    with_delta = audit_scores(in_scores, out_scores, delta=1e-5, method="pure", claimed_epsilon=0.5, claimed_delta=1e-5, quantity="end-to-end").result
+    assert with_delta.bound.epsilon > 0.5  # it would have flagged the (0.5, 1e-5) claim had δ been read as the bound's
+    assert with_delta.claim_verdict is None and any("pure ε (δ = 0)" in w for w in with_delta.sanity_warnings)
+    pure_claim = audit_scores(in_scores, out_scores, delta=1e-5, method="pure", claimed_epsilon=0.5, claimed_delta=0.0, quantity="end-to-end").result
+    assert pure_claim.claim_verdict.bound_delta == 0.0 and pure_claim.claim_verdict.flagged
+    eps_delta = audit_scores(in_scores, out_scores, delta=1e-5, method="eps-delta", claimed_epsilon=0.5, claimed_delta=1e-5, quantity="end-to-end").result
+    assert eps_delta.claim_verdict.bound_delta == 1e-5

@@ -30,10 +30,12 @@ __all__ = [
     "NO_SIGNAL",
     "auc_warnings",
     "bound_ceiling",
+    "bound_verdict",
     "check_claim_fields",
     "claim_of",
     "exposure_verdict",
     "own_or_user_claim",
+    "pure_bound_claim",
     "verdict_of",
     "with_verdict",
 ]
@@ -140,11 +142,38 @@ def bound_verdict(
     conversion: str | None = None,
     warnings: tuple[str, ...] = (),
 ) -> Any:
-    """``result`` with the verdict of a core bound result (its ε at its own δ) against ``claim``, its ceiling (:func:`bound_ceiling`) and ``warnings``."""
+    """``result`` with the verdict of a core bound result (its ε at its own δ) against ``claim``, its ceiling (:func:`bound_ceiling`) and ``warnings``.
+
+    A pure bound (method ``"pure"``) holds at δ = 0 whatever δ it was
+    computed beside, so it is compared at δ = 0: it cannot refute a claim
+    with δ > 0, which then gets no verdict and a warning.
+    """
     ceiling = bound_ceiling(bound, raise_with=raise_with, method=method)
+    bound_delta = 0.0 if getattr(bound, "method", None) == "pure" else bound.delta
+    claim, pure_warnings = pure_bound_claim(claim, bound_delta, "the bound")
     return with_verdict(
-        result, bound=bound.epsilon, bound_delta=bound.delta, quantity=quantity, claim=claim, conversion=conversion, ceiling=ceiling, warnings=warnings
+        result,
+        bound=bound.epsilon,
+        bound_delta=bound_delta,
+        quantity=quantity,
+        claim=claim,
+        conversion=conversion,
+        ceiling=ceiling,
+        warnings=tuple(warnings) + pure_warnings,
     )
+
+
+def pure_bound_claim(claim: Claim | None, bound_delta: float, what: str) -> tuple[Claim | None, tuple[str, ...]]:
+    """The claim a bound at ``bound_delta`` can be held against, and the warning when a pure bound (δ = 0) meets a claim with δ > 0.
+
+    >>> pure_bound_claim(Claim(epsilon=1.0, delta=1e-5), 0.0, "the bound")[1][0][:44]
+    'the bound is a pure ε (δ = 0): it cannot ref'
+    >>> pure_bound_claim(Claim(epsilon=1.0, delta=0.0), 0.0, "the bound")[1]
+    ()
+    """
+    if claim is None or bound_delta > 0.0 or claim.delta == 0.0:
+        return claim, ()
+    return None, (f"{what} is a pure ε (δ = 0): it cannot refute the claimed (ε = {claim.epsilon:g}, δ = {claim.delta:g}); no verdict",)
 
 
 def exposure_verdict(result: Any, bound: dict[str, Any] | None, *, claimed_epsilon: Any, claimed_delta: Any) -> Any:
@@ -162,10 +191,7 @@ def exposure_verdict(result: Any, bound: dict[str, Any] | None, *, claimed_epsil
     )
     design = f"{bound['num_canaries']} canaries among {bound['num_references']} references, {bound['confidence']:.0%}, groups of {bound['duplicates']}"
     ceiling = make_ceiling(bound["epsilon"], value, raise_with="more canaries and more references", design=design)
-    warnings: tuple[str, ...] = ()
-    if claim is not None and claim.delta > 0.0:
-        warnings = (f"the exposure bound is a pure ε (δ = 0): it cannot refute the claimed (ε = {claim.epsilon:g}, δ = {claim.delta:g}); no verdict",)
-        claim = None
+    claim, warnings = pure_bound_claim(claim, 0.0, "the exposure bound")
     conversion = (
         f"the bound on a group of {bound['duplicates']} insertions divided by {bound['duplicates']} (group privacy, pure ε)"
         if bound["duplicates"] > 1
