@@ -92,3 +92,20 @@ def test_ctrl_c_stops_within_seconds_keeps_finished_runs_and_a_rerun_resumes(set
     assert rerun.returncode == 0, rerun.stderr
     assert _calls(folder) - before == 5 - saved, "the rerun trained the saved runs again"
     assert (folder / "out" / "report.html").is_file() and "P-000" in (folder / "out" / "report.html").read_text()
+
+
+def test_ctrl_c_in_a_command_without_a_runner_prints_one_line_and_exits_130(tmp_path, monkeypatch, capsys):
+    """`bound` (and the other commands that keep nothing to resume) used to exit 130 in silence on Ctrl-C."""
+    import privaudit.cli.stats as stats_commands
+    from privaudit.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    (tmp_path / "s.csv").write_text("score,member\n0.1,1\n0.2,0\n0.3,1\n0.4,0\n")
+    monkeypatch.setattr(stats_commands, "_bound_inputs", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bound", "--scores", str(tmp_path / "s.csv"), "--delta", "1e-5", "--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "interrupted: the command stopped before it finished; run it again" and not (tmp_path / "out").exists()

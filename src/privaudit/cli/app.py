@@ -97,6 +97,8 @@ class OneLineErrors(TyperGroup):
             else:
                 typer.echo(f"error: {line}", err=True)
             sys.exit(usage.exit_code)
+        if code == 130:  # typer's silent exit for a Ctrl-C that no command turned into CommandInterrupted
+            typer.echo("interrupted: the command stopped before it finished; run it again", err=True)
         sys.exit(code if isinstance(code, int) else 0)
 
 
