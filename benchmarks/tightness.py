@@ -27,7 +27,7 @@ Rows:
   :func:`~privaudit.audits.one_run.audit.run_one_run_audit` on its embedded
   default, as ``benchmarks/one_run_dpsgd.py`` runs it) at ε = 1, 4, 8;
 * mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`, m = 300
-  canaries of digits, 4 references) on three non-private user-style
+  canaries of digits, the default 8 references) on three non-private user-style
   trainings of ``tests/own_models`` (the overfitted torch MLP, a scikit-learn
   random forest, a scikit-learn MLP), against the ceiling of m canaries
   (:func:`mia_ceiling`: every one of the m guessed right in one test, the
@@ -264,7 +264,7 @@ def mia_rows(seeds: int, canaries: int, only: str | None = None) -> list[dict]:
             continue
         ratios, design_ratios, bounds, ceilings, attacks, started = [], [], [], [], [], time.perf_counter()
         for seed in range(seeds):
-            config = MIAConfig(mode="canary", train=train, num_canaries=canaries, num_references=4, seed=seed)
+            config = MIAConfig(mode="canary", train=train, num_canaries=canaries, seed=seed)  # the default 8 references, as a user gets them
             with tempfile.TemporaryDirectory(prefix="tightness-mia-") as directory:
                 result = run_mia_audit(config, directory, max_workers=1).result
             ceiling = mia_ceiling(canaries, delta=config.delta, confidence=config.confidence)
