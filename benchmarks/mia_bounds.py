@@ -3,8 +3,8 @@
 For each trainer, canary count m and seed, :func:`privaudit.audits.mia.audit.run_mia_audit`
 runs ``mode="canary"`` on digits: m mislabeled canaries, each in the one
 target run by a fair coin, ``--references`` calibration models, the attack
-chosen on a quarter of the canaries (pilot) and Steinke et al.'s one-run
-bound on the other three quarters at δ = 1e-5 and 95% confidence, with its
+and its guess rule chosen on 15% of the canaries (pilot) and Steinke et al.'s
+one-run bound on the other 85% at δ = 1e-5 and 95% confidence, with its
 ceiling (the bound a perfect attack gets on the same held-out canaries). The
 trainers are the user-style functions of the acceptance test
 (``tests/own_models/dp_mlp.py``: ``train_dp`` at ε = 1 by Opacus' RDP

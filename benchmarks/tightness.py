@@ -26,9 +26,13 @@ Rows:
 * DP-SGD white box end to end (``privaudit audit one-run``'s
   :func:`~privaudit.audits.one_run.audit.run_one_run_audit` on its embedded
   default, as ``benchmarks/one_run_dpsgd.py`` runs it) at ε = 1, 4, 8;
-* mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`) on the
-  non-private overfitted MLP of ``tests/own_models``, against its ceiling
-  (the same one-run bound on scores that guess every canary right);
+* mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`, m = 300
+  canaries of digits, the default 8 references) on three non-private user-style
+  trainings of ``tests/own_models`` (the overfitted torch MLP, a scikit-learn
+  random forest, a scikit-learn MLP), against the ceiling of m canaries
+  (:func:`mia_ceiling`: every one of the m guessed right in one test, the
+  most any design with m canaries can show) and, beside it, the design's own
+  ceiling (its held-out canaries and guess counts);
 * the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
   read from the JSON files other benchmarks write (``benchmarks/lm_dp.py``
   for the black box); "not measured" with the command when absent.
@@ -225,33 +229,72 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
     return rows
 
 
-def mia_rows(seeds: int, canaries: int) -> list[dict]:
-    """mia canary mode on the non-private overfitted MLP: the bound ÷ its ceiling (every canary guessed right)."""
+#: The mia rows' trainings: user-style ``--train`` functions of ``tests/own_models`` (non-private, each fits every label).
+MIA_MODELS = {
+    "overfitted torch MLP": "own_models.dp_mlp:train_overfit",
+    "scikit-learn random forest (50 trees)": "own_models.forests:train_forest",
+    "scikit-learn MLP (256 hidden, no weight decay)": "own_models.forests:train_mlp",
+}
+
+
+def mia_ceiling(num_canaries: int, *, delta: float, confidence: float) -> float:
+    """The ceiling of m canaries: Steinke et al.'s test with every one of the m canaries guessed right, one test (no pilot, no Bonferroni).
+
+    No design with m canaries can show more at this δ and confidence, whatever
+    its pilot split, guess counts or attack: so bound ÷ this counts the pilot's
+    canaries and the guess-count correction against the design.
+
+    >>> round(mia_ceiling(300, delta=1e-5, confidence=0.95), 3)
+    4.594
+    """
+    from privaudit.audits.mia.config import BOUND_METHODS
+    from privaudit.stats.ceiling import one_run_ceiling
+
+    return one_run_ceiling(num_canaries, delta=delta, confidence=confidence, methods=BOUND_METHODS, num_guesses=[num_canaries])
+
+
+def mia_rows(seeds: int, canaries: int, only: str | None = None) -> list[dict]:
+    """mia canary mode on non-private models of digits: the bound ÷ :func:`mia_ceiling`, and ÷ the design's own ceiling."""
     from privaudit.audits.mia.audit import run_mia_audit
-    from privaudit.audits.mia.bounds import slot_bound
     from privaudit.audits.mia.config import MIAConfig
 
-    ratios, bounds, ceilings, started = [], [], [], time.perf_counter()
-    for seed in range(seeds):
-        config = MIAConfig(mode="canary", train="own_models.dp_mlp:train_overfit", num_canaries=canaries, num_references=4, seed=seed)
-        with tempfile.TemporaryDirectory(prefix="tightness-mia-") as directory:
-            result = run_mia_audit(config, directory, max_workers=1).result
-        # the ceiling: the same bound on scores that put every included canary above every excluded one
-        members = np.arange(result.num_records) < result.num_members
-        ceiling = slot_bound(members.astype(np.float64), members, delta=config.delta, confidence=config.confidence).epsilon
-        bounds.append(result.bound.epsilon)
-        ceilings.append(ceiling)
-        ratios.append(result.bound.epsilon / ceiling if ceiling > 0 else math.nan)
-    return [
-        {
+    rows = []
+    for name, train in MIA_MODELS.items():
+        if only is not None and only.lower() not in name.lower():
+            continue
+        ratios, design_ratios, bounds, ceilings, attacks, started = [], [], [], [], [], time.perf_counter()
+        for seed in range(seeds):
+            config = MIAConfig(mode="canary", train=train, num_canaries=canaries, seed=seed)  # the default 8 references, as a user gets them
+            with tempfile.TemporaryDirectory(prefix="tightness-mia-") as directory:
+                result = run_mia_audit(config, directory, max_workers=1).result
+            ceiling = mia_ceiling(canaries, delta=config.delta, confidence=config.confidence)
+            bounds.append(result.bound.epsilon)
+            ceilings.append(ceiling)
+            attacks.append(result.bound_design.attack)
+            ratios.append(result.bound.epsilon / ceiling)
+            design_ratios.append(result.bound.epsilon / result.bound_design.ceiling if result.bound_design.ceiling > 0 else math.nan)
+        row = {
             "family": "mia canary mode",
-            "case": f"mia canary mode, non-private overfitted MLP (digits), m = {canaries}: bound ÷ its ceiling",
+            "case": f"mia canary mode, {name} (digits, `--train {train}`), m = {canaries}: bound ÷ its ceiling",
             "truth": None,
-            "truth_how": "no DP; the ratio is to the ceiling, the bound if every canary were guessed right",
-            "default": {"ratio": _summary(ratios), "bounds": bounds, "ceilings": ceilings, "seconds_per_run": (time.perf_counter() - started) / seeds},
+            "truth_how": "no DP; the ratio is to the ceiling, the bound if all m canaries were guessed right in one test",
+            "default": {
+                "ratio": _summary(ratios),
+                "design_ratio": _summary(design_ratios),
+                "bounds": bounds,
+                "ceilings": ceilings,
+                "design_ceilings_held_out": [bound / ratio for bound, ratio in zip(bounds, design_ratios, strict=True)],
+                "attacks": attacks,
+                "seconds_per_run": (time.perf_counter() - started) / seeds,
+            },
             "10x": {"not_measured": "the canary count is capped by the pool (digits)"},
         }
-    ]
+        print(
+            f"{row['case']}: bound ÷ ceiling mean {row['default']['ratio']['mean']:.3f}, ÷ the design's ceiling {row['default']['design_ratio']['mean']:.3f}",
+            flush=True,
+        )
+        rows.append(row)
+    return rows
 
 
 _THEN = "then `python benchmarks/tightness.py --only lm --update`"
@@ -307,7 +350,8 @@ def _cell(entry: dict) -> str:
         return "not measured"
     ratio = entry["ratio"]
     rejected = f", {entry['rejected']}/{entry['runs']} rejected" if "rejected" in entry else ""
-    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected})"
+    design = f"; ÷ the design's own ceiling {entry['design_ratio']['mean']:.2f}" if "design_ratio" in entry else ""
+    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected}{design})"
 
 
 def table(rows: list[dict]) -> str:
@@ -332,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="two seeds, the default budget only, mechanisms only")
     parser.add_argument("--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm")
     parser.add_argument("--budgets", default="default,10x", help="comma-separated: default, 10x (the mechanism rows)")
-    parser.add_argument("--case", default=None, help="only the mechanism rows whose name contains this text")
+    parser.add_argument("--case", default=None, help="only the mechanism and mia rows whose name contains this text")
     parser.add_argument("--epsilons", default="1,4,8", help="DP-SGD rows: the claimed ε, comma-separated")
     parser.add_argument("--update", action="store_true", help="keep the rows of --output that this run does not measure")
     parser.add_argument("--output", type=Path, default=RESULTS / "tightness.json")
@@ -358,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     if "dpsgd" in families and not args.quick:
         rows += dpsgd_rows(args.heavy_seeds, epsilons)
     if "mia" in families and not args.quick:
-        rows += mia_rows(args.heavy_seeds, 300)
+        rows += mia_rows(args.heavy_seeds, 300, args.case)
     if "lm" in families:
         rows += lm_rows(RESULTS)
     if args.update and args.output.is_file():  # rows measured by earlier runs, merged budget by budget

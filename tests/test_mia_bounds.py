@@ -122,3 +122,22 @@ def test_canary_design_mislabels_only_canaries_and_keeps_them_out_of_the_populat
     assert np.array_equal(changed, design.audited) and changed.sum() == DESIGNS["canary"]["num_canaries"]
     assert not (design.population & design.audited).any() and not design.trials[0, design.population].any()
     assert design.labels.min() >= 0 and design.labels.max() <= 2
+
+
+def test_guess_rule_reads_an_unequal_draw_without_wrong_guesses_and_never_reads_the_held_out_coins():
+    from privaudit.audits.mia.guesses import pilot_value, slot_bound
+    from privaudit.stats.one_run import epsilon_one_run
+
+    rng = np.random.default_rng(5)
+    coins = rng.permutation(np.arange(300) < 170)  # 170 of 300 in: half of each guess count "in" would force wrong guesses
+    scores = coins + rng.normal(0.0, 0.1, 300)  # a perfect attack (5 standard deviations apart)
+    _, _, rule = pilot_value(scores[:45], coins[:45], delta=DELTA, confidence=CONFIDENCE)
+    bound = rule.bound(scores[45:], coins[45:], delta=DELTA, confidence=CONFIDENCE)
+    # every one of the 255 held-out canaries guessed right, at the level of 2 Bonferroni-corrected tests
+    assert bound.candidates[-1][1:3] == (255, 255) and bound.num_tests == 2
+    assert bound.epsilon == pytest.approx(epsilon_one_run(255, 255, 255, delta=DELTA, confidence=1 - (1 - CONFIDENCE) / 2).epsilon, abs=1e-9)
+    assert slot_bound(scores[45:], coins[45:], delta=DELTA, confidence=CONFIDENCE).epsilon < bound.epsilon  # the default half-in sweep
+    # the guesses are the same whatever the held-out coins: only the count of right guesses moves
+    shuffled = rng.permutation(coins[45:])
+    again = rule.bound(scores[45:], shuffled, delta=DELTA, confidence=CONFIDENCE)
+    assert [item[1] for item in again.candidates] == [item[1] for item in bound.candidates]

@@ -2,10 +2,10 @@
 
 Each figure the audit reports is recomputed here from the models' stored
 signals and the seed's draws: every attack with :mod:`privaudit.stats.mia`
-directly, the AUC with scikit-learn, the choice of attack on the pilot
-slots and the bound on the held-out slots with
+directly, the AUC with scikit-learn, the choice of attack and of its guess rule on
+the pilot slots and the bound on the held-out slots with
 :func:`privaudit.stats.one_run.epsilon_one_run_sweep` (Steinke et al.'s
-test, Bonferroni over its guess counts).
+test, Bonferroni over the rule's two guess counts).
 """
 
 from __future__ import annotations
@@ -58,15 +58,42 @@ def recomputed(directory, config: MIAConfig):
     return scores, design.trials[:, x], design.pilot[x]
 
 
+def _rule(values, member):
+    """The guess rule fixed on pilot slots, recomputed with numpy: the two pilot scores around the cut that guesses the most right, the share of the best count."""
+    ordered, inside = np.sort(values), member[np.argsort(values, kind="stable")]
+    right = [int((~inside[:i]).sum() + inside[i:].sum()) for i in range(values.size + 1)]
+    i = int(np.argmax(right))
+    low, high = (ordered[0] - 1.0,) * 2 if i == 0 else (ordered[-1] + 1.0,) * 2 if i == values.size else (ordered[i - 1], ordered[i])
+    return low, high
+
+
+def _guess(values, member, low, high, counts, config):
+    """Steinke et al.'s test through the rule: "in" share from the widest gap of these scores between the pilot's two, Bonferroni over ``counts``."""
+    points = np.sort(np.r_[low, values[(values > low) & (values < high)], high])
+    widest = int(np.argmax(np.diff(points))) if points.size > 1 else 0
+    cut = (points[widest] + points[min(widest + 1, points.size - 1)]) / 2
+    share_in = float(np.mean(values > cut))
+    return epsilon_one_run_sweep(values, member, num_guesses=counts, positive_fraction=share_in, delta=config.delta, confidence=config.confidence)
+
+
 def held_out_bound(scores, coins, pilot, config):
-    """The attack that is best on the pilot slots (bound, then AUC, then PREFERENCE order), bounded on the held-out slots: (attack, bound)."""
+    """The attack that is best on the pilot slots (bound, then AUC, then PREFERENCE order), bounded on the held-out slots through its rule: (attack, bound)."""
+    rules = {}
 
     def on_pilot(name):
         values, member = scores[name][:, pilot].ravel(), coins[:, pilot].ravel()
-        return epsilon_one_run_sweep(values, member, delta=config.delta, confidence=config.confidence).epsilon, roc_auc_score(member, values)
+        low, high = _rule(values, member)
+        sweep = _guess(values, member, low, high, None, config)
+        made = max(made for _, made, right, epsilon in sweep.candidates if epsilon == sweep.epsilon)
+        rules[name] = (low, high, made / values.size if sweep.epsilon > 0 else 1.0)
+        return sweep.epsilon, roc_auc_score(member, values)
 
     best = max(PREFERENCE, key=on_pilot)
-    return best, epsilon_one_run_sweep(scores[best][:, ~pilot].ravel(), coins[:, ~pilot].ravel(), delta=config.delta, confidence=config.confidence)
+    low, high, share = rules[best]
+    held = ~pilot
+    m = int(coins[:, held].size)
+    counts = np.unique(np.clip(np.round(np.array([0.8, 1.0]) * share * m).astype(int), 1, m))
+    return best, _guess(scores[best][:, held].ravel(), coins[:, held].ravel(), low, high, counts, config)
 
 
 #: The DP target's AUC may differ from 1/2 by this many null standard errors (5 SE = 0.17 with 300 canaries).
@@ -100,10 +127,10 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     every, coins, pilot = recomputed(output / "runs", config)
     scores = every["rmia-online"]
     bound = data["bound"]
-    # the reported bound is Steinke et al.'s test on the 225 held-out canaries, by the attack best on the 75 pilot ones, recomputed here
+    # the reported bound is Steinke et al.'s test on the 255 held-out canaries, by the attack best on the 45 pilot ones, recomputed here
     attack, expected = held_out_bound(every, coins, pilot, config)
-    assert data["bound_design"]["attack"] == attack and data["bound_design"]["num_pilot"] == 75
-    assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 225
+    assert data["bound_design"]["attack"] == attack and data["bound_design"]["num_pilot"] == 45
+    assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 255
     assert bound["epsilon"] < 1.0  # training is 1-DP at δ = 1e-5: a valid bound cannot pass 1 (except at rate 5%, the bound's own risk)
     # AUC near 1/2: within AUC_TOLERANCE_SE standard errors of it (see the constant), and the overfitted MLP's is far outside
     auc = roc_auc_score(coins.ravel(), scores.ravel())
@@ -116,8 +143,8 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     assert (
         headline.kind == "lower bound"
         and headline.confidence == 0.95
-        and "225 canaries" in headline.label
-        and "75 pilot slots" in headline.label
+        and "255 canaries" in headline.label
+        and "45 pilot slots" in headline.label
         and "δ = 1e-05" in headline.label
     )
     report = (output / "report.html").read_text(encoding="utf-8")
@@ -150,8 +177,8 @@ def test_leave_one_out_pools_every_trial_models_slots(tmp_path):
     config = MIAConfig(mode="leave-one-out", data=str(tmp_path / "pool.npz"), epochs=100, num_references=4, num_trial_models=3, seed=4)
     run = run_mia_audit(config, tmp_path / "runs", max_workers=1)
     every, coins, pilot = recomputed(tmp_path / "runs", config)
-    # 60 of the 240 records are pilot records (all 3 models' slots of them): 540 held-out slots are bounded
-    assert coins.shape == (3, 240) and pilot.sum() == 60 and run.result.bound.num_canaries == 540 and run.result.num_trained == 7
+    # 36 of the 240 records are pilot records (all 3 models' slots of them): 612 held-out slots are bounded
+    assert coins.shape == (3, 240) and pilot.sum() == 36 and run.result.bound.num_canaries == 612 and run.result.num_trained == 7
     attack, expected = held_out_bound(every, coins, pilot, config)
     assert run.result.bound_design.attack == attack
     assert run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9) and run.result.bound.epsilon > 0.5, run.result.bound.epsilon

@@ -9,7 +9,7 @@ guess/abstain rule, Steinke, Nasr and Jagielski's test only (valid for any
 a user's training need not have).
 
 The bounded attack is fixed before the held-out coins are read, but it is
-the strongest for the design: a quarter of the audited records
+the strongest for the design: 15% of the audited records
 (:data:`PILOT_FRACTION`, drawn from a seed of their own, independent of the
 coins) are pilot records. Every attack (LOSS, LiRA and RMIA, each on the
 signal at the label the model may have trained on: a mislabeled canary's
@@ -19,8 +19,15 @@ and the best one there (largest bound, then largest AUC, then
 slots are not in the bound's m: their coins are then known to the auditor,
 like the records outside the audit, and the held-out coins stay fair coins
 independent of the choice, which is a function of the released models and
-the pilot coins. The ceiling (the bound a perfect attack gets on the same
-held-out slots) is reported beside the bound:
+the pilot coins. The pilot fixes the attack's guess rule too
+(:class:`GuessRule`): the score cut that guesses the most pilot slots right
+splits each guess count between "in" and "out" in the proportion of the
+held-out slots above it (a function of their scores, never of their coins),
+and the held-out counts are :data:`GUESS_SHARES` of the share of the pilot its
+best count guessed, 2 counts where the default sweep tries 10: the
+Bonferroni correction costs less, and an unequal draw of coins no longer
+forces wrong guesses. The ceiling (the bound a perfect attack gets on the same
+held-out slots through the same rule) is reported beside the bound:
 
 ``mode="canary"`` (one training run, Steinke et al.'s design)
     ``num_canaries`` records of the pool, each given a uniformly drawn wrong
@@ -60,7 +67,7 @@ recomputes its own training set and a killed run resumes unchanged.
 >>> design.coins.shape, int(design.references[:, design.audited].sum(axis=0).min()), bool((design.population & design.audited).any())
 ((1, 20), 2, False)
 >>> int(design.pilot.sum()), bool((design.pilot & ~design.audited).any())
-(5, False)
+(3, False)
 """
 
 from __future__ import annotations
@@ -78,22 +85,26 @@ from ..._core.validation import check_count
 from ...observation.one_run import draw_inclusion
 from ...runner import RunStore, reusable_runs, run_all
 from ...stats.ceiling import make_ceiling, one_run_ceiling
-from ...stats.metrics import auc_null_margin, roc_auc
-from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
+from ...stats.metrics import auc_null_margin
+from ...stats.one_run_combined import OneRunLowerBound
 from ..base import AuditRun
 from ..one_run.audit import mislabeled_canaries
 from ..verdicts import auc_warnings, claim_of, with_verdict
 from .config import BOUND_METHODS, DEFAULT_CONFIDENCE, DEFAULT_DELTA, MIN_CANARIES, THREAT_MODELS
 from .conventions import pool_conventions
+from .guesses import GUESS_SHARES, GuessRule, pilot_cut, pilot_value, slot_bound
 from .result import BoundDesign, MIAResult, attack_scores
 from .summaries import attack_summaries, most_vulnerable, top_ties
 from .training import fit_user_model, job_inputs, model_signals, pool_of, record_ids, train_input_names, train_mlp
 
 __all__ = [
+    "GUESS_SHARES",
     "Design",
+    "GuessRule",
     "check_bound_pool",
     "design_bound",
     "draw_design",
+    "pilot_cut",
     "run_bound_audit",
     "slot_bound",
     "slot_scores",
@@ -101,7 +112,7 @@ __all__ = [
 ]
 
 #: Share of the audited records whose slots choose the attack (pilot) and are left out of the bound.
-PILOT_FRACTION = 0.25
+PILOT_FRACTION = 0.15
 #: The order in which attacks equal on the pilot are preferred: the headline attack first.
 PREFERENCE = ("rmia-online", "lira-online", "rmia-offline", "lira-offline", "loss")
 
@@ -228,29 +239,6 @@ def slot_scores(trial_signals: np.ndarray, reference_signals: np.ndarray, design
     return {name: np.array([scores[name] for scores in per_trial]) for name in per_trial[0]}
 
 
-def slot_bound(scores: np.ndarray, coins: np.ndarray, *, delta: float, confidence: float) -> OneRunLowerBound:
-    """The one-run lower bound of every slot pooled (m = all slots), Steinke et al.'s test at ``delta`` and ``confidence``.
-
-    >>> rng = np.random.default_rng(1)
-    >>> coins = rng.random((2, 500)) < 0.5
-    >>> bound = slot_bound(coins + rng.normal(0, 0.5, coins.shape), coins, delta=1e-5, confidence=0.95)
-    >>> bound.num_canaries, bound.method, bound.epsilon > 1.0
-    (1000, 'steinke', True)
-    """
-    member = np.asarray(coins, dtype=bool).ravel()
-    if min(int(member.sum()), int((~member).sum())) < 2:
-        raise ValueError(f"the fair coins left fewer than 2 slots on a side ({int(member.sum())} in of {member.size}); raise `num_canaries`")
-    return one_run_lower_bound(np.asarray(scores, dtype=np.float64).ravel(), member, delta=delta, confidence=confidence, methods=BOUND_METHODS)
-
-
-def _pilot_value(scores: np.ndarray, coins: np.ndarray, *, delta: float, confidence: float) -> tuple[float, float]:
-    """(one-run bound, AUC) of an attack on the pilot slots; (0, ½) where a side has fewer than 2 slots."""
-    if min(int(coins.sum()), int((~coins).sum())) < 2:
-        return 0.0, 0.5
-    auc = float(roc_auc(scores[coins], scores[~coins]))
-    return slot_bound(scores, coins, delta=delta, confidence=confidence).epsilon, auc
-
-
 def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float, confidence: float) -> tuple[OneRunLowerBound, Any]:
     """The attack chosen on the pilot slots, bounded on the held-out slots: (bound, :class:`~privaudit.audits.mia.result.BoundDesign`).
 
@@ -262,19 +250,23 @@ def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float,
     >>> scores = {name: coins + rng.normal(0, 3.0 if name != "lira-online" else 0.1, coins.shape) for name in PREFERENCE}
     >>> bound, chosen = design_bound(scores, design, delta=1e-5, confidence=0.95)
     >>> chosen.attack, chosen.num_pilot, chosen.num_bounded, bound.num_canaries
-    ('lira-online', 30, 90, 90)
+    ('lira-online', 18, 102, 102)
     >>> bound.epsilon <= chosen.ceiling
     True
     """
     pilot = design.pilot[design.audited]
     coins = np.asarray(design.coins, dtype=bool)
     pilot_coins, held_coins = coins[:, pilot].ravel(), coins[:, ~pilot]
-    values = {name: _pilot_value(np.asarray(scores[name])[:, pilot].ravel(), pilot_coins, delta=delta, confidence=confidence) for name in PREFERENCE}
+    values = {name: pilot_value(np.asarray(scores[name])[:, pilot].ravel(), pilot_coins, delta=delta, confidence=confidence) for name in PREFERENCE}
     # the largest pilot bound, then the largest pilot AUC, then the earlier in PREFERENCE (max keeps the first of equals)
-    attack = max(PREFERENCE, key=lambda name: values[name])
-    bound = slot_bound(np.asarray(scores[attack])[:, ~pilot], held_coins, delta=delta, confidence=confidence)
-    ceiling = one_run_ceiling(held_coins.size, num_in=int(held_coins.sum()), delta=delta, confidence=confidence, methods=BOUND_METHODS)
-    pilot_table = tuple((name, *values[name]) for name in PREFERENCE)
+    attack = max(PREFERENCE, key=lambda name: values[name][:2])
+    rule = values[attack][2]
+    bound = rule.bound(np.asarray(scores[attack])[:, ~pilot], held_coins, delta=delta, confidence=confidence)
+    # the design's own ceiling: a perfect attack's rule (share 1, the cut between members and non-members), every guess right
+    ceiling = one_run_ceiling(
+        held_coins.size, delta=delta, confidence=confidence, methods=BOUND_METHODS, num_guesses=GuessRule(0.0, 0.0, 1.0).counts(held_coins.size)
+    )
+    pilot_table = tuple((name, *values[name][:2]) for name in PREFERENCE)
     return bound, BoundDesign(attack, int(pilot_coins.size), int(held_coins.size), ceiling, pilot_table)
 
 
