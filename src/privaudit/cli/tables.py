@@ -215,7 +215,12 @@ def _reused(result: Any, output: Path) -> str:
     trained = getattr(result, "num_trained", None)
     if trained is None:
         return ""
-    total = result.num_in + result.num_out if hasattr(result, "num_in") else len(getattr(result, "seeds", ()))
+    if hasattr(result, "num_shadow_runs"):  # synthetic-data: the shadow releases
+        total = result.num_shadow_runs
+    elif hasattr(result, "num_in"):
+        total = result.num_in + result.num_out
+    else:
+        total = len(getattr(result, "seeds", ()))
     reused = total - trained
     return f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings and input contents)\n" if reused > 0 else ""
 

@@ -158,13 +158,14 @@ def run_synthetic_data(
     dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
+    shadow_generated = 0
     if generator is not None and config.num_shadows:
         half = config.num_shadow_targets // 2
         by_outlier = np.argsort(-outlying, kind="stable")
         shadow_rows = np.concatenate([by_outlier[member[by_outlier]][: config.num_shadow_targets - half], by_outlier[~member[by_outlier]][:half]])
         report("running the shadow generators", detail=f"{config.num_shadows} per target, {len(shadow_rows)} targets, backend {backend}")
         with tempfile.TemporaryDirectory() as scratch:
-            shadow_values = shadow_scores(
+            shadow_values, shadow_generated = shadow_scores(
                 reference=reference,
                 targets=_rows(records, shadow_rows),
                 released=released,
@@ -217,6 +218,8 @@ def run_synthetic_data(
         bound=bound,
         threat_model=_threat_model(config, generator),
         seconds=time.perf_counter() - started,
+        num_shadow_runs=len(shadow_rows) * config.num_shadows if len(shadow_rows) else 0,
+        num_trained=shadow_generated,
         conventions=_conventions(config, train, encoder, generator, function),
     )
     observations = {"curves": curves}

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...runner import RunStore, run_all
+from ...runner import RunStore, reusable_runs, run_all
 from .attacks import dcr_distances, log_kde
 from .generation import generate, load_generator
 from .table import Encoder, Table, read_frame
@@ -113,8 +113,9 @@ def shadow_scores(
     backend: str = "local",
     max_workers: int | None = None,
     address: str | None = None,
-) -> np.ndarray:
-    """Each target's probability of being in the released table's training set, by a classifier trained on its shadows.
+) -> tuple[np.ndarray, int]:
+    """Each target's probability of being in the released table's training set, by a classifier trained on its shadows,
+    and how many shadow releases this call generated (the others were finished runs in ``directory``, reused).
 
     The shadow sets hold ``len(reference) - 1`` reference rows (one slot
     left for the target), so a shadow set with the target is as large as
@@ -143,7 +144,9 @@ def shadow_scores(
         n=n,
         seed=seed,
     )
-    results = run_all(shadow_task, jobs, store=RunStore(directory / "shadows"), backend=backend, max_workers=max_workers, address=address)
+    store = RunStore(directory / "shadows")
+    generated = len(jobs) - len(reusable_runs(store, jobs))
+    results = run_all(shadow_task, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
     scores = np.empty(len(rows))
     for i, row in enumerate(rows):
         features = np.array([results[i * num_shadows + k]["features"] for k in range(num_shadows)])
@@ -152,4 +155,4 @@ def shadow_scores(
         classifier.fit(features, labels)
         target = read_frame(pool.iloc[[row]].reset_index(drop=True), "the target")
         scores[i] = classifier.predict_proba(shadow_features(released, target, encoder)[None, :])[0, 1]
-    return scores
+    return scores, generated
