@@ -31,7 +31,8 @@ Rows:
   (the same one-run bound on scores that guess every canary right);
 * the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
   read from the JSON files other benchmarks write (``benchmarks/lm_dp.py``
-  for the black box); "not measured" with the command when absent.
+  for the black box, ``benchmarks/opacus_verdict_lm.py`` for the white
+  box); "not measured" with the command when absent.
 
 ``--quick``: two seeds, the default budget only, mechanisms only. Writes
 ``benchmarks/results/tightness.json`` (or ``--output``). Run from the
@@ -256,10 +257,12 @@ def mia_rows(seeds: int, canaries: int) -> list[dict]:
 
 _THEN = "then `python benchmarks/tightness.py --only lm --update`"
 LM_COMMANDS = {
-    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json`, " + _THEN,
-    "white box": "run the LM fine-tune's white-box benchmark (benchmarks/*lm*whitebox*.py) at ε = {epsilon:g}, writing "
-    "benchmarks/results/*lm*whitebox*.json with `config.epsilon` and `runs[*].bound_over_claimed`, " + _THEN,
+    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
+    "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,
+    "white box": "run `python benchmarks/opacus_verdict_lm.py --seeds 3 --epsilon {epsilon:g} --output benchmarks/results/opacus_verdict_lm_eps{epsilon:g}.json`, "
+    + _THEN,
 }
+LM_SOURCES = {"black box": ["lm_dp*.json"], "white box": ["opacus_verdict_lm*.json", "*lm*whitebox*.json", "*lm*white_box*.json"]}
 
 
 def _lm_ratios(data: dict) -> list[float] | None:
@@ -276,7 +279,7 @@ def _lm_ratios(data: dict) -> list[float] | None:
 def lm_rows(results: Path) -> list[dict]:
     rows = []
     for epsilon in (4.0, 8.0):
-        for threat, patterns in (("black box", ["lm_dp*.json"]), ("white box", ["*lm*whitebox*.json", "*lm*white_box*.json"])):
+        for threat, patterns in LM_SOURCES.items():
             found = None
             for pattern in patterns:
                 for path in sorted(results.glob(pattern)):
