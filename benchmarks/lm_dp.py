@@ -28,7 +28,8 @@ The default design is the strongest measured on this model (docs/tightness.md):
   sits in rare batches that one run of the final model cannot see.
 
 ``--batch-size 64 --epochs 4 --shared-prefix --accountant rdp`` is the
-design before (0.05 of ε = 4 over seeds 0-2). ``--append`` adds this run's
+design before (0.05 of ε = 4 over seeds 0-2), but for its new tokens, which
+were drawn with replacement and could be shared by two canaries. ``--append`` adds this run's
 seeds to ``--output`` when it holds the same config (one seed per command
 on a busy machine), and the summary is recomputed over all of them.
 """

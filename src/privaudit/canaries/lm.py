@@ -224,8 +224,8 @@ def draw_secrets(
     ``prefix`` None is for "new-tokens" only: each canary's prefix is one of the new tokens.
     """
     rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
-    if design == "random-tokens":
-        return [prefix] * count, random_token_secrets(tokenizer, count, length, rng)
+    if prefix is None and design != "new-tokens":
+        raise ValueError(f"`prefix` must be a string for design {design!r}; None (a new-token prefix of each canary's own) is for new-tokens only")
     if design == "new-tokens":
         # each new token in one canary only: a token shared by an included and an excluded canary would lift the excluded one's score
         own = prefix is None  # each canary's prefix is a new token of its own
@@ -236,6 +236,9 @@ def draw_secrets(
         rows = rng.permutation(ids)[: count * width].reshape(count, width)
         prefixes = [secret_from_ids(tokenizer, row[:1].tolist()) for row in rows] if own else [prefix] * count
         return prefixes, [secret_from_ids(tokenizer, row[own:].tolist()) for row in rows]
+    assert prefix is not None  # checked above
+    if design == "random-tokens":
+        return [prefix] * count, random_token_secrets(tokenizer, count, length, rng)
     if design == "least-likely":
         return [prefix] * count, least_likely_secrets(model, tokenizer, prefix, count, length, rng)
     if design == "bigram":

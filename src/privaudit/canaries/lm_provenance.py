@@ -264,7 +264,13 @@ def prepare_lm_canaries(
         inclusion_seed=seeds["inclusion"],
         tokenizer=tokenizer_identity(tokenizer),
         new_tokens=tuple(new_tokens),
-        settings={"length": length, "prefix": "<a new token of its own>" if own_prefix else prefix, "temperature": temperature, "inclusion_prob": 0.5, "canary_seed": seeds["canaries"]},
+        settings={
+            "length": length,
+            "prefix": "<a new token of its own>" if own_prefix else prefix,
+            "temperature": temperature,
+            "inclusion_prob": 0.5,
+            "canary_seed": seeds["canaries"],
+        },
     )
     if save_to is not None and design == "new-tokens":
         model.save_pretrained(save_to)
