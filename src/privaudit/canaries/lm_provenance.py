@@ -222,9 +222,9 @@ def prepare_lm_canaries(
     fine-tune: for "new-tokens", resized copies (saved to ``save_to`` when
     given), else those passed in. Nothing passed in is changed.
 
-    ``prefix`` starts every canary; None (the default) is "my secret is "
-    for every design but "new-tokens", whose canaries then each start with a
-    new token of their own: the canary is ``length`` + 1 new tokens, none
+    ``prefix`` starts every canary ("prefix-suffix" draws its own from
+    ``texts``); None (the default) is "my secret is ", but for "new-tokens",
+    whose canaries then each start with a new token of their own: the canary is ``length`` + 1 new tokens, none
     shared with another canary, so every embedding row the canary's loss
     reads is its own. Behind a shared prefix most of a canary's clipped
     gradient goes to the prefix's tokens and the weights every canary moves
