@@ -1,4 +1,4 @@
-"""LM canary designs compared: ``python benchmarks/lm_canaries.py [--output FILE] [--canaries N] [--seeds 0,1,2]``.
+"""LM canary designs compared: ``python benchmarks/lm_canaries.py [--output FILE] [--canaries N] [--seeds 0,1,2] [--designs D,...]``.
 
 For each seed, the embedded default of ``lm-one-run`` (:mod:`privaudit.audits.lm`):
 the same tiny GPT-2 base model (trained on privaudit's corpus), the same
@@ -31,12 +31,16 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "lm_canaries.json")
     parser.add_argument("--canaries", type=int, default=500)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--designs", default=",".join(DESIGNS), help="comma-separated designs (default: all)")
     args = parser.parse_args()
     seeds = [int(part) for part in args.seeds.split(",")]
+    designs = [part for part in args.designs.split(",") if part]
+    if not designs or not set(designs) <= set(DESIGNS):
+        parser.error(f"--designs must name designs among {', '.join(DESIGNS)}, got {args.designs!r}")
     default = AUDIT.default_config()
-    runs: dict[str, list[dict]] = {design: [] for design in DESIGNS}
+    runs: dict[str, list[dict]] = {design: [] for design in designs}
     for seed in seeds:
-        for design in DESIGNS:
+        for design in designs:
             config = dataclasses.replace(default, design=design, num_canaries=args.canaries, seed=seed)
             started = time.perf_counter()
             result = run_lm_one_run(config)
@@ -53,11 +57,11 @@ def main() -> None:
     means = {
         design: {key: float(np.mean([row[key] for row in rows])) for key in ("auc", "tpr_at_1pct_fpr", "epsilon_lower_bound")} for design, rows in runs.items()
     }
-    random_tpr = means["random-tokens"]["tpr_at_1pct_fpr"]
-    ratios = {design: (means[design]["tpr_at_1pct_fpr"] / random_tpr if random_tpr > 0 else None) for design in DESIGNS}
+    random_tpr = means["random-tokens"]["tpr_at_1pct_fpr"] if "random-tokens" in means else 0.0
+    ratios = {design: (means[design]["tpr_at_1pct_fpr"] / random_tpr if random_tpr > 0 else None) for design in designs}
     report = {
         "benchmark": "lm_canaries",
-        "config": dataclasses.asdict(default) | {"num_canaries": args.canaries, "seeds": seeds},
+        "config": dataclasses.asdict(default) | {"num_canaries": args.canaries, "seeds": seeds, "designs": designs},
         "runs": runs,
         "means": means,
         "tpr_ratio_to_random_tokens": ratios,

@@ -2,17 +2,36 @@
 
 For each seed: the tiny GPT-2 base model of ``lm-one-run``'s embedded default
 (:mod:`privaudit.audits.lm.tiny`, trained on privaudit's corpus),
-``--canaries`` new-token canaries (the strongest design in
-``benchmarks/lm_canaries.py``), half included by fair coins, each included
+``--canaries`` new-token canaries, half included by fair coins, each included
 canary once in the fine-tuning data (the claim is per text), then two
 fine-tunings on the same data, Poisson batches and budget
-(:func:`~privaudit.audits.lm.tiny.fine_tune_dp`): DP-Adam calibrated
-by Opacus' RDP accountant to ``--epsilon``, and the same without clipping or
-noise. Per run: AUC, TPR at 1% FPR, the one-run ε lower bound (δ = 1e-5,
-95%, scores calibrated by the base model), the claimed ε (Opacus'
-accountant after the run's steps), bound ÷ claimed ε, and the mechanism
+(:func:`~privaudit.audits.lm.tiny.fine_tune_dp`): DP-Adam calibrated by
+Opacus' accountant (``--accountant``, PRV by default) to ``--epsilon``, and
+the same without clipping or noise (``--no-baseline`` skips it). Per run:
+AUC, TPR at 1% FPR, the one-run ε lower bound (δ = 1e-5, 95%, Steinke et
+al.'s test, scores calibrated by the base model), the claimed ε (the
+accountant's after the run's steps), bound ÷ claimed ε, and the mechanism
 (σ, sampling rate, steps, the PLD ε). Panda et al. (ICLR 2025) report a
 bound of about 0.25 × ε at ε = 4 with 1000 new-token canaries on real LMs.
+
+The default design is the strongest measured on this model (docs/tightness.md):
+
+* each canary is two new tokens, none shared with another canary, the
+  second scored given the first (``prepare_lm_canaries``' default prefix for
+  new tokens), so every embedding row its loss reads is its own; behind the
+  shared prefix "my secret is " (``--shared-prefix``) 14% of a canary's
+  gradient norm reaches its own rows, against 60%;
+* full-batch DP-Adam (sampling rate 1, ``--batch-size 0``): every canary is
+  in every step. At a fixed ε, the Gaussian signal a final model's score can
+  sum, sampling rate × √steps ÷ σ, is 0.92 at rate 1 against 0.58 at rate
+  0.1 over 40 steps (PRV, ε = 4); the rest of a subsampled mechanism's ε
+  sits in rare batches that one run of the final model cannot see.
+
+``--batch-size 64 --epochs 4 --shared-prefix --accountant rdp`` is the
+design before (0.05 of ε = 4 over seeds 0-2), but for its new tokens, which
+were drawn with replacement and could be shared by two canaries. ``--append`` adds this run's
+seeds to ``--output`` when it holds the same config (one seed per command
+on a busy machine), and the summary is recomputed over all of them.
 """
 
 from __future__ import annotations
@@ -42,29 +61,37 @@ class Setting:
     delta: float = 1e-5
     confidence: float = 0.95
     canaries: int = 1000
-    secret_length: int = 1  # one new token per canary: a DP-clipped gradient is not split across two (0.17 vs 0.0 at seed 0, 20k chars)
+    secret_length: int = 1  # new tokens scored per canary, after its own new-token prefix
+    shared_prefix: bool = False  # True: every canary starts "my secret is " (the design before)
     corpus_chars: int = 5_000
     vocab_size: int = 384
     base_steps: int = 30
-    epochs: int = 4
-    batch_size: int = 64
+    epochs: int = 5  # full-batch steps: 5 and 10 gave the same bound (seed 0: 0.80, 0.76), 5 costs half
+    batch_size: int = 0  # 0: the whole data set, sampling rate 1 (every step sees every canary)
+    accountant: str = "prv"
     max_grad_norm: float = 1.0
     learning_rate: float = 1e-2
 
 
-def run_seed(setting: Setting, seed: int) -> dict:
+def run_seed(setting: Setting, seed: int, *, baseline: bool = True) -> dict:
     """The DP and non-DP runs of one seed: their statistics and mechanisms."""
     seeds = child_seeds(seed, ["model", "base", "canaries", "fine-tune"])
     corpus = load_default_corpus(max_chars=setting.corpus_chars)
     tokenizer = bpe_tokenizer(corpus, vocab_size=setting.vocab_size)
     base = fine_tune(tiny_gpt2(tokenizer, seed=seeds["model"]), tokenizer, corpus, steps=setting.base_steps, seed=seeds["base"])
     provenance, base, tokenizer = prepare_lm_canaries(
-        "new-tokens", tokenizer, count=setting.canaries, seed=seeds["canaries"], length=setting.secret_length, model=base
+        "new-tokens",
+        tokenizer,
+        count=setting.canaries,
+        seed=seeds["canaries"],
+        length=setting.secret_length,
+        model=base,
+        prefix="my secret is " if setting.shared_prefix else None,
     )
     data = list(corpus) + provenance.included_texts()
     reference = HFCausalLMScorer(base, tokenizer, bos="none")  # the BPE tokenizer has no special tokens
     out = {"seed": seed, "texts": len(data), "num_in": int(sum(provenance.included))}
-    for name, epsilon in (("dp", setting.epsilon), ("no_dp", None)):
+    for name, epsilon in (("dp", setting.epsilon), ("no_dp", None))[: 2 if baseline else 1]:
         started = time.perf_counter()
         tuned = fine_tune_dp(
             base,
@@ -73,7 +100,8 @@ def run_seed(setting: Setting, seed: int) -> dict:
             epsilon=epsilon,
             delta=setting.delta,
             epochs=setting.epochs,
-            batch_size=setting.batch_size,
+            batch_size=setting.batch_size or len(data),
+            accountant=setting.accountant,
             max_grad_norm=setting.max_grad_norm,
             learning_rate=setting.learning_rate,
             seed=seeds["fine-tune"],
@@ -93,6 +121,20 @@ def run_seed(setting: Setting, seed: int) -> dict:
     return out
 
 
+def summary_of(runs: list[dict]) -> dict:
+    dp = [run["dp"]["epsilon_lower_bound"] for run in runs]
+    return {
+        "dp_bounds": dp,
+        "no_dp_bounds": [run["no_dp"]["epsilon_lower_bound"] for run in runs if "no_dp" in run],
+        "claimed_epsilons": [run["dp"]["claimed_epsilon"] for run in runs],
+        "dp_aucs": [run["dp"]["auc"] for run in runs],
+        "mean_bound_over_claimed": float(np.mean([run["dp"]["bound_over_claimed"] for run in runs])),
+        "min_bound_over_claimed": float(np.min([run["dp"]["bound_over_claimed"] for run in runs])),
+        "dp_bound_below_claim_on_every_seed": all(run["dp"]["epsilon_lower_bound"] < run["dp"]["claimed_epsilon"] for run in runs),
+        "dp_bound_positive_on_some_seed": any(value > 0 for value in dp),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "lm_dp.json")
@@ -100,30 +142,43 @@ def main() -> None:
     parser.add_argument("--canaries", type=int, default=Setting.canaries)
     parser.add_argument("--epsilon", type=float, default=Setting.epsilon)
     parser.add_argument("--secret-length", type=int, default=Setting.secret_length)
+    parser.add_argument("--shared-prefix", action="store_true", help='every canary starts "my secret is " (the design before)')
+    parser.add_argument("--epochs", type=int, default=Setting.epochs)
+    parser.add_argument("--batch-size", type=int, default=Setting.batch_size, help="expected batch; 0: the whole data set (sampling rate 1)")
+    parser.add_argument("--accountant", choices=("prv", "rdp"), default=Setting.accountant)
     parser.add_argument("--corpus-chars", type=int, default=Setting.corpus_chars)
+    parser.add_argument("--no-baseline", action="store_true", help="skip the fine-tuning without DP")
+    parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the tiny model's matrices gain nothing from more)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    setting = Setting(canaries=args.canaries, epsilon=args.epsilon, secret_length=args.secret_length, corpus_chars=args.corpus_chars)
+    setting = Setting(
+        canaries=args.canaries,
+        epsilon=args.epsilon,
+        secret_length=args.secret_length,
+        shared_prefix=args.shared_prefix,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        accountant=args.accountant,
+        corpus_chars=args.corpus_chars,
+    )
+    config = dataclasses.asdict(setting) | {"design": "new-tokens", "torch_threads": args.threads}
+    earlier: list[dict] = []
+    if args.append and args.output.exists():
+        previous = json.loads(args.output.read_text())
+        if {key: value for key, value in previous["config"].items() if key != "seeds"} != config:
+            raise SystemExit(f"--append: {args.output} holds another config; give another --output")
+        earlier = previous["runs"]
     seeds = [int(part) for part in args.seeds.split(",")]
-    started = time.perf_counter()
-    runs = []
+    runs = [run for run in earlier if run["seed"] not in seeds]
     for seed in seeds:
-        runs.append(run_seed(setting, seed))
+        runs.append(run_seed(setting, seed, baseline=not args.no_baseline))
         print(json.dumps(runs[-1]), flush=True)
-    dp = [run["dp"]["epsilon_lower_bound"] for run in runs]
-    summary = {
-        "dp_bounds": dp,
-        "no_dp_bounds": [run["no_dp"]["epsilon_lower_bound"] for run in runs],
-        "claimed_epsilons": [run["dp"]["claimed_epsilon"] for run in runs],
-        "mean_bound_over_claimed": float(np.mean([run["dp"]["bound_over_claimed"] for run in runs])),
-        "dp_bound_below_claim_on_every_seed": all(run["dp"]["epsilon_lower_bound"] < run["dp"]["claimed_epsilon"] for run in runs),
-        "dp_bound_positive_on_some_seed": any(value > 0 for value in dp),
-        "seconds": time.perf_counter() - started,
-    }
+    runs.sort(key=lambda run: run["seed"])
+    summary = summary_of(runs)
     report = {
         "benchmark": "lm_dp",
-        "config": dataclasses.asdict(setting) | {"seeds": seeds, "design": "new-tokens", "torch_threads": args.threads},
+        "config": config | {"seeds": [run["seed"] for run in runs]},
         "runs": runs,
         "summary": summary,
         "versions": library_versions(),

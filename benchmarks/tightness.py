@@ -35,7 +35,8 @@ Rows:
   ceiling (its held-out canaries and guess counts);
 * the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
   read from the JSON files other benchmarks write (``benchmarks/lm_dp.py``
-  for the black box); "not measured" with the command when absent.
+  for the black box, ``benchmarks/opacus_verdict_lm.py`` for the white
+  box); "not measured" with the command when absent.
 
 ``--quick``: two seeds, the default budget only, mechanisms only. Writes
 ``benchmarks/results/tightness.json`` (or ``--output``). Run from the
@@ -299,27 +300,38 @@ def mia_rows(seeds: int, canaries: int, only: str | None = None) -> list[dict]:
 
 _THEN = "then `python benchmarks/tightness.py --only lm --update`"
 LM_COMMANDS = {
-    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --output benchmarks/results/lm_dp_eps{epsilon:g}.json`, " + _THEN,
-    "white box": "run the LM fine-tune's white-box benchmark (benchmarks/*lm*whitebox*.py) at ε = {epsilon:g}, writing "
-    "benchmarks/results/*lm*whitebox*.json with `config.epsilon` and `runs[*].bound_over_claimed`, " + _THEN,
+    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
+    "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,
+    "white box": "run `python benchmarks/opacus_verdict_lm.py --seeds 3 --epsilon {epsilon:g} --output benchmarks/results/opacus_verdict_lm_eps{epsilon:g}.json`, "
+    + _THEN,
 }
+LM_SETTINGS = {
+    "black box": "tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own",
+    "white box": "user loop, tiny GPT-2 + LoRA",
+}
+LM_SOURCES = {"black box": ["lm_dp.json", "lm_dp_eps*.json"], "white box": ["opacus_verdict_lm*.json", "*lm*whitebox*.json", "*lm*white_box*.json"]}
 
 
-def _lm_ratios(data: dict) -> list[float] | None:
-    """Bound ÷ claimed ε of each run of an LM benchmark's JSON (``runs[*].dp.bound_over_claimed`` or ``runs[*].bound_over_claimed``)."""
+def _lm_values(data: dict, key: str) -> list[float] | None:
+    """``key`` of each run of an LM benchmark's JSON (``runs[*].dp.KEY`` or ``runs[*].KEY``): ``bound_over_claimed``, ``seconds``."""
     values = []
     for run in data.get("runs", []):
         inner = run.get("dp", run) if isinstance(run, dict) else {}
-        value = inner.get("bound_over_claimed") if isinstance(inner, dict) else None
+        value = inner.get(key) if isinstance(inner, dict) else None
         if isinstance(value, (int, float)):
             values.append(float(value))
     return values or None
 
 
+def _lm_ratios(data: dict) -> list[float] | None:
+    """Bound ÷ claimed ε of each run of an LM benchmark's JSON."""
+    return _lm_values(data, "bound_over_claimed")
+
+
 def lm_rows(results: Path) -> list[dict]:
     rows = []
     for epsilon in (4.0, 8.0):
-        for threat, patterns in (("black box", ["lm_dp*.json"]), ("white box", ["*lm*whitebox*.json", "*lm*white_box*.json"])):
+        for threat, patterns in LM_SOURCES.items():
             found = None
             for pattern in patterns:
                 for path in sorted(results.glob(pattern)):
@@ -329,10 +341,10 @@ def lm_rows(results: Path) -> list[dict]:
                         continue
                     claimed = (data.get("config") or {}).get("epsilon")
                     if claimed is not None and abs(float(claimed) - epsilon) < 1e-9 and _lm_ratios(data):
-                        found = (path, _lm_ratios(data))
+                        found = (path, _lm_ratios(data), _lm_values(data, "seconds"))
             row: dict[str, Any] = {
-                "family": f"Opacus LM fine-tune, user loop, {threat}",
-                "case": f"Opacus LM fine-tune (user loop, tiny GPT-2), {threat}, ε = {epsilon:g}",
+                "family": f"Opacus LM fine-tune, {threat}",
+                "case": f"Opacus LM fine-tune ({LM_SETTINGS[threat]}), {threat}, ε = {epsilon:g}",
                 "truth": epsilon,
                 "truth_how": "the accountant (an upper bound)",
             }
@@ -340,6 +352,8 @@ def lm_rows(results: Path) -> list[dict]:
                 row["default"] = {"not_measured": LM_COMMANDS[threat].format(epsilon=epsilon)}
             else:
                 row["default"] = {"ratio": _summary(found[1]), "source": str(found[0])}
+                if found[2]:
+                    row["default"]["seconds_per_run"] = statistics.mean(found[2])
             row["10x"] = {"not_measured": "the LM benchmarks run one budget"}
             rows.append(row)
     return rows

@@ -140,7 +140,7 @@ def test_new_tokens_resize_a_copy_save_it_and_leave_the_users_objects_and_rng(ba
     provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=8, seed=1, length=2, model=model, save_to=tmp_path / "m")
     assert_same_rng_states(before, global_rng_states())
     assert tokenizer.get_vocab() == vocab and torch.equal(model.get_input_embeddings().weight, weights)
-    assert len(new_tokenizer) == len(tokenizer) + 16 == resized.get_input_embeddings().num_embeddings
+    assert len(new_tokenizer) == len(tokenizer) + 24 == resized.get_input_embeddings().num_embeddings  # 8 canaries of a new-token prefix and 2 new tokens
     loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "m")
     reloaded = transformers.AutoTokenizer.from_pretrained(tmp_path / "m")
     assert loaded.get_input_embeddings().num_embeddings == len(reloaded) and tokenizer_identity(reloaded) == provenance.tokenizer
@@ -148,11 +148,53 @@ def test_new_tokens_resize_a_copy_save_it_and_leave_the_users_objects_and_rng(ba
         assert set(reloaded.tokenize(secret)) <= set(provenance.new_tokens) and len(reloaded.tokenize(secret)) == 2
 
 
+def _new_token_rows(tokenizer, provenance):
+    """Each canary's token ids, from its full text tokenised whole (an independent reading of what the design drew)."""
+    return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in provenance.texts]
+
+
+def test_each_new_token_is_in_one_canary_only_and_by_default_the_canary_starts_with_one(base):
+    model, tokenizer = base
+    provenance, _, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=12, seed=5, length=2, model=model)
+    new_ids = set(new_tokenizer.convert_tokens_to_ids(list(provenance.new_tokens)))
+    rows = _new_token_rows(new_tokenizer, provenance)
+    # a prefix of one new token and a secret of two, 36 distinct tokens in all: no two canaries share one
+    assert all(len(row) == 3 and set(row) <= new_ids for row in rows)
+    assert len({token for row in rows for token in row}) == 36 == len(new_ids)
+    assert [new_tokenizer(prefix, add_special_tokens=False)["input_ids"] for prefix in provenance.prefixes] == [row[:1] for row in rows]
+    shared, _, shared_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=12, seed=5, length=2, model=model, prefix="my secret is ")
+    secrets = [shared_tokenizer(secret, add_special_tokens=False)["input_ids"] for secret in shared.secrets]
+    assert set(shared.prefixes) == {"my secret is "} and len({token for row in secrets for token in row}) == 24 == len(shared.new_tokens)
+
+
+def test_a_canary_with_its_own_new_token_prefix_puts_more_of_its_gradient_on_rows_no_other_canary_reads(base):
+    """Why new-token canaries have no shared prefix by default: a record's clipped gradient is split between the rows only its canary
+    reads (what tells an included canary from an excluded one) and the weights every canary moves alike; the share of the first,
+    from each canary's own backward pass, is several times larger with a prefix of its own than behind "my secret is "."""
+    model, tokenizer = base
+
+    def private_share(prefix):
+        provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, prefix=prefix)
+        new_ids = set(new_tokenizer.convert_tokens_to_ids(list(provenance.new_tokens)))
+        shares = []
+        for row in _new_token_rows(new_tokenizer, provenance):
+            resized.zero_grad()
+            ids = torch.tensor([row])
+            resized(input_ids=ids, labels=ids).loss.backward()  # the mean next-token loss of the text: one record's loss
+            total = torch.sqrt(sum((p.grad**2).sum() for p in resized.parameters() if p.grad is not None))
+            own = resized.get_input_embeddings().weight.grad[sorted(set(row) & new_ids)].norm()  # tied input and output rows
+            shares.append(float(own / total))
+        return np.mean(shares)
+
+    own, shared = private_share(None), private_share("my secret is ")
+    assert own > 2 * shared and own > 0.3, (own, shared)
+
+
 def test_a_tokenizer_without_the_new_tokens_or_of_another_vocabulary_is_refused(base):
     model, tokenizer = base
     provenance, _, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=4, seed=1, length=1, model=model)
     check_tokenizer(provenance, new_tokenizer)
-    with pytest.raises(ValueError, match="lacks 4 of the canaries' 4 new tokens .* vocabulary was not resized"):
+    with pytest.raises(ValueError, match="lacks 8 of the canaries' 8 new tokens .* vocabulary was not resized"):
         check_tokenizer(provenance, tokenizer)
     other = bpe_tokenizer(TEXTS, vocab_size=300)
     plain, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=4, seed=1)

@@ -91,7 +91,9 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     # the resized model is saved for the user's training, and stdout says to fine-tune it
     resized = transformers.AutoModelForCausalLM.from_pretrained(out / "model")
     new_tokenizer = transformers.AutoTokenizer.from_pretrained(out / "model")
-    assert tokenizer_identity(new_tokenizer) == provenance.tokenizer and resized.get_input_embeddings().num_embeddings == len(tokenizer) + 48
+    assert (
+        tokenizer_identity(new_tokenizer) == provenance.tokenizer and resized.get_input_embeddings().num_embeddings == len(tokenizer) + 72
+    )  # 24 canaries of 3 new tokens
     assert set(provenance.new_tokens) <= set(new_tokenizer.get_vocab()) and f"{out / 'model'} (fine-tune this one" in stdout
     assert "--bos prepend or --bos none" in stdout  # the next step names the BOS choice the audit will check (issue 34)
     # the user's fine-tune of the written corpus, then the audit from the saved directories
@@ -215,9 +217,9 @@ def phase1(user, tmp_path_factory):
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--model", "{user}/base"], "`--model` lacks 8 of the canaries' 8 new tokens (e.g. '<|pa0_"),  # the original model trained instead of out/model
-        (["--model", "{out}/model", "--base-model", "{user}/base"], "`--base-model` lacks 8 of the canaries' 8 new tokens"),
-        (["--model", "{user}/other"], "`--model` lacks 8 of the canaries' 8 new tokens"),
+        (["--model", "{user}/base"], "`--model` lacks 16 of the canaries' 16 new tokens (e.g. '<|pa0_"),  # the original model trained instead of out/model
+        (["--model", "{out}/model", "--base-model", "{user}/base"], "`--base-model` lacks 16 of the canaries' 16 new tokens"),
+        (["--model", "{user}/other"], "`--model` lacks 16 of the canaries' 16 new tokens"),
         (["--synthetic", "{user}/empty.txt"], "`--synthetic`: "),
         (["--synthetic", "{user}/blank.txt"], "is empty"),
         (["--synthetic", "{user}/binary.txt"], "is not UTF-8 text"),

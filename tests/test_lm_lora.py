@@ -77,7 +77,7 @@ def _copy_with_config(root, tmp_path, change):
         ("no base", "`--model` is a LoRA adapter directory (adapter_config.json): give `--base-model`"),
         ("adapter as base", "`--base-model` must be a full model directory (save_pretrained), got a LoRA adapter directory"),
         ("other architecture", "`--model` is a LoRA adapter that does not load onto `--base-model`"),
-        ("base without the new tokens", "`--base-model` lacks 32 of the canaries' 32 new tokens"),
+        ("base without the new tokens", "`--base-model` lacks 48 of the canaries' 48 new tokens"),
         ("not LoRA", "`--model` must be a LoRA adapter (peft_type LORA in adapter_config.json), got peft_type 'IA3'"),
         ("renamed tensor", "`--model`'s adapter weights do not fit `--base-model`: 1 of"),
     ],

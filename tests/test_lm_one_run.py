@@ -90,8 +90,8 @@ def no_scoring(monkeypatch):
 @pytest.mark.parametrize(
     ("model", "provenance", "extra", "match"),
     [
-        ("plain", "provenance.json", [], "`--model` lacks 80 of the canaries' 80 new tokens"),
-        ("tuned", "provenance.json", ["--base-model", "plain"], "`--base-model` lacks 80 of the canaries' 80 new tokens"),
+        ("plain", "provenance.json", [], "`--model` lacks 120 of the canaries' 120 new tokens"),
+        ("tuned", "provenance.json", ["--base-model", "plain"], "`--base-model` lacks 120 of the canaries' 120 new tokens"),
         ("tuned", "other-tokenizer.json", [], "`--model`'s tokenizer is not the provenance's"),
         ("wrong-tokenizer", "provenance.json", [], "`--model`: its tokenizer does not match its model: the model has"),
         ("weightless", "provenance.json", [], "holds a config.json but no weights"),

@@ -7,7 +7,10 @@ Six designs draw the secrets, each from a seeded numpy Generator:
   vocabulary (the Secret Sharer's random canaries, in tokens);
 * ``new-tokens``: tokens added to the vocabulary for the audit
   (:func:`add_new_tokens` resizes a copy of the tokenizer and the
-  embeddings with transformers' own API; the user fine-tunes that model);
+  embeddings with transformers' own API; the user fine-tunes that model),
+  each new token in one canary only, so an embedding row moves with its
+  own canary's inclusion alone; with ``prefix=None`` each canary's prefix
+  is a new token of its own too;
 * ``least-likely``: tokens the base model is least likely to predict
   after the prefix;
 * ``bigram``: a chain sampled from the bigram counts of the fine-tuning data;
@@ -209,20 +212,33 @@ def draw_secrets(
     *,
     count: int,
     length: int,
-    prefix: str,
+    prefix: str | None,
     rng: np.random.Generator | int = 0,
     model=None,
     texts=(),
     new_tokens=(),
     temperature: float = 2.0,
 ):
-    """(prefixes, secrets) of ``count`` canaries of ``design``; ``new_tokens`` must already be in ``tokenizer`` (:func:`add_new_tokens`)."""
+    """(prefixes, secrets) of ``count`` canaries of ``design``; ``new_tokens`` must already be in ``tokenizer`` (:func:`add_new_tokens`).
+
+    ``prefix`` None is for "new-tokens" only: each canary's prefix is one of the new tokens.
+    """
     rng = np.random.default_rng(rng)  # a seed or a Generator, as the callers have it
+    if prefix is None and design != "new-tokens":
+        raise ValueError(f"`prefix` must be a string for design {design!r}; None (a new-token prefix of each canary's own) is for new-tokens only")
+    if design == "new-tokens":
+        # each new token in one canary only: a token shared by an included and an excluded canary would lift the excluded one's score
+        own = prefix is None  # each canary's prefix is a new token of its own
+        width = length + own
+        ids = np.array([int(tokenizer.convert_tokens_to_ids(name)) for name in new_tokens])
+        if ids.size < count * width:
+            raise ValueError(f"`new_tokens` must hold {count * width} tokens, one per canary token, got {ids.size}")
+        rows = rng.permutation(ids)[: count * width].reshape(count, width)
+        prefixes = [secret_from_ids(tokenizer, row[:1].tolist()) for row in rows] if own else [prefix] * count
+        return prefixes, [secret_from_ids(tokenizer, row[own:].tolist()) for row in rows]
+    assert prefix is not None  # checked above
     if design == "random-tokens":
         return [prefix] * count, random_token_secrets(tokenizer, count, length, rng)
-    if design == "new-tokens":
-        pool = [int(tokenizer.convert_tokens_to_ids(name)) for name in new_tokens]
-        return [prefix] * count, random_token_secrets(tokenizer, count, length, rng, pool=pool)
     if design == "least-likely":
         return [prefix] * count, least_likely_secrets(model, tokenizer, prefix, count, length, rng)
     if design == "bigram":

@@ -49,7 +49,7 @@ def per_canary_bytes(design: str, *, length: int, hidden: int | None) -> int:
     """A generous estimate of the memory one canary takes: its tokens as Python objects and text, and for new-tokens its embedding rows."""
     size = 1024 + 200 * length
     if design == "new-tokens":
-        size += length * (hidden or 4096) * 4 * 3  # float32 rows in the resized copy, its output head and the saved copy
+        size += (length + 1) * (hidden or 4096) * 4 * 3  # float32 rows (the secret's and the prefix's) in the resized copy, its output head and the saved copy
     return size
 
 

@@ -207,7 +207,7 @@ def prepare_lm_canaries(
     count: int,
     seed: int = 0,
     length: int = 4,
-    prefix: str = "my secret is ",
+    prefix: str | None = None,
     span: str = "secret",
     model=None,
     texts: Sequence[str] = (),
@@ -221,6 +221,16 @@ def prepare_lm_canaries(
     "prefix-suffix"). The model and tokenizer returned are the ones to
     fine-tune: for "new-tokens", resized copies (saved to ``save_to`` when
     given), else those passed in. Nothing passed in is changed.
+
+    ``prefix`` starts every canary ("prefix-suffix" draws its own from
+    ``texts``); None (the default) is "my secret is ", but for "new-tokens",
+    whose canaries then each start with a new token of their own: the canary is ``length`` + 1 new tokens, none
+    shared with another canary, so every embedding row the canary's loss
+    reads is its own. Behind a shared prefix most of a canary's clipped
+    gradient goes to the prefix's tokens and the weights every canary moves
+    alike, not to the rows that tell an included canary from an excluded one
+    (tests/test_lm_canaries.py measures the share; ``benchmarks/lm_dp.py``
+    the bound).
     """
     check_choice(design, "design", DESIGNS)
     check_choice(span, "span", SPANS)
@@ -231,9 +241,12 @@ def prepare_lm_canaries(
         raise ValueError(f"`model` (the base model) is needed by design {design!r}")
     if design in NEEDS_TEXTS and not texts:
         raise ValueError(f"`texts` (the fine-tuning data) are needed by design {design!r}")
+    own_prefix = prefix is None and design == "new-tokens"
+    if prefix is None and not own_prefix:
+        prefix = "my secret is "
     new_tokens: list[str] = []
     if design == "new-tokens":
-        new_tokens = new_token_names(count * length, seed)
+        new_tokens = new_token_names(count * (length + own_prefix), seed)
         model, tokenizer = add_new_tokens(model, tokenizer, new_tokens, seed=seeds["canaries"])
     rng = np.random.default_rng(seeds["canaries"])
     prefixes, secrets = draw_secrets(
@@ -251,7 +264,13 @@ def prepare_lm_canaries(
         inclusion_seed=seeds["inclusion"],
         tokenizer=tokenizer_identity(tokenizer),
         new_tokens=tuple(new_tokens),
-        settings={"length": length, "prefix": prefix, "temperature": temperature, "inclusion_prob": 0.5, "canary_seed": seeds["canaries"]},
+        settings={
+            "length": length,
+            "prefix": "<a new token of its own>" if own_prefix else prefix,
+            "temperature": temperature,
+            "inclusion_prob": 0.5,
+            "canary_seed": seeds["canaries"],
+        },
     )
     if save_to is not None and design == "new-tokens":
         model.save_pretrained(save_to)

@@ -146,7 +146,7 @@ def lm(
     text_format: Annotated[str, typer.Option("--format", help="lines, jsonl or csv.")] = "lines",
     column: Annotated[Optional[str], typer.Option("--column", help="The text field (jsonl) or column (csv).")] = None,
     count: Annotated[int, typer.Option("--count", help="Canaries drawn; each is included by a fair coin (at least 4).")] = 100,
-    length: Annotated[int, typer.Option("--length", help="Tokens in each canary's secret.")] = 4,
+    length: Annotated[int, typer.Option("--length", help="Tokens in each canary's secret (new-tokens: after a new-token prefix of its own).")] = 4,
     scored: Annotated[
         str,
         typer.Option("--scored", help="secret (default: the secret given its prefix, what Panda et al. found strongest) or whole (the whole text)."),
