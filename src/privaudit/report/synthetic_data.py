@@ -66,7 +66,18 @@ def dcr_gap_note(result: Any) -> str:
 
 def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
     """(caption, column names, rows) of the most exposed records by the user's id, with every attack's score."""
-    header = ("rank", "record id", "member", "robust DCR score", "DOMIAS score", "DOMIAS (KDE) score", "DCR score", "shadow score", "outlier score")
+    header = (
+        "rank",
+        "record id",
+        "member",
+        "robust DCR score",
+        "DOMIAS score",
+        "DOMIAS (KDE) score",
+        "marginal score",
+        "DCR score",
+        "shadow score",
+        "outlier score",
+    )
     rows = [
         (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v + 0.0 for v in r.attack_scores), r.outlier_score)
         for rank, r in enumerate(result.most_exposed, 1)

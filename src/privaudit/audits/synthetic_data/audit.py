@@ -26,6 +26,7 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import canary_bound, canary_scores
 from .generation import generate, load_generator, make_canaries, probe_generator
+from .marginals import cells_of, marginal_scores
 from .sdmetrics_dcr import sdmetrics_dcr
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
@@ -38,6 +39,7 @@ DESCRIPTIONS = {
     "categories 0/1, the mean over columns; ties broken by the distance to the population sample",
     "domias": "DOMIAS: density of the synthetic table over the population's at the record, by nearest-neighbour distances on the numeric embedding",
     "domias-kde": "DOMIAS with Gaussian KDEs (Scott's bandwidths) on the numeric embedding",
+    "marginals": "marginal attack (after Golob et al. 2024): the sum over column pairs of the log ratio of the record's two-way cell, synthetic over population",
     "dcr": "DCR as a per-record score: minus the distance to the closest synthetic row",
     "shadow": "shadow generators (TAPAS): a logistic regression on nearest-neighbour counts and marginal answers, trained on shadow releases",
 }
@@ -141,10 +143,12 @@ def run_synthetic_data(
     report("scoring every record", detail=f"{member.sum()} members, {(~member).sum()} non-members")
     embedded = encoder.embedding(records)
     robust = encoder.robust_scale(reference)  # the attacker's population sample sets the scales: no scored record does
+    cells, sizes = cells_of(encoder, records, reference)  # and the marginal attack's bins
     scores = {
         "robust-dcr": robust_dcr_scores(encoder.dcr_arrays(records, robust), encoder.dcr_arrays(released, robust), encoder.dcr_arrays(reference, robust)),
         "domias": domias_knn_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "domias-kde": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
+        "marginals": marginal_scores(cells, cells_of(encoder, released, reference)[0], cells_of(encoder, reference, reference)[0], sizes=sizes),
         "dcr": -dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released)),
     }
     outlying = outlier_scores(embedded, encoder.embedding(reference))
