@@ -40,6 +40,7 @@ EXTRAS: dict[str, str] = {
     "pydp": "mechanisms",
     "diffprivlib": "diffprivlib",
     "snsynth": "smartnoise",
+    "dpmm": "dpmm",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 
