@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
+from libraries import available as _available
 
 from privaudit.audits.mechanism.audit import audit_mechanism
 
 BUDGET = {"samples": 3000, "pilot_samples": 2000}
 SMALL_BUDGET = {"samples": 1000, "pilot_samples": 500}
 DATASET = np.linspace(0.0, 1.0, 10)
-
-
-def _available(module: str) -> bool:
-    # CI names the libraries its own environment installed: there a failed import fails the test instead of skipping it
-    required = module.split(".")[0] in os.environ.get("PRIVAUDIT_REQUIRE_LIBRARIES", "").split(",")
-    try:
-        return importlib.util.find_spec(module) is not None and importlib.import_module(module) is not None
-    except ImportError:  # diffprivlib 0.6.6 fails to import beside scikit-learn >= 1.8
-        if required:
-            raise
-        return False
 
 
 def _adapters():

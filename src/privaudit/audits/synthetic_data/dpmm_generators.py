@@ -24,10 +24,11 @@ filled with a value drawn from the table) and of single-valued columns
 also reads the table outside ε.
 
 Randomness: ``seed`` seeds dpmm's selection, sampling and binning
-(``numpy.random.RandomState``); dpmm draws its measurement noise from
-OpenDP's secure generator, which cannot be seeded, so a finite ε's release
-is reproducible only up to that noise (the noise-free
-:data:`mst_without_noise` reproduces exactly).
+(their own ``numpy.random.RandomState``; the global one is not drawn
+from); dpmm draws its measurement noise from OpenDP's secure generator,
+which cannot be seeded, so the same seed need not give the same rows: even
+a noise of 1e-3 of a count moves a rounded count and with it every later
+draw. The bound needs no reproducibility: its coins have their own seed.
 
 From the command line, the ready-made generators below take the domain
 from the data (``--generator
