@@ -150,14 +150,6 @@ class DpmmGenerator:
         assert self.bounds is not None and self.categories is not None
         return all(str(column) in self.bounds or str(column) in self.categories for column in columns)
 
-    def describe(self) -> str:
-        assert self.bounds is not None and self.categories is not None
-        declared = sorted([*self.bounds, *self.categories])
-        return (
-            f"dpmm {self.model} at ε = {self.epsilon:g}, δ = {self.delta:g} (add/remove one record), {self.bins} equal-width bins per numeric column; "
-            f"domain declared for {declared or 'no column'}, every other column's taken from the training table (outside ε)"
-        )
-
     def domain(self, train_df: Any) -> dict[str, dict[str, Any]]:
         """dpmm's ``domain`` for ``train_df``: the declared bounds and categories, the data's for the other columns; a ValueError for a mismatch."""
         assert self.bounds is not None and self.categories is not None
