@@ -33,6 +33,10 @@ Rows:
   (:func:`mia_ceiling`: every one of the m guessed right in one test, the
   most any design with m canaries can show) and, beside it, the design's own
   ceiling (its held-out canaries and guess counts);
+* dpmm's MST and AIM at ε = 1 and 4 (bound ÷ claim, the claim the truth's
+  upper bound), and MST with its noise removed (bound ÷ its ceiling):
+  ``--only dpmm``, in the dpmm extra's own environment (dpmm pins numpy
+  1.26; ``benchmarks/tightness_dpmm.py`` says how each seed runs);
 * the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
   read from the JSON files other benchmarks write (``benchmarks/lm_dp.py``
   for the black box, ``benchmarks/opacus_verdict_lm.py`` for the white
@@ -359,13 +363,38 @@ def lm_rows(results: Path) -> list[dict]:
     return rows
 
 
+def dpmm_rows(seeds: int, case: str | None = None) -> list[dict]:
+    """dpmm's MST and AIM at ε = 1 and 4 (bound ÷ claim) and MST without noise (bound ÷ ceiling), as benchmarks/tightness_dpmm.py runs them."""
+    import tightness_dpmm as dpmm  # benchmarks/: the script's own folder is on sys.path
+
+    rows = []
+    for model, epsilon in dpmm.CASES:
+        name = dpmm.case_name(model, epsilon)
+        if case is not None and case.lower() not in name.lower():
+            continue
+        measured = dpmm.run_case(model, epsilon, seeds)
+        row: dict[str, Any] = {
+            "family": "dpmm synthetic data",
+            "case": name,
+            "truth": epsilon,
+            "truth_how": "no DP; the ratio is to the ceiling" if epsilon is None else "the claim (an upper bound)",
+            "default": measured | {"ratio": _summary(measured["ratio"])},
+            "10x": {"not_measured": "one canary budget (m = 100)"},
+        }
+        print(f"{name}: {_cell(row['default'])}", flush=True)
+        rows.append(row)
+    return rows
+
+
 def _cell(entry: dict) -> str:
     if "ratio" not in entry:
         return "not measured"
     ratio = entry["ratio"]
     rejected = f", {entry['rejected']}/{entry['runs']} rejected" if "rejected" in entry else ""
     design = f"; ÷ the design's own ceiling {entry['design_ratio']['mean']:.2f}" if "design_ratio" in entry else ""
-    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected}{design})"
+    positive = f", positive in {entry['positive']}/{entry['runs']} seeds" if "positive" in entry else ""
+    runs = f"; {entry['runs']} seeds" if "runs" in entry and "seconds_per_run" in entry else ""  # the dpmm rows, whose seed count varies
+    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected}{positive}{runs}{design})"
 
 
 def table(rows: list[dict]) -> str:
@@ -388,9 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="seeds per mechanism row (DP-SGD and mia: --heavy-seeds)")
     parser.add_argument("--heavy-seeds", type=int, default=2, help="training runs per DP-SGD ε and for the mia row")
     parser.add_argument("--quick", action="store_true", help="two seeds, the default budget only, mechanisms only")
-    parser.add_argument("--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm")
+    parser.add_argument("--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm, dpmm (its own environment)")
     parser.add_argument("--budgets", default="default,10x", help="comma-separated: default, 10x (the mechanism rows)")
-    parser.add_argument("--case", default=None, help="only the mechanism and mia rows whose name contains this text")
+    parser.add_argument("--case", default=None, help="only the mechanism, mia and dpmm rows whose name contains this text")
+    parser.add_argument("--dpmm-seeds", type=int, default=None, help="seeds per dpmm row (default: --heavy-seeds)")
     parser.add_argument("--epsilons", default="1,4,8", help="DP-SGD rows: the claimed ε, comma-separated")
     parser.add_argument("--update", action="store_true", help="keep the rows of --output that this run does not measure")
     parser.add_argument("--output", type=Path, default=RESULTS / "tightness.json")
@@ -404,10 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--epsilons must be comma-separated numbers, got {args.epsilons!r}")
     families = set(args.only.split(","))
-    if not families <= {"mechanisms", "dpsgd", "mia", "lm"}:
-        parser.error(f"--only must name mechanisms, dpsgd, mia or lm, got {args.only!r}")
-    if args.seeds < 1 or args.heavy_seeds < 1:
-        parser.error(f"--seeds and --heavy-seeds must be >= 1, got {args.seeds} and {args.heavy_seeds}")
+    if not families <= {"mechanisms", "dpsgd", "mia", "lm", "dpmm"}:
+        parser.error(f"--only must name mechanisms, dpsgd, mia, lm or dpmm, got {args.only!r}")
+    if args.seeds < 1 or args.heavy_seeds < 1 or (args.dpmm_seeds is not None and args.dpmm_seeds < 1):
+        parser.error(f"--seeds, --heavy-seeds and --dpmm-seeds must be >= 1, got {args.seeds}, {args.heavy_seeds} and {args.dpmm_seeds}")
     seeds = 2 if args.quick else args.seeds
     started = time.perf_counter()
     rows: list[dict] = []
@@ -417,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += dpsgd_rows(args.heavy_seeds, epsilons)
     if "mia" in families and not args.quick:
         rows += mia_rows(args.heavy_seeds, 300, args.case)
+    if "dpmm" in families and not args.quick:
+        rows += dpmm_rows(args.heavy_seeds if args.dpmm_seeds is None else args.dpmm_seeds, args.case)
     if "lm" in families:
         rows += lm_rows(RESULTS)
     if args.update and args.output.is_file():  # rows measured by earlier runs, merged budget by budget
@@ -427,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             earlier[row["case"]] = row
         rows = list(earlier.values())
     order = [case.name for case in mechanism_cases()]
-    families = ["mechanism", "dpsgd", "mia", "Opacus"]
+    families = ["mechanism", "dpsgd", "mia", "dpmm", "Opacus"]
     rows.sort(
         key=lambda row: (
             order.index(row["case"]) if row["case"] in order else len(order),

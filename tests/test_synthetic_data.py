@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -277,3 +278,29 @@ def test_users_own_canary_records_are_inserted_by_coins_and_a_bad_file_is_refuse
         [*common, "--canary-records", bad, "--output", tmp_path / "out2"], tmp_path / "out2", "`--canary-records` must have the columns of `--train`"
     )
     assert not log.exists()
+
+
+class _StatingCopula:
+    """The built-in copula with a ``claim`` attribute, as dpmm's adapters carry: the audited object's own statement of its ε."""
+
+    claim = {"epsilon": 0.01, "delta": 1e-5}
+
+    def __call__(self, train_df, *, seed, n):
+        from privaudit.audits.synthetic_data.generators import gaussian_copula
+
+        return gaussian_copula(train_df, seed=seed, n=n)
+
+
+stating_copula = _StatingCopula()
+
+
+def test_a_generators_own_claim_is_named_but_never_used_as_the_claim(global_seed):
+    """No --claimed-epsilon: no verdict, and a warning naming the generator's stated ε with the flags that compare it; given, it is the claim."""
+    base = SyntheticDataConfig(generator="test_synthetic_data:stating_copula", num_shadows=0, num_canaries=20, seed=global_seed)
+    unclaimed = AUDIT.run(base).result
+    assert unclaimed.bound is not None and unclaimed.bound.verdict is None
+    (note,) = [w for w in unclaimed.sanity_warnings if "states" in w]
+    assert "ε = 0.01, δ = 1e-05" in note and "--claimed-epsilon 0.01 --claimed-delta 1e-05" in note
+    claimed = AUDIT.run(dataclasses.replace(base, claimed_epsilon=0.5, claimed_delta=1e-5)).result
+    assert claimed.bound.verdict.claim.epsilon == 0.5 and claimed.bound.verdict.claim.source == "user"
+    assert not any("states" in w for w in claimed.sanity_warnings)

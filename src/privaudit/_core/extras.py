@@ -42,6 +42,7 @@ EXTRAS: dict[str, str] = {
     "snsynth": "smartnoise",
     "sdv": "sdv",
     "sdmetrics": "sdv",
+    "dpmm": "dpmm",
 }  # core dependencies (numpy, scipy, dp_accounting, pydantic, yaml, jsonschema, typer, rich) have no extra: they are always installed
 
 

@@ -24,13 +24,13 @@ from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import canary_bound, canary_scores
+from .bound import GENERATOR_CLAIM, generator_bound, generator_claim
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .marginals import cells_of, marginal_scores
 from .sdmetrics_dcr import sdmetrics_dcr
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
-from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
+from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, CanaryBound, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
 
 __all__ = ["AUDIT", "SyntheticDataAudit", "embedded_tables", "run_synthetic_data"]
 
@@ -125,6 +125,8 @@ def run_synthetic_data(
     function = None
     if generator is not None:
         function = load_generator(generator)
+        if config.num_canaries or user_canaries is not None:
+            _claim(config)  # a claim the bound cannot be held against is refused before any generation
         report("probing your generator", detail="one call on at most 50 training rows")
         probe_generator(function, train, seed=seeds["probe"])
     n = config.num_synthetic or len(train)
@@ -224,37 +226,60 @@ def run_synthetic_data(
         seconds=time.perf_counter() - started,
         num_shadow_runs=len(shadow_rows) * config.num_shadows if len(shadow_rows) else 0,
         num_trained=shadow_generated,
-        conventions=_conventions(config, train, encoder, generator, function),
+        conventions=_conventions(config, train, encoder, generator, function, bound),
     )
+    if bound is not None:
+        result = dataclasses.replace(result, sanity_warnings=tuple(result.sanity_warnings) + _stated_claim_note(config, function))
     observations = {"curves": curves}
     return AuditRun("synthetic-data", config, result, observations=observations)
 
 
-def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canaries: Table | None, seeds: dict[str, int], n: int, report: Progress):
-    """Canaries by fair coins into the training table, one generation, every canary scored, and the one-run bound."""
-    import pandas as pd  # optional (the parquet extra)
+def _claim(config: SyntheticDataConfig) -> Claim | None:
+    """The claim the bound is held against: the user's ``--claimed-epsilon`` (and ``--claimed-delta``), else None.
 
+    A claim is never read from the generator under audit: its own ``claim``
+    attribute (dpmm's adapters) is only named in a note (:func:`_stated_claim_note`).
+    """
+    if config.claimed_epsilon is None:
+        return None
+    claim = Claim(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta, quantity="per-release")
+    if claim.delta > config.delta:
+        raise ValueError(f"`--delta` ({config.delta:g}) must be >= `--claimed-delta` ({claim.delta:g}): the claim says nothing at a smaller δ")
+    return claim
+
+
+def _stated_claim_note(config: SyntheticDataConfig, function: Any) -> tuple[str, ...]:
+    """With no --claimed-epsilon, the ε a generator states for itself, and how to hold the bound against it (never done unasked)."""
+    stated = generator_claim(function) if config.claimed_epsilon is None else None
+    if stated is None:
+        return ()
+    return (
+        f"no verdict: your --generator states ε = {stated.epsilon:g}, δ = {stated.delta:g} per release ({GENERATOR_CLAIM}), but a claim is "
+        f"yours to give, never read from what is audited: pass --claimed-epsilon {stated.epsilon:g} --claimed-delta {stated.delta:g} to compare",
+    )
+
+
+def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canaries: Table | None, seeds: dict[str, int], n: int, report: Progress):
+    """privaudit's outliers or the user's canaries, by fair coins into the training table, one generation, and the one-run bound."""
     if user_canaries is None:
         canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
         what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
     else:
         canaries = user_canaries.frame
         what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
-    m = len(canaries)
-    included = np.random.default_rng(seeds["coins"]).random(m) < 0.5
-    if included.sum() < 2 or (~included).sum() < 2:
-        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
-    report("generating with the canaries", detail=f"{int(included.sum())} of {m} included by fair coins")
-    data = pd.concat([train.frame, canaries[included]], ignore_index=True)
-    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
-    synthetic = generate(function, data, train, seed=seeds["bound-release"], n=n)
-    canary_table = read_frame(canaries, "the canaries")
-    fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
-    scores = canary_scores(fixed.dcr_arrays(canary_table), fixed.dcr_arrays(synthetic))
-    claim = None
-    if config.claimed_epsilon is not None:
-        claim = Claim(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta, quantity="per-release")
-    return canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=claim, canaries=what, coins_seed=seeds["coins"])
+    report("generating with the canaries", detail=f"{len(canaries)} canaries, each included by a fair coin")
+    return generator_bound(
+        function,
+        train,
+        canaries,
+        coins_seed=seeds["coins"],
+        release_seed=seeds["bound-release"],
+        n=n,
+        delta=config.delta,
+        confidence=config.confidence,
+        claim=_claim(config),
+        canaries_how=what,
+    )
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:
@@ -274,7 +299,9 @@ def _threat_model(config: SyntheticDataConfig, generator: str | None) -> str:
     return f"{seen}, and the generator ({generator}) retrained by the auditor on shadow data and, for the bound, on the training table with canaries"
 
 
-def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, generator: str | None, function: Any) -> tuple[Convention, ...]:
+def _conventions(
+    config: SyntheticDataConfig, train: Table, encoder: Encoder, generator: str | None, function: Any, bound: CanaryBound | None
+) -> tuple[Convention, ...]:
     source = "--synthetic" if config.synthetic is not None else "the generator's output"
     conventions = list(schema_conventions(train, encoder, id_col=config.id_col, reference_fraction=config.reference_fraction, source=source))
     conventions.append(default("score direction", "higher is member", "each attack's score is built so (density ratio, minus a distance, a probability)"))
@@ -301,6 +328,9 @@ def _conventions(config: SyntheticDataConfig, train: Table, encoder: Encoder, ge
                 "claim's unit", "ε per release, for one record (one canary = one record)", "the bound is of one generation; the claim is compared like for like"
             )
         )
+    if bound is not None and bound.verdict is not None:
+        claim = bound.verdict.claim
+        conventions.append(explicit("claim", f"ε = {claim.epsilon:g}, δ = {claim.delta:g} per release", "--claimed-epsilon/--claimed-delta"))
     return tuple(conventions)
 
 

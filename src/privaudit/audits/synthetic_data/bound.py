@@ -23,9 +23,13 @@ from ...stats.ceiling import at_ceiling, one_run_ceiling
 from ...stats.one_run_combined import one_run_lower_bound
 from ...stats.verdict import Claim, compare
 from .attacks import dcr_distances
+from .generation import generate
+from .table import Encoder, Table, read_frame
 from .types import CanaryBound
 
-__all__ = ["SIGNAL", "canary_bound", "canary_scores"]
+__all__ = ["GENERATOR_CLAIM", "SIGNAL", "canary_bound", "canary_scores", "generator_bound", "generator_claim"]
+
+GENERATOR_CLAIM = "the --generator's own `claim` attribute (its ε and δ)"
 
 SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on the training table and every canary, before the coins)"
 
@@ -49,3 +53,42 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
         coins_seed=coins_seed,
         signal=SIGNAL,
     )
+
+
+def generator_claim(function: Any) -> Claim | None:
+    """The per-release claim a generator declares in its ``claim`` attribute (a dict of ``epsilon`` and ``delta``, as dpmm's adapters have); None without one."""
+    declared = getattr(function, "claim", None)
+    if not isinstance(declared, dict):
+        return None
+    try:
+        return Claim(float(declared["epsilon"]), float(declared.get("delta", 0.0)), quantity="per-release", source=GENERATOR_CLAIM)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"the `claim` attribute of `--generator` must hold epsilon and delta: {error}") from None
+
+
+def generator_bound(
+    function: Any,
+    train: Table,
+    canaries: Any,
+    *,
+    coins_seed: int,
+    release_seed: int,
+    n: int,
+    delta: float,
+    confidence: float,
+    claim: Claim | None,
+    canaries_how: str,
+) -> CanaryBound:
+    """Each of ``canaries`` (a frame of ``train``'s schema) included by its own fair coin, one generation of ``n`` rows, every canary scored, the bound."""
+    import pandas as pd  # optional (the parquet extra)
+
+    m = len(canaries)
+    included = np.random.default_rng(coins_seed).random(m) < 0.5
+    if included.sum() < 2 or (~included).sum() < 2:
+        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
+    data = pd.concat([train.frame, canaries[included]], ignore_index=True)
+    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
+    synthetic = generate(function, data, train, seed=release_seed, n=n)
+    fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
+    scores = canary_scores(fixed.dcr_arrays(read_frame(canaries, "the canaries")), fixed.dcr_arrays(synthetic))
+    return canary_bound(scores, included, delta=delta, confidence=confidence, claim=claim, canaries=canaries_how, coins_seed=coins_seed)

@@ -1,0 +1,216 @@
+"""dpmm's marginal-based DP generators (MST, AIM, PrivBayes) in the ``--generator`` contract, each with the (ε, δ) it claims.
+
+:func:`mst`, :func:`aim` and :func:`privbayes` build a :class:`DpmmGenerator`,
+a callable ``fn(train_df, *, seed, n) -> synthetic_df`` that fits dpmm's
+pipeline (the ``dpmm`` extra, in its own environment: dpmm pins numpy 1.26)
+and samples ``n`` rows. Its ``claim`` attribute is the (ε, δ) given to
+dpmm, per release and for one record added or removed
+(``neighbouring = "add-remove"``); the audit compares its bound with it like
+for like when ``--claimed-epsilon`` is not given.
+
+The domain. dpmm models discrete tables: each numeric column is cut into
+``bins`` equal-width bins between its ``bounds`` (dpmm's uniform binner,
+values outside clipped into the end bins, a bin's rows drawn uniformly
+within it on the way back), each categorical column keeps its
+``categories``. No budget is spent on the domain (dpmm's ``proc_epsilon`` is
+off), so the claim covers the whole release only when the domain is
+declared, from public knowledge, for every column. A column left out of
+``bounds``/``categories`` takes its range or its categories from the
+training table: that read is outside ε (a record that widens a range or
+brings a category shows in the output's domain), and an audit's bound then
+measures that leak too (:attr:`DpmmGenerator.declared` says which case
+holds). dpmm's own handling of missing values (a flag column, the gaps
+filled with a value drawn from the table) and of single-valued columns
+also reads the table outside ε.
+
+Randomness: ``seed`` seeds dpmm's selection, sampling and binning
+(their own ``numpy.random.RandomState``; the global one is not drawn
+from); dpmm draws its measurement noise from OpenDP's secure generator,
+which cannot be seeded, so the same seed need not give the same rows: even
+a noise of 1e-3 of a count moves a rounded count and with it every later
+draw. The bound needs no reproducibility: its coins have their own seed.
+
+From the command line, the ready-made generators below take the domain
+from the data (``--generator
+privaudit.audits.synthetic_data.dpmm_generators:mst_epsilon_1``). To
+declare it, or set another ε, name your own module's generator::
+
+    # my_generators.py, then --generator my_generators:release
+    from privaudit.audits.synthetic_data.dpmm_generators import mst
+    release = mst(epsilon=2.0, bounds={"age": (0, 120)}, categories={"sex": ["F", "M"]})
+
+>>> generator = mst(epsilon=2.0, bounds={"age": (0, 120)}, categories={"sex": ["F", "M"]})
+>>> generator.claim, generator.neighbouring
+({'epsilon': 2.0, 'delta': 1e-05}, 'add-remove')
+>>> generator.declared(["age", "sex"]), generator.declared(["age", "sex", "income"])
+(True, False)
+>>> mst(epsilon=0.0)
+Traceback (most recent call last):
+...
+ValueError: `epsilon` must be in (0, inf), got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..._core.extras import require
+
+__all__ = [
+    "DEFAULT_BINS",
+    "MODELS",
+    "NO_NOISE_EPSILON",
+    "DpmmGenerator",
+    "aim",
+    "aim_epsilon_1",
+    "aim_epsilon_4",
+    "mst",
+    "mst_epsilon_1",
+    "mst_epsilon_4",
+    "mst_without_noise",
+    "privbayes",
+    "privbayes_epsilon_1",
+    "privbayes_epsilon_4",
+]
+
+MODELS = {"mst": "MSTPipeline", "aim": "AIMPipeline", "privbayes": "PrivBayesPipeline"}  # name -> dpmm.pipelines class
+DEFAULT_BINS = 20  # dpmm's uniform binner's own default
+# MST "with its noise removed": ρ ≈ 10^6 zCDP, σ ≈ 1.2e-3 on counts of 1, the exponential mechanism's choice a hard argmax;
+# dpmm has no public switch that turns its noise off (public=True skips the model's fit), so the noise is made negligible
+NO_NOISE_EPSILON = 1e6
+
+
+def _is_numeric(values: Any) -> bool:
+    import pandas as pd  # optional (the parquet extra)
+
+    return bool(pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DpmmGenerator:
+    """One of dpmm's pipelines at ``epsilon``, ``delta``, on a stated domain: ``fn(train_df, *, seed, n) -> synthetic_df``.
+
+    ``bounds`` maps numeric columns to (low, high), ``categories``
+    categorical columns to their values; a column in neither takes its
+    domain from the data (see the module's docstring). ``iterations`` is
+    dpmm's ``n_iters`` of the model's inference (None: dpmm's default).
+    """
+
+    model: str
+    epsilon: float
+    delta: float = 1e-5
+    bins: int = DEFAULT_BINS
+    bounds: Mapping[str, tuple[float, float]] | None = None
+    categories: Mapping[str, Sequence[Any]] | None = None
+    iterations: int | None = None
+
+    neighbouring: ClassVar[str] = "add-remove"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"`model` must be one of {', '.join(MODELS)}, got {self.model!r}")
+        epsilon = float(self.epsilon)
+        if not (math.isfinite(epsilon) and epsilon > 0):
+            raise ValueError(f"`epsilon` must be in (0, inf), got {self.epsilon:g}")
+        if not 0.0 < float(self.delta) < 1.0:
+            raise ValueError(f"`delta` must be in (0, 1), got {self.delta:g}")
+        if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 2:
+            raise ValueError(f"`bins` must be an integer >= 2, got {self.bins!r}")
+        if self.iterations is not None and (isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1):
+            raise ValueError(f"`iterations` must be None or an integer >= 1, got {self.iterations!r}")
+        bounds = {}
+        for column, pair in dict(self.bounds or {}).items():
+            low, high = (float(value) for value in pair)
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise ValueError(f"`bounds` of column {column!r} must be finite (low, high) with low < high, got {pair!r}")
+            bounds[str(column)] = (low, high)
+        categories = {str(column): tuple(values) for column, values in dict(self.categories or {}).items()}
+        for column, values in categories.items():
+            if not values:
+                raise ValueError(f"`categories` of column {column!r} must name at least one value")
+        if both := sorted(set(bounds) & set(categories)):
+            raise ValueError(f"columns {both} are in both `bounds` and `categories`: a column is numeric (bounds) or categorical (categories)")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "bounds", bounds)
+        object.__setattr__(self, "categories", categories)
+
+    @property
+    def claim(self) -> dict[str, float]:
+        """The (ε, δ) given to dpmm: per release, one record added or removed; the whole release's claim when the domain is declared."""
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+    def declared(self, columns: Sequence[str]) -> bool:
+        """Whether every one of ``columns`` has a declared domain (the claim then covers the whole release)."""
+        assert self.bounds is not None and self.categories is not None
+        return all(str(column) in self.bounds or str(column) in self.categories for column in columns)
+
+    def domain(self, train_df: Any) -> dict[str, dict[str, Any]]:
+        """dpmm's ``domain`` for ``train_df``: the declared bounds and categories, the data's for the other columns; a ValueError for a mismatch."""
+        assert self.bounds is not None and self.categories is not None
+        unknown = sorted((set(self.bounds) | set(self.categories)) - {str(c) for c in train_df.columns})
+        if unknown:
+            raise ValueError(f"`bounds`/`categories` name columns the table does not have: {unknown}")
+        domain: dict[str, dict[str, Any]] = {}
+        for column in train_df.columns:
+            values = train_df[column]
+            if _is_numeric(values):
+                if column in self.categories:
+                    raise ValueError(f"`categories` names numeric column {column!r}: declare its `bounds` instead")
+                x = values.to_numpy(dtype=float)
+                low, high = self.bounds.get(column, (float(np.nanmin(x)), float(np.nanmax(x))))
+                domain[column] = {"lower": low, "upper": high}
+            else:
+                if column in self.bounds:
+                    raise ValueError(f"`bounds` names categorical column {column!r}: declare its `categories` instead")
+                present = list(values.dropna().unique())
+                declared = list(self.categories.get(column, present))
+                missing = [value for value in present if value not in declared]
+                if missing:
+                    raise ValueError(f"`categories` of column {column!r} must hold every value of the table, missing {missing[:5]}")
+                domain[column] = {"categories": declared}
+        return domain
+
+    def __call__(self, train_df: Any, *, seed: int, n: int) -> Any:
+        pipelines = require("dpmm.pipelines", purpose="dpmm's MST, AIM and PrivBayes generators")
+        domain = self.domain(train_df)
+        fit_seed, sample_seed = (int(s) for s in np.random.default_rng(seed).integers(2**31 - 1, size=2))
+        options = {} if self.iterations is None else {"n_iters": self.iterations}
+        pipeline = getattr(pipelines, MODELS[self.model])(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            n_jobs=1,  # no process pool: one core per generation, the runner parallelises
+            gen_kwargs=options,
+            proc_epsilon=None,  # no budget on the domain: the uniform binner on the declared bounds
+            binner_type="uniform",
+            n_bins=self.bins,
+        )
+        pipeline.fit(train_df.copy(), domain=domain, random_state=np.random.RandomState(fit_seed))
+        return pipeline.generate(n_records=int(n), random_state=np.random.RandomState(sample_seed)).reset_index(drop=True)
+
+
+def mst(epsilon: float, delta: float = 1e-5, **options: Any) -> DpmmGenerator:
+    """dpmm's MST (McKenna et al. 2021) at (``epsilon``, ``delta``); ``options``: ``bins``, ``bounds``, ``categories``, ``iterations``."""
+    return DpmmGenerator("mst", epsilon, delta, **options)
+
+
+def aim(epsilon: float, delta: float = 1e-5, **options: Any) -> DpmmGenerator:
+    """dpmm's AIM (McKenna et al. 2022) at (``epsilon``, ``delta``); ``options`` as for :func:`mst`."""
+    return DpmmGenerator("aim", epsilon, delta, **options)
+
+
+def privbayes(epsilon: float, delta: float = 1e-5, **options: Any) -> DpmmGenerator:
+    """dpmm's PrivBayes (Zhang et al. 2017) at (``epsilon``, ``delta``); ``options`` as for :func:`mst`."""
+    return DpmmGenerator("privbayes", epsilon, delta, **options)
+
+
+# ready-made for --generator: the domain from the data (see the module's docstring), δ = 1e-5
+mst_epsilon_1, mst_epsilon_4 = mst(1.0), mst(4.0)
+aim_epsilon_1, aim_epsilon_4 = aim(1.0), aim(4.0)
+privbayes_epsilon_1, privbayes_epsilon_4 = privbayes(1.0), privbayes(4.0)
+mst_without_noise = mst(NO_NOISE_EPSILON)
