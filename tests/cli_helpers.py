@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from typer.testing import CliRunner
 
 from privaudit.cli import app
@@ -27,3 +30,11 @@ def assert_refused(argv, output, match):
     assert match in lines[0], lines[0]
     assert not output.exists()
     return lines[0]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``python -m privaudit`` subprocess that imports this checkout's privaudit (its source first on PYTHONPATH)."""
+    import privaudit
+
+    source = str(Path(privaudit.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])), **extra}

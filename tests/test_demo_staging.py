@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from cli_helpers import run_cli
+from cli_helpers import run_cli, subprocess_env
 
 LOCK = ".privaudit-lock"  # the lock file staged_output holds inside its scratch folder
 
@@ -44,10 +44,7 @@ def test_a_stale_staging_folder_of_a_dead_run_is_removed_by_the_next_write(tmp_p
 
 
 def test_the_demo_killed_mid_run_leaves_nothing_after_the_next_run(tmp_path):
-    import privaudit
-
-    source = str(Path(privaudit.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    env = subprocess_env()
     output = tmp_path / "privaudit-demo"
     demo = subprocess.Popen(
         [sys.executable, "-m", "privaudit", "demo", "--output", str(output), "--no-history"],

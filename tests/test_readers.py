@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import subprocess_env
 
 from privaudit._core.files import (
     check_output_dir,
@@ -250,10 +251,7 @@ with staged_output(sys.argv[1]) as scratch:
 
 
 def _python(code: str, *args) -> subprocess.Popen:
-    import privaudit
-
-    source = str(Path(privaudit.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    env = subprocess_env()
     return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, text=True, env=env)
 
 

@@ -10,17 +10,15 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import run_cli, subprocess_env
 
 
 def _one_error_line(code: int, stdout: str, stderr: str) -> str:
@@ -88,10 +86,7 @@ def test_a_captured_audit_prints_when_its_stages_start_and_how_long_they_took(tm
 
 # -- Ctrl-C during the demo ----------------------------------------------------------------------------------
 def test_ctrl_c_during_the_demo_leaves_no_staging_folder_and_no_output(tmp_path):
-    import privaudit
-
-    source = str(Path(privaudit.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    env = subprocess_env()
     output = tmp_path / "privaudit-demo"
     demo = subprocess.Popen(
         [sys.executable, "-m", "privaudit", "demo", "--output", str(output), "--no-history"],
