@@ -1,6 +1,6 @@
 """``python -m privaudit``: the same as the ``privaudit`` command."""
 
-from privaudit.cli import main
+from privaudit.cli import console_main
 
 if __name__ == "__main__":
-    main()
+    console_main()

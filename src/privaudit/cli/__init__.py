@@ -15,12 +15,14 @@ command line names), so that ``privaudit bound`` starts fast.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 
 from .._core.resources import passive_openmp_waits
 from .app import COMMAND_MODULES, MODULE_OF_COMMAND, app
 
-__all__ = ["app", "main"]
+__all__ = ["app", "console_main", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,3 +35,25 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="privaudit")
     finally:  # in process (tests, notebooks), the app goes on to offer every command
         app.modules = previous
+
+
+def console_main() -> None:
+    """The ``privaudit`` console script and ``python -m privaudit``: :func:`main`, and after Ctrl-C (exit 130) the process ends at once.
+
+    CPython keeps a global "unhandled Ctrl-C" flag that a KeyboardInterrupt
+    can set while interpreter-run code is on the stack, even where privaudit
+    then handles it; at exit the flag makes the process kill itself with
+    SIGINT (status -2, not 130). By then the one line is printed and the
+    staging folders are gone, so the process runs its exit handlers
+    and ends here with 130. In process
+    (tests, notebooks), :func:`main` raises SystemExit as usual.
+    """
+    try:
+        main()
+    except SystemExit as stop:
+        if stop.code != 130:
+            raise
+        atexit._run_exitfuncs()  # multiprocessing's finalizers (the runner's pool and its semaphores) run as at a normal exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
