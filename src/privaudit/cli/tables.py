@@ -215,12 +215,7 @@ def _reused(result: Any, output: Path) -> str:
     trained = getattr(result, "num_trained", None)
     if trained is None:
         return ""
-    if hasattr(result, "num_shadow_runs"):  # synthetic-data: the shadow releases
-        total = result.num_shadow_runs
-    elif hasattr(result, "num_in"):
-        total = result.num_in + result.num_out
-    else:
-        total = len(getattr(result, "seeds", ()))
+    total = result.num_runs  # every resumable result says how many runs it rests on
     reused = total - trained
     return f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings and input contents)\n" if reused > 0 else ""
 

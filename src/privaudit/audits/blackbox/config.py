@@ -111,6 +111,11 @@ class BlackBoxResult(AuditResult):
     bound_eps_delta: EpsilonLowerBound
     config: BlackBoxConfig
 
+    @property
+    def num_runs(self) -> int:
+        """The models behind this result, ``num_trained`` of them trained by this call (the rest resumed)."""
+        return self.num_in + self.num_out
+
     def inert_config_fields(self) -> frozenset[str]:
         """The embedded dataset beside the user's --data; the built-in model's settings beside the user's --train.
 

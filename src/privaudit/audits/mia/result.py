@@ -79,6 +79,11 @@ class MIAResult(AuditResult):
     ties: tuple[tuple[float, int], ...] = ()
     bound_design: BoundDesign | None = None  # the bound modes' attack choice, pilot split and ceiling
 
+    @property
+    def num_runs(self) -> int:
+        """The models behind this result, ``num_trained`` of them trained by this call (the rest resumed)."""
+        return len(self.seeds)
+
     def inert_config_fields(self) -> frozenset[str]:
         """The embedded dataset beside the user's --data; the built-in MLP's epochs beside the user's --train or --model."""
         config = self.config
