@@ -76,16 +76,9 @@ TABLES = ("breast-cancer", "diabetes")
 
 def tables(seed: int, folder: Path, table: str = "breast-cancer") -> tuple[Path, Path]:
     """``table`` split in halves by ``seed``, written as CSV with an id and its categorical column as strings."""
-    from sklearn.datasets import load_breast_cancer, load_diabetes
+    from privaudit.data.tabular import mixed_table
 
-    if table == "diabetes":
-        frame = load_diabetes(as_frame=True, scaled=False).frame
-        frame["sex"] = frame["sex"].map(lambda v: f"sex-{int(v)}").astype(object)
-    else:
-        frame = load_breast_cancer(as_frame=True).frame
-        frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
-    prefix = "db" if table == "diabetes" else "bc"
-    frame.insert(0, "record", [f"{prefix}-{i:03d}" for i in range(len(frame))])
+    frame = mixed_table(table)
     order = np.random.default_rng(seed).permutation(len(frame))
     half = len(frame) // 2
     paths = folder / f"train-{seed}.csv", folder / f"holdout-{seed}.csv"

@@ -131,15 +131,9 @@ def test_a_planted_copy_of_an_outlier_gets_the_headlines_top_score(global_seed, 
 
 def _halves(seed, folder, table="breast-cancer"):
     """A table shipped with scikit-learn, its categorical column as strings, split in halves by ``seed``: (CSV paths, the training frame)."""
-    from sklearn.datasets import load_breast_cancer, load_diabetes  # ship with scikit-learn
+    from privaudit.data.tabular import mixed_table
 
-    if table == "diabetes":
-        frame = load_diabetes(as_frame=True, scaled=False).frame
-        frame["sex"] = frame["sex"].map(lambda v: f"sex-{int(v)}").astype(object)
-    else:
-        frame = load_breast_cancer(as_frame=True).frame
-        frame["target"] = frame["target"].map({0: "malignant", 1: "benign"})
-    frame.insert(0, "record", [f"r-{i:03d}" for i in range(len(frame))])
+    frame = mixed_table(table)
     order, half = np.random.default_rng(seed).permutation(len(frame)), len(frame) // 2
     paths = folder / f"train-{seed}.csv", folder / f"holdout-{seed}.csv"
     frame.iloc[np.sort(order[:half])].to_csv(paths[0], index=False)

@@ -163,3 +163,22 @@ def test_dataset_is_frozen():
     data = load_dataset("breast-cancer")
     with pytest.raises(AttributeError):
         data.seed = 1
+
+
+@pytest.mark.parametrize("name", ["breast-cancer", "diabetes"])
+def test_mixed_table_is_scikit_learns_table_with_an_id_and_string_categories(name):
+    from sklearn.datasets import load_diabetes
+
+    from privaudit.data.tabular import mixed_table
+
+    frame = mixed_table(name)
+    raw_x, raw_y = load_diabetes(return_X_y=True, scaled=False) if name == "diabetes" else load_breast_cancer(return_X_y=True)
+    assert len(frame) == len(raw_y) and frame["record"].is_unique and frame.columns[0] == "record"
+    if name == "diabetes":  # sex is the second feature, 1 or 2 in the raw data
+        assert (frame["sex"] == [f"sex-{int(value)}" for value in raw_x[:, 1]]).all()
+        assert np.allclose(frame["target"], raw_y)
+    else:  # scikit-learn codes malignant as 0
+        assert (frame["target"] == np.where(raw_y == 0, "malignant", "benign")).all()
+        assert np.allclose(frame.drop(columns=["record", "target"]).to_numpy(), raw_x)
+    with pytest.raises(ValueError, match="`name` must be one of"):
+        mixed_table("iris")

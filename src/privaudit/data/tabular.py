@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,9 +32,14 @@ from .._core.conventions import Convention
 from .._core.extras import require
 from .._core.validation import check_choice, check_count, check_probability
 
-__all__ = ["DATASET_NAMES", "Dataset", "load_dataset", "load_dataset_file"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["DATASET_NAMES", "MIXED_TABLES", "Dataset", "load_dataset", "load_dataset_file", "mixed_table"]
 
 DATASET_NAMES = ("digits", "breast-cancer")
+#: scikit-learn's tables that :func:`mixed_table` gives as a user holds them: id, named columns, strings.
+MIXED_TABLES = ("breast-cancer", "diabetes")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -196,3 +202,28 @@ def load_dataset_file(path, *, name: str = "--data", label_col: str | None = Non
         seed=seed,
         conventions=(labelled.label,),
     )
+
+
+def mixed_table(name: str) -> pd.DataFrame:
+    """scikit-learn's ``name`` table as a user holds one: an id column ``record`` first, named columns, a categorical column as strings.
+
+    ``"breast-cancer"``: 569 rows, 30 named features, ``target`` as
+    ``"malignant"``/``"benign"``, ids ``bc-000``.. ``"diabetes"``: 442 rows,
+    its unscaled features with ``sex`` as ``"sex-1"``/``"sex-2"``, the disease
+    progression ``target``, ids ``db-000``.. The synthetic-data guide, its
+    benchmark and its tests audit generators on these.
+
+    >>> frame = mixed_table("diabetes")
+    >>> frame.shape, list(frame.columns[:3]), sorted(set(frame["sex"]))
+    ((442, 12), ['record', 'age', 'sex'], ['sex-1', 'sex-2'])
+    """
+    datasets = _require_sklearn_datasets()
+    check_choice(name, "name", MIXED_TABLES)
+    if name == "diabetes":
+        frame = datasets.load_diabetes(as_frame=True, scaled=False).frame
+        frame["sex"] = frame["sex"].map(lambda value: f"sex-{int(value)}").astype(object)
+    else:
+        frame = datasets.load_breast_cancer(as_frame=True).frame
+        frame["target"] = frame["target"].map({0: "malignant", 1: "benign"}).astype(object)
+    frame.insert(0, "record", [f"{'db' if name == 'diabetes' else 'bc'}-{i:03d}" for i in range(len(frame))])
+    return frame
