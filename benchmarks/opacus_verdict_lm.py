@@ -28,8 +28,13 @@ one-run bound at δ = 1e-5, 95%
 (:func:`~privaudit.audits.lm.result.audit_lm_scores`; with ``--copies`` k > 1,
 the group's bound converted to one record's ε by group privacy). The claim
 is the user's target ε at δ = 1e-5 per text, so ``bound_over_claimed`` is
-the black box's; the white box's is under ``white_box``. One seed per
-command on a busy machine::
+the black box's; the white box's is under ``white_box``, and ``design_ceiling`` is the most
+the design could show (every canary guessed right). The defaults (150
+canaries of 8 tokens, 12 copies) were the best of the designs tried on pilot
+seeds 10-12 (docs/tightness.md). The loop seeds torch's global generator, as
+a user's script would, for the two draws that come from it: peft's LoRA
+initialisation and Opacus' Poisson batches. One seed per command on a busy
+machine::
 
     python benchmarks/opacus_verdict_lm.py --black-box --epsilon 4 --seeds 1 --start 0 --append \\
         --output benchmarks/results/lm_userloop_blackbox_eps4.json   # then --start 1, --start 2
@@ -59,7 +64,7 @@ class BlackBox:
 
     canaries: int = 150
     length: int = 8  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
-    copies: int = 12  # chosen on pilot seeds 10-12 at ε = 4 among 9 designs (docs/tightness.md); seeds 0-2 are reported
+    copies: int = 12  # the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
     confidence: float = 0.95
 
 

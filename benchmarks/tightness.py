@@ -425,7 +425,12 @@ def _cell(entry: dict) -> str:
     design = f"; ÷ the design's own ceiling {entry['design_ratio']['mean']:.2f}" if "design_ratio" in entry else ""
     positive = f", positive in {entry['positive']}/{entry['runs']} seeds" if "positive" in entry else ""
     runs = f"; {entry['runs']} seeds" if "runs" in entry and "seconds_per_run" in entry else ""  # the dpmm rows, whose seed count varies
-    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected}{positive}{runs}{design})"
+    return f"{_ratio_text(ratio['mean'])} (min {_ratio_text(ratio['min'])}{rejected}{positive}{runs}{design})"
+
+
+def _ratio_text(value: float) -> str:
+    """Two decimals, three below 0.1 (a bound of 0.005 of the claim is not 0.00)."""
+    return f"{value:.3f}" if 0 < abs(value) < 0.1 else f"{value:.2f}"
 
 
 def table(rows: list[dict]) -> str:

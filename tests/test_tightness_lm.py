@@ -52,3 +52,5 @@ def test_user_loop_black_box_rows_read_their_own_files(tightness, tmp_path):
     own_loop = rows["Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own), black box, ε = 4"]
     assert "lm_dp.py --epsilon 4" in own_loop["default"]["not_measured"]
     assert len(rows) == 6
+    # a ratio below 0.1 keeps three decimals in the table: the mean (0.01 + 0.004 + 0.025) / 3 = 0.013 is not 0.01
+    assert "| 0.013 (min 0.004) |" in tightness.table(list(rows.values()))
