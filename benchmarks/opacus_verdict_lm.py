@@ -175,6 +175,7 @@ def _black_box(run: UserRun, black_box: BlackBox, epsilon: float) -> dict:
         "auc": auc,
         "tpr_at_1pct_fpr": tpr,
         "epsilon_lower_bound": bound.epsilon,
+        "claimed_epsilon": epsilon,  # the user's target ε at δ = 1e-5, per text
         "bound_over_claimed": bound.epsilon / epsilon,
         "design_ceiling": ceiling,
         "bound_over_design_ceiling": bound.epsilon / ceiling if ceiling > 0 else None,
