@@ -1,4 +1,4 @@
-"""White-box verdict on a user's own DP fine-tuning loop of a causal LM: ``python benchmarks/opacus_verdict_lm.py [--seeds 3] [--epsilon 4] [--output FILE]``.
+"""White-box (and, with ``--black-box``, black-box) verdicts on a user's own DP fine-tuning loop of a causal LM: ``python benchmarks/opacus_verdict_lm.py [--seeds 3] [--epsilon 4] [--black-box] [--output FILE]``.
 
 A tiny GPT-2 built locally from a ``GPT2Config`` (Conv1D layers; a BPE
 tokenizer trained on privaudit's embedded corpus, nothing downloaded), LoRA
@@ -11,11 +11,43 @@ end-to-end white-box bound ÷ the claimed ε (``bound_over_claimed``; issue
 32's target at ε = 4: >= 0.5), the per-step bound and whether anything was
 flagged; ``config.epsilon`` is the claim, as ``benchmarks/tightness.py``
 reads it (``--output benchmarks/results/opacus_verdict_lm_eps4.json``).
+
+``--black-box`` adds privaudit's canaries to the same run: ``--canaries``
+canaries of ``--canary-length`` tokens drawn uniformly from the tokenizer's
+ordinary vocabulary (:func:`~privaudit.canaries.lm_provenance.prepare_lm_canaries`,
+design ``random-tokens``, no prefix, the whole text scored), each included by
+a fair coin, ``--copies`` times, in the user's training texts. The loop
+trains as without them (same LoRA, Opacus, batch size, learning rate and
+epochs: the data set is larger, so Opacus' sampling rate 16 / texts is
+lower and its steps more), the in-loop white-box auditor stays attached,
+and the final model is scored black-box: each canary's log-likelihood under
+the fine-tuned model less the base model's
+(:func:`~privaudit.audits.lm.scores.calibrated_scores`,
+:class:`~privaudit.models.hf.HFCausalLMScorer`), then Steinke et al.'s
+one-run bound at δ = 1e-5, 95%
+(:func:`~privaudit.audits.lm.result.audit_lm_scores`; with ``--copies`` k > 1,
+the group's bound converted to one record's ε by group privacy). The claim
+is the user's target ε at δ = 1e-5 per text, so ``bound_over_claimed`` is
+the black box's; the white box's is under ``white_box``, and ``design_ceiling`` is the most
+the design could show (every canary guessed right). The defaults (150
+canaries of 8 tokens, 12 copies) were the best of the designs tried on pilot
+seeds 10-12 (docs/tightness.md). The loop seeds torch's global generator, as
+a user's script would, for the two draws that come from it: peft's LoRA
+initialisation and Opacus' Poisson batches. One seed per command on a busy
+machine::
+
+    python benchmarks/opacus_verdict_lm.py --black-box --epsilon 4 --seeds 1 --start 0 --append \\
+        --output benchmarks/results/lm_userloop_blackbox_eps4.json   # then --start 1, --start 2
+
+``--append`` adds the seeds to ``--output`` when it holds the same config.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
+import json
 import time
 import warnings
 from pathlib import Path
@@ -26,20 +58,67 @@ from opacus_verdict import write_json  # the sibling benchmark's writer (benchma
 EPSILON, DELTA, EPOCHS, BATCH, TEXTS = 4.0, 1e-5, 3, 16, 320
 
 
-def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON):
-    """Fine-tune LoRA adapters of a tiny GPT-2 with Opacus at ``epsilon`` in the user's own loop, audited in it; the in-loop result."""
+@dataclasses.dataclass(frozen=True)
+class BlackBox:
+    """The black-box canaries put in the user's texts: how many, their tokens, the copies of each included one."""
+
+    canaries: int = 150
+    length: int = 8  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
+    copies: int = 12  # the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
+    confidence: float = 0.95
+
+
+def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None):
+    """Fine-tune LoRA adapters of a tiny GPT-2 with Opacus at ``epsilon`` in the user's own loop, audited in it: (the in-loop result, the black box's or None)."""
+    run = user_loop(seed, canaries_per_step=canaries_per_step, epsilon=epsilon, black_box=black_box)
+    if black_box is None:
+        return run.result, None
+    return run.result, _black_box(run, black_box, epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserRun:
+    """What one run of the user's loop leaves: the in-loop result, the fine-tuned and base models, the tokenizer, the canaries and the texts trained on."""
+
+    result: object
+    tuned: object
+    reference: object
+    tokenizer: object
+    provenance: object
+    texts: list
+
+
+def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None) -> UserRun:
+    """The user's loop, with the in-loop auditor attached and, with ``black_box``, the included canaries among its texts."""
     import opacus
     import peft
     import torch
 
+    from privaudit._core.seeding import child_seeds
     from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
+    from privaudit.canaries.lm_provenance import prepare_lm_canaries
     from privaudit.data.corpus import load_default_corpus
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
     texts = [line for line in load_default_corpus() if line.strip()][:TEXTS]
     tokenizer = bpe_tokenizer(texts, vocab_size=384)
     base = tiny_gpt2(tokenizer, seed=seed)
-    model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, lora_dropout=0.0))
+    provenance, reference = None, None
+    if black_box is not None:
+        provenance, _, _ = prepare_lm_canaries(
+            "random-tokens",
+            tokenizer,
+            count=black_box.canaries,
+            seed=child_seeds(seed, ["canaries"])["canaries"],
+            length=black_box.length,
+            prefix="",
+            span="text",
+        )
+        texts = texts + provenance.included_texts() * black_box.copies
+        reference = copy.deepcopy(base)  # the base model, before peft puts its adapters into ``base``
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # peft draws LoRA's A matrices from torch's global generator: the user seeds the run
+        model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, lora_dropout=0.0))
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:32] for text in texts]
     width = max(len(row) for row in rows)
     tokens = torch.tensor([row + [0] * (width - len(row)) for row in rows])
@@ -47,8 +126,9 @@ def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON):
     generator = torch.Generator().manual_seed(seed)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens, mask), batch_size=BATCH, generator=generator)
     engine = opacus.PrivacyEngine(accountant="prv")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")  # Opacus' secure-RNG note, peft's and functorch's notes
+        torch.manual_seed(seed + 2)  # Opacus' Poisson batches draw from torch's global generator (no secure RNG)
         model, optimizer, loader = engine.make_private_with_epsilon(
             module=model,
             optimizer=torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3),
@@ -70,51 +150,117 @@ def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON):
                     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
                     ((losses * weights).sum(1) / weights.sum(1).clamp(min=1.0)).mean().backward()
                     optimizer.step()
-    return auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
+    result = auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
+    return UserRun(result, model._module, reference, tokenizer, provenance, texts)
+
+
+def _black_box(run: UserRun, black_box: BlackBox, epsilon: float) -> dict:
+    """The final model's canaries scored black-box (log-likelihood less the base model's) and the one-run bound on a record's ε."""
+    from privaudit.audits.lm.result import audit_lm_scores
+    from privaudit.audits.lm.scores import calibrated_scores
+    from privaudit.models.hf import HFCausalLMScorer
+    from privaudit.stats.ceiling import one_run_record_ceiling
+
+    started = time.perf_counter()
+    # the user's loop puts no special token before a text (the BPE tokenizer has none)
+    tuned, reference, tokenizer, provenance = run.tuned, run.reference, run.tokenizer, run.provenance
+    scores = calibrated_scores(HFCausalLMScorer(tuned, tokenizer, bos="none"), provenance, HFCausalLMScorer(reference, tokenizer, bos="none"))
+    auc, tpr, bound = audit_lm_scores(scores, provenance.included, delta=DELTA, confidence=black_box.confidence, copies=black_box.copies)
+    num_in = int(sum(provenance.included))
+    # the most this design can show: every canary guessed right, the same m, members, copies and test
+    ceiling = one_run_record_ceiling(
+        len(provenance.included), num_in=num_in, copies=black_box.copies, delta=DELTA, confidence=black_box.confidence, methods=bound.methods
+    )
+    return {
+        "auc": auc,
+        "tpr_at_1pct_fpr": tpr,
+        "epsilon_lower_bound": bound.epsilon,
+        "claimed_epsilon": epsilon,  # the user's target ε at δ = 1e-5, per text
+        "bound_over_claimed": bound.epsilon / epsilon,
+        "design_ceiling": ceiling,
+        "bound_over_design_ceiling": bound.epsilon / ceiling if ceiling > 0 else None,
+        "num_canaries": len(provenance.included),
+        "num_in": num_in,
+        "training_texts": len(run.texts),
+        "score_seconds": time.perf_counter() - started,
+    }
+
+
+def _white_box(result) -> dict:
+    verdict = result.verdict
+    return {
+        "flagged": verdict.flagged,
+        "end_to_end_bound": verdict.end_to_end.bound,
+        "end_to_end_ratio": verdict.end_to_end.ratio,
+        "per_step_bound": result.bound.epsilon,
+        "per_step_ratio": verdict.per_step.ratio,
+        "sigma_read": list(result.evidence.noise_multipliers),
+        "sample_rate": result.evidence.sample_rate,
+        "steps": result.evidence.run_steps,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds, from --start")
+    parser.add_argument("--start", type=int, default=0, help="the first seed")
     parser.add_argument("--epsilon", type=float, default=EPSILON, help="the target ε of make_private_with_epsilon, the claim audited")
+    parser.add_argument("--black-box", action="store_true", help="put privaudit's canaries in the user's texts and bound ε from the final model too")
+    parser.add_argument("--canaries", type=int, default=BlackBox.canaries, help="with --black-box: canaries, each included by a fair coin")
+    parser.add_argument("--canary-length", type=int, default=BlackBox.length, help="with --black-box: ordinary-vocabulary tokens per canary")
+    parser.add_argument("--copies", type=int, default=BlackBox.copies, help="with --black-box: copies of each included canary in the texts")
+    parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     from privaudit._core.results import library_versions
 
-    rows = []
-    for seed in range(args.seeds):
+    black_box = BlackBox(args.canaries, args.canary_length, args.copies) if args.black_box else None
+    config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS}
+    if black_box is not None:
+        config |= {
+            "black_box": dataclasses.asdict(black_box),
+            "design": "random-tokens from the ordinary vocabulary, no prefix, whole text scored, base-calibrated",
+        }
+    earlier: list[dict] = []
+    if args.append and args.output is not None and args.output.exists():
+        previous = json.loads(args.output.read_text(encoding="utf-8"))
+        if {key: value for key, value in previous["config"].items() if key != "seeds"} != config:
+            raise SystemExit(f"--append: {args.output} holds another config; give another --output")
+        earlier = previous["runs"]
+    seeds = range(args.start, args.start + args.seeds)
+    rows = [row for row in earlier if row["seed"] not in seeds]
+    for seed in seeds:
         start = time.perf_counter()
-        result = lm_run(seed, epsilon=args.epsilon)
-        verdict = result.verdict
-        rows.append(
-            {
-                "seed": seed,
-                "flagged": verdict.flagged,
-                "end_to_end_bound": verdict.end_to_end.bound,
-                "end_to_end_ratio": verdict.end_to_end.ratio,
-                "bound_over_claimed": verdict.end_to_end.ratio,
-                "per_step_bound": result.bound.epsilon,
-                "per_step_ratio": verdict.per_step.ratio,
-                "sigma_read": list(result.evidence.noise_multipliers),
-                "sample_rate": result.evidence.sample_rate,
-                "steps": result.evidence.run_steps,
-                "seconds": time.perf_counter() - start,
-            }
+        result, black = lm_run(seed, epsilon=args.epsilon, black_box=black_box)
+        white = _white_box(result)
+        if black is None:
+            row = {"seed": seed, **white, "bound_over_claimed": white["end_to_end_ratio"]}
+        else:
+            row = {"seed": seed, **black, "white_box": white}
+        rows.append(row | {"seconds": time.perf_counter() - start})
+        black_text = (
+            ""
+            if black is None
+            else f"; black box: bound {black['epsilon_lower_bound']:.3f}, ÷ claimed ε {black['bound_over_claimed']:.3f}, AUC {black['auc']:.3f}"
         )
-        print(f"seed {seed}: end-to-end bound / claimed ε = {verdict.end_to_end.ratio:.3f}, flagged {verdict.flagged}")
-    ratios = np.array([row["end_to_end_ratio"] for row in rows])
+        print(f"seed {seed}: white box end-to-end bound / claimed ε = {white['end_to_end_ratio']:.3f}, flagged {white['flagged']}{black_text}", flush=True)
+    rows.sort(key=lambda row: row["seed"])
+    white_ratios = np.array([row.get("white_box", row)["end_to_end_ratio"] for row in rows])
     out = {
         "benchmark": "opacus_verdict_lm",
         "model": "tiny GPT-2 (2 layers, 64 wide) with LoRA r=4 on c_attn (peft), Opacus, user's own loop",
         "epsilon": args.epsilon,
         "delta": DELTA,
-        "config": {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS, "seeds": args.seeds},
-        "end_to_end_ratio_mean": float(ratios.mean()),
-        "end_to_end_ratio_min": float(ratios.min()),
-        "flagged": sum(row["flagged"] for row in rows),
+        "config": config | {"seeds": [row["seed"] for row in rows]},
+        "end_to_end_ratio_mean": float(white_ratios.mean()),
+        "end_to_end_ratio_min": float(white_ratios.min()),
+        "flagged": sum(row.get("white_box", row)["flagged"] for row in rows),
         "runs": rows,
         "versions": library_versions(),
     }
+    if black_box is not None:
+        ratios = np.array([row["bound_over_claimed"] for row in rows])
+        out |= {"black_box_ratio_mean": float(ratios.mean()), "black_box_ratio_min": float(ratios.min())}
     write_json(out, args.output)
 
 

@@ -37,10 +37,12 @@ Rows:
   upper bound), and MST with its noise removed (bound ÷ its ceiling):
   ``--only dpmm``, in the dpmm extra's own environment (dpmm pins numpy
   1.26; ``benchmarks/tightness_dpmm.py`` says how each seed runs);
-* the user-loop Opacus LM fine-tune at ε = 4 and 8, white box and black box:
-  read from the JSON files other benchmarks write (``benchmarks/lm_dp.py``
-  for the black box, ``benchmarks/opacus_verdict_lm.py`` for the white
-  box); "not measured" with the command when absent.
+* the Opacus LM fine-tunes at ε = 4 and 8, white box and black box: read
+  from the JSON files other benchmarks write (``benchmarks/lm_dp.py`` for
+  the black box on privaudit's own DP-Adam loop,
+  ``benchmarks/opacus_verdict_lm.py`` for the white box on the user's loop
+  and, with ``--black-box``, the black box on the same loop); "not
+  measured" with the command when absent.
 
 ``--quick``: two seeds, the default budget only, mechanisms only. Writes
 ``benchmarks/results/tightness.json`` (or ``--output``). Run from the
@@ -303,17 +305,43 @@ def mia_rows(seeds: int, canaries: int, only: str | None = None) -> list[dict]:
 
 
 _THEN = "then `python benchmarks/tightness.py --only lm --update`"
-LM_COMMANDS = {
-    "black box": "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
-    "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,
-    "white box": "run `python benchmarks/opacus_verdict_lm.py --seeds 3 --epsilon {epsilon:g} --output benchmarks/results/opacus_verdict_lm_eps{epsilon:g}.json`, "
-    + _THEN,
-}
-LM_SETTINGS = {
-    "black box": "tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own",
-    "white box": "user loop, tiny GPT-2 + LoRA",
-}
-LM_SOURCES = {"black box": ["lm_dp.json", "lm_dp_eps*.json"], "white box": ["opacus_verdict_lm*.json", "*lm*whitebox*.json", "*lm*white_box*.json"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class LMSource:
+    """Where an Opacus LM row comes from: its threat model, setting, the JSON files the benchmark writes, and the command that writes them."""
+
+    threat: str
+    setting: str
+    patterns: tuple[str, ...]
+    command: str
+    user_canaries: bool = False  # the files of opacus_verdict_lm.py --black-box, whose config holds "black_box" (never read as the white box's)
+
+
+LM_SOURCES = (
+    LMSource(
+        "black box",
+        "tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own",
+        ("lm_dp.json", "lm_dp_eps*.json"),
+        "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
+        "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,
+    ),
+    LMSource(
+        "white box",
+        "user loop, tiny GPT-2 + LoRA",
+        ("opacus_verdict_lm*.json", "*lm*whitebox*.json", "*lm*white_box*.json"),
+        "run `python benchmarks/opacus_verdict_lm.py --seeds 3 --epsilon {epsilon:g} --output benchmarks/results/opacus_verdict_lm_eps{epsilon:g}.json`, "
+        + _THEN,
+    ),
+    LMSource(
+        "black box",
+        "user loop, tiny GPT-2 + LoRA",
+        ("lm_userloop_blackbox_eps*.json",),
+        "run `python benchmarks/opacus_verdict_lm.py --black-box --epsilon {epsilon:g} --seeds 1 --start 0 --append "
+        "--output benchmarks/results/lm_userloop_blackbox_eps{epsilon:g}.json` (then `--start 1`, `--start 2`: one seed per command), " + _THEN,
+        user_canaries=True,
+    ),
+)
 
 
 def _lm_values(data: dict, key: str) -> list[float] | None:
@@ -335,25 +363,28 @@ def _lm_ratios(data: dict) -> list[float] | None:
 def lm_rows(results: Path) -> list[dict]:
     rows = []
     for epsilon in (4.0, 8.0):
-        for threat, patterns in LM_SOURCES.items():
+        for source in LM_SOURCES:
             found = None
-            for pattern in patterns:
+            for pattern in source.patterns:
                 for path in sorted(results.glob(pattern)):
                     try:
                         data = json.loads(path.read_text())
                     except (OSError, ValueError):
                         continue
-                    claimed = (data.get("config") or {}).get("epsilon")
+                    config = data.get("config") or {}
+                    if ("black_box" in config) != source.user_canaries:
+                        continue
+                    claimed = config.get("epsilon")
                     if claimed is not None and abs(float(claimed) - epsilon) < 1e-9 and _lm_ratios(data):
                         found = (path, _lm_ratios(data), _lm_values(data, "seconds"))
             row: dict[str, Any] = {
-                "family": f"Opacus LM fine-tune, {threat}",
-                "case": f"Opacus LM fine-tune ({LM_SETTINGS[threat]}), {threat}, ε = {epsilon:g}",
+                "family": f"Opacus LM fine-tune, {source.threat}",
+                "case": f"Opacus LM fine-tune ({source.setting}), {source.threat}, ε = {epsilon:g}",
                 "truth": epsilon,
                 "truth_how": "the accountant (an upper bound)",
             }
             if found is None:
-                row["default"] = {"not_measured": LM_COMMANDS[threat].format(epsilon=epsilon)}
+                row["default"] = {"not_measured": source.command.format(epsilon=epsilon)}
             else:
                 row["default"] = {"ratio": _summary(found[1]), "source": str(found[0])}
                 if found[2]:
@@ -394,7 +425,12 @@ def _cell(entry: dict) -> str:
     design = f"; ÷ the design's own ceiling {entry['design_ratio']['mean']:.2f}" if "design_ratio" in entry else ""
     positive = f", positive in {entry['positive']}/{entry['runs']} seeds" if "positive" in entry else ""
     runs = f"; {entry['runs']} seeds" if "runs" in entry and "seconds_per_run" in entry else ""  # the dpmm rows, whose seed count varies
-    return f"{ratio['mean']:.2f} (min {ratio['min']:.2f}{rejected}{positive}{runs}{design})"
+    return f"{_ratio_text(ratio['mean'])} (min {_ratio_text(ratio['min'])}{rejected}{positive}{runs}{design})"
+
+
+def _ratio_text(value: float) -> str:
+    """Two decimals, three below 0.1 (a bound of 0.005 of the claim is not 0.00)."""
+    return f"{value:.3f}" if 0 < abs(value) < 0.1 else f"{value:.2f}"
 
 
 def table(rows: list[dict]) -> str:
