@@ -3,9 +3,9 @@
 For each trainer, canary count m and seed, :func:`privaudit.audits.mia.audit.run_mia_audit`
 runs ``mode="canary"`` on digits: m mislabeled canaries, each in the one
 target run by a fair coin, ``--references`` calibration models, the attack
-and its guess rule chosen on 15% of the canaries (pilot) and Steinke et al.'s
-one-run bound on the other 85% at δ = 1e-5 and 95% confidence, with its
-ceiling (the bound a perfect attack gets on the same held-out canaries). The
+and its guess rule chosen on the references (each scored as a target by the
+others) and Steinke et al.'s one-run bound on all m canaries at δ = 1e-5 and
+95% confidence, with its ceiling (the bound a perfect attack gets on them). The
 trainers are the user-style functions of the acceptance test
 (``tests/own_models/dp_mlp.py``: ``train_dp`` at ε = 1 by Opacus' RDP
 accountant, ``train_overfit`` without DP), passed as ``--train`` paths
@@ -50,9 +50,9 @@ def one(config: MIAConfig, workers: int | None) -> dict:
         "seed": config.seed,
         "slots": result.num_records,
         "epsilon_lower_bound": result.bound.epsilon,
-        # the attack chosen on the pilot slots, the held-out slots it is bounded on, and the bound a perfect attack gets there
+        # the attack and rule chosen on the references, the slots it is bounded on, and the bound a perfect attack gets there
         "bound_attack": None if result.bound_design is None else result.bound_design.attack,
-        "pilot_slots": None if result.bound_design is None else result.bound_design.num_pilot,
+        "rule": None if result.bound_design is None else [result.bound_design.low, result.bound_design.high],
         "bounded_slots": result.bound.num_canaries,
         "ceiling": None if result.bound_design is None else result.bound_design.ceiling,
         "guesses": best[1],

@@ -245,11 +245,11 @@ MIA_MODELS = {
 
 
 def mia_ceiling(num_canaries: int, *, delta: float, confidence: float) -> float:
-    """The ceiling of m canaries: Steinke et al.'s test with every one of the m canaries guessed right, one test (no pilot, no Bonferroni).
+    """The ceiling of m canaries: Steinke et al.'s test with every one of the m canaries guessed right, one test (no Bonferroni).
 
     No design with m canaries can show more at this δ and confidence, whatever
-    its pilot split, guess counts or attack: so bound ÷ this counts the pilot's
-    canaries and the guess-count correction against the design.
+    its guess rule or attack. The mia bound modes test every canary once with
+    a rule chosen on the references, so their own ceiling is this one.
 
     >>> round(mia_ceiling(300, delta=1e-5, confidence=0.95), 3)
     4.594

@@ -1,11 +1,11 @@
-"""Coverage of the mia audit's ε lower bounds: the pipeline's own draws, attacks, pilot choice and one-run bound on simulated signals.
+"""Coverage of the mia audit's ε lower bounds: the pipeline's own draws, attacks, choice of rule and one-run bound on simulated signals.
 
 No model is trained. Each trial draws the audit's design
 (:func:`privaudit.audits.mia.bounds.draw_design`: canaries, population
-samples, calibration references, the fair coins, the pilot records),
+samples, calibration references, the fair coins),
 simulates every model's logit-confidence signals from it, and runs the
-audit's scoring (:func:`slot_scores`), its choice of attack on the pilot
-slots and its bound on the held-out slots (:func:`design_bound`) on them. The audited
+audit's scoring (:func:`slot_scores`, :func:`reference_slot_scores`), its choice of attack and
+guess rule on the references and its bound on every slot (:func:`design_bound`) on them. The audited
 models' signals depend on each coin through a mechanism whose ε is known
 exactly, so the bound may exceed that ε (or, on a null mechanism, 0) at most
 at rate 1 − confidence: with TRIALS trials, at most ALLOWED times, the count
@@ -14,13 +14,14 @@ that Bin(TRIALS, 1 − confidence) exceeds with probability < 0.001.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from privaudit.audits.mia.bounds import design_bound, draw_design, slot_scores
+from privaudit.audits.mia.bounds import design_bound, draw_design, reference_slot_scores, slot_scores
 from privaudit.audits.mia.config import MIAConfig
 
 TRIALS = 80
@@ -55,7 +56,8 @@ def simulate(mode: str, seed: int, mechanism):
     references = difficulty + 2.0 * design.references + rng.normal(size=design.references.shape)
     # the audited models: each signal depends on its own coin only, through an ε-DP mechanism of that coin
     trials = difficulty + mechanism(design.trials, rng)
-    return design_bound(slot_scores(trials, references, design, CONFIG), design, delta=DELTA, confidence=CONFIDENCE)[0]
+    replicas = reference_slot_scores(references, design, CONFIG)
+    return design_bound(slot_scores(trials, references, design, CONFIG), replicas, design, delta=DELTA, confidence=CONFIDENCE)[0]
 
 
 def null(coins, rng):
@@ -124,20 +126,76 @@ def test_canary_design_mislabels_only_canaries_and_keeps_them_out_of_the_populat
     assert design.labels.min() >= 0 and design.labels.max() <= 2
 
 
-def test_guess_rule_reads_an_unequal_draw_without_wrong_guesses_and_never_reads_the_held_out_coins():
-    from privaudit.audits.mia.guesses import pilot_value, slot_bound
+def _rule_slots(rng, coins, epsilon):
+    """Scores of ε-DP randomized response in each coin (small noise breaks ties)."""
+    keep = rng.random(coins.shape) < 1 / (1 + math.exp(-epsilon))
+    return 3.0 * np.where(keep, coins, ~coins) + rng.normal(0.0, 0.1, coins.shape)
+
+
+def test_rule_reads_a_perfect_attack_on_every_slot_in_one_test_and_never_reads_the_coins():
+    from privaudit.audits.mia.guesses import choose_rule
     from privaudit.stats.one_run import epsilon_one_run
 
     rng = np.random.default_rng(5)
-    coins = rng.permutation(np.arange(300) < 170)  # 170 of 300 in: half of each guess count "in" would force wrong guesses
+    answers = rng.random((4, 300)) < 0.5
+    chosen, _ = choose_rule({"loss": answers + rng.normal(0.0, 0.1, answers.shape)}, answers, num_slots=300, confidence=CONFIDENCE)
+    coins = rng.permutation(np.arange(300) < 170)  # an unequal draw: 170 of 300 in
     scores = coins + rng.normal(0.0, 0.1, 300)  # a perfect attack (5 standard deviations apart)
-    _, _, rule = pilot_value(scores[:45], coins[:45], delta=DELTA, confidence=CONFIDENCE)
-    bound = rule.bound(scores[45:], coins[45:], delta=DELTA, confidence=CONFIDENCE)
-    # every one of the 255 held-out canaries guessed right, at the level of 2 Bonferroni-corrected tests
-    assert bound.candidates[-1][1:3] == (255, 255) and bound.num_tests == 2
-    assert bound.epsilon == pytest.approx(epsilon_one_run(255, 255, 255, delta=DELTA, confidence=1 - (1 - CONFIDENCE) / 2).epsilon, abs=1e-9)
-    assert slot_bound(scores[45:], coins[45:], delta=DELTA, confidence=CONFIDENCE).epsilon < bound.epsilon  # the default half-in sweep
-    # the guesses are the same whatever the held-out coins: only the count of right guesses moves
-    shuffled = rng.permutation(coins[45:])
-    again = rule.bound(scores[45:], shuffled, delta=DELTA, confidence=CONFIDENCE)
-    assert [item[1] for item in again.candidates] == [item[1] for item in bound.candidates]
+    rule = chosen.place(scores)
+    bound = rule.bound(scores, coins, delta=DELTA, confidence=CONFIDENCE)
+    # every slot guessed right, one test at the full level (no Bonferroni, no pilot slots left out)
+    assert bound.candidates == (("steinke", 300, 300, bound.epsilon),) and bound.num_tests == 1
+    assert bound.epsilon == pytest.approx(epsilon_one_run(300, 300, 300, delta=DELTA, confidence=CONFIDENCE).epsilon, abs=1e-9)
+    # the threshold sits in the middle of the target's widest gap, between the two sides
+    assert scores[~coins].max() < rule.low == rule.high < scores[coins].min()
+    # the guesses are the same whatever the coins: only the count of right guesses moves
+    shuffled = rng.permutation(coins)
+    assert rule.bound(scores, shuffled, delta=DELTA, confidence=CONFIDENCE).candidates[0][1] == 300
+
+
+def test_rule_is_the_brute_force_best_on_the_replicas_and_abstains_where_they_err():
+    from privaudit.audits.mia.guesses import RULE_QUANTILES, choose_rule
+    from privaudit.stats.one_run import epsilon_one_run
+
+    rng = np.random.default_rng(11)
+    answers = rng.random((3, 60)) < 0.5
+    scores = answers + rng.normal(0.0, 0.1, answers.shape)
+    scores[~answers & (rng.random(answers.shape) < 0.1)] = 0.9  # a few non-members that look like members
+    chosen, table = choose_rule({"loss": scores}, answers, num_slots=60, confidence=CONFIDENCE)
+    # brute force: every pair of thresholds on the grid, each replica's bound from the root search at δ = 0
+    grid = np.unique(np.quantile(scores, RULE_QUANTILES))
+    thresholds = np.sort(np.r_[grid, (grid[:-1] + grid[1:]) / 2])
+    exact = functools.cache(lambda made, right: epsilon_one_run(60, made, right, delta=0.0, confidence=CONFIDENCE).epsilon)
+    best = (-1.0, -1.0)
+    for i, low in enumerate(thresholds):
+        for high in thresholds[i:]:
+            values = []
+            for row, member in zip(scores, answers, strict=True):
+                inside, outside = row > high, row < low
+                made, right = int(inside.sum() + outside.sum()), int((inside & member).sum() + (outside & ~member).sum())
+                values.append(exact(made, right))
+            best = max(best, (min(values), float(np.mean(values))))
+    assert table[0][1:3] == pytest.approx(best, abs=1e-6)
+    # the non-members at 0.9 are left out: the "in" threshold lies above them
+    assert chosen.high[0] >= 0.9 and chosen.attack == "loss"
+
+
+def test_rule_coverage_over_500_trials_on_randomized_response():
+    from privaudit.audits.mia.guesses import choose_rule
+
+    trials, epsilon, level = 500, 1.0, 0.95
+    allowed = int(stats.binom.ppf(0.999, trials, 1 - level))
+    exceed = positive = 0
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        answers = rng.random((4, 100)) < 0.5
+        chosen, _ = choose_rule({"loss": _rule_slots(rng, answers, epsilon)}, answers, num_slots=100, confidence=level)
+        coins = rng.random(100) < 0.5
+        scores = _rule_slots(rng, coins, epsilon)
+        if min(coins.sum(), (~coins).sum()) < 2:
+            continue
+        bound = chosen.place(scores).bound(scores, coins, delta=DELTA, confidence=level).epsilon
+        exceed += bound > rr_epsilon_exact(epsilon, DELTA)
+        positive += bound > 0
+    assert exceed <= allowed
+    assert positive > trials // 4  # not vacuous: the leak is found in many trials

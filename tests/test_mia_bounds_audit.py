@@ -2,10 +2,13 @@
 
 Each figure the audit reports is recomputed here from the models' stored
 signals and the seed's draws: every attack with :mod:`privaudit.stats.mia`
-directly, the AUC with scikit-learn, the choice of attack and of its guess rule on
-the pilot slots and the bound on the held-out slots with
-:func:`privaudit.stats.one_run.epsilon_one_run_sweep` (Steinke et al.'s
-test, Bonferroni over the rule's two guess counts).
+directly, on the target and on each reference scored as a target by the
+others, the AUC with scikit-learn, the choice of attack and guess rule on
+those replicas with :func:`~privaudit.audits.mia.guesses.choose_rule`
+(itself checked against a brute force in ``test_mia_bounds.py``), and the
+bound on every slot by counting its guesses with numpy and
+:func:`privaudit.stats.one_run.epsilon_one_run` (Steinke et al.'s test, one
+test).
 """
 
 from __future__ import annotations
@@ -19,18 +22,30 @@ from cli_helpers import assert_refused, run_cli
 from sklearn.metrics import roc_auc_score
 
 from privaudit.audits.mia.audit import AUDIT, run_mia_audit
-from privaudit.audits.mia.bounds import PREFERENCE, draw_design
+from privaudit.audits.mia.bounds import draw_design
 from privaudit.audits.mia.config import MIAConfig
+from privaudit.audits.mia.guesses import choose_rule
 from privaudit.audits.mia.training import load_pool
 from privaudit.runner import RunStore
 from privaudit.stats.mia import lira_offline_scores, lira_online_scores, loss_scores, rmia_log_ratios
-from privaudit.stats.one_run import epsilon_one_run_sweep
+from privaudit.stats.one_run import epsilon_one_run
 
 pytest.importorskip("sklearn")
 
 
+def _attacks(reference, membership, config):
+    """Each attack of a model's signals on the audited records, calibrated by ``reference`` (k, a) trained on ``membership``."""
+    return {
+        "loss": lambda own: loss_scores(own),
+        "lira-online": lambda own: lira_online_scores(own, reference, membership, global_variance=True),
+        "lira-offline": lambda own: lira_offline_scores(own, reference, membership, global_variance=True),
+        "rmia-online": lambda own: rmia_log_ratios(own, reference, membership),
+        "rmia-offline": lambda own: rmia_log_ratios(own, reference, membership, offline_a=config.offline_a),
+    }
+
+
 def recomputed(directory, config: MIAConfig):
-    """(every attack's scores (T, a), coins (T, a), pilot mask (a,)) recomputed from the stored signals and the design the seed draws."""
+    """(every attack's scores (T, a), coins (T, a), every attack's replica scores (k, a), the references' membership (k, a)), from the stored signals."""
     pool = load_pool(config.dataset, config.data, config.label_col)
     num_population = int(round(config.population_fraction * len(pool.y)))
     trials = 1 if config.mode == "canary" else config.num_trial_models
@@ -47,53 +62,25 @@ def recomputed(directory, config: MIAConfig):
     signals = np.array([store.load(index)["signals"] for index in range(config.num_references + trials)])
     k, x = config.num_references, design.audited
     reference, membership = signals[:k, x], design.references[:, x]
-    attacks = {
-        "loss": lambda own: loss_scores(own),
-        "lira-online": lambda own: lira_online_scores(own, reference, membership, global_variance=True),
-        "lira-offline": lambda own: lira_offline_scores(own, reference, membership, global_variance=True),
-        "rmia-online": lambda own: rmia_log_ratios(own, reference, membership),
-        "rmia-offline": lambda own: rmia_log_ratios(own, reference, membership, offline_a=config.offline_a),
-    }
+    attacks = _attacks(reference, membership, config)
     scores = {name: np.array([attack(own[x]) for own in signals[k:]]) for name, attack in attacks.items()}
-    return scores, design.trials[:, x], design.pilot[x]
+    replicas: dict[str, list] = {name: [] for name in attacks}
+    for index in range(k):  # each reference scored as a target by the other k - 1
+        others = np.arange(k) != index
+        for name, attack in _attacks(reference[others], membership[others], config).items():
+            replicas[name].append(attack(reference[index]))
+    return scores, design.trials[:, x], {name: np.array(rows) for name, rows in replicas.items()}, membership
 
 
-def _rule(values, member):
-    """The guess rule fixed on pilot slots, recomputed with numpy: the two pilot scores around the cut that guesses the most right, the share of the best count."""
-    ordered, inside = np.sort(values), member[np.argsort(values, kind="stable")]
-    right = [int((~inside[:i]).sum() + inside[i:].sum()) for i in range(values.size + 1)]
-    i = int(np.argmax(right))
-    low, high = (ordered[0] - 1.0,) * 2 if i == 0 else (ordered[-1] + 1.0,) * 2 if i == values.size else (ordered[i - 1], ordered[i])
-    return low, high
-
-
-def _guess(values, member, low, high, counts, config):
-    """Steinke et al.'s test through the rule: "in" share from the widest gap of these scores between the pilot's two, Bonferroni over ``counts``."""
-    points = np.sort(np.r_[low, values[(values > low) & (values < high)], high])
-    widest = int(np.argmax(np.diff(points))) if points.size > 1 else 0
-    cut = (points[widest] + points[min(widest + 1, points.size - 1)]) / 2
-    share_in = float(np.mean(values > cut))
-    return epsilon_one_run_sweep(values, member, num_guesses=counts, positive_fraction=share_in, delta=config.delta, confidence=config.confidence)
-
-
-def held_out_bound(scores, coins, pilot, config):
-    """The attack that is best on the pilot slots (bound, then AUC, then PREFERENCE order), bounded on the held-out slots through its rule: (attack, bound)."""
-    rules = {}
-
-    def on_pilot(name):
-        values, member = scores[name][:, pilot].ravel(), coins[:, pilot].ravel()
-        low, high = _rule(values, member)
-        sweep = _guess(values, member, low, high, None, config)
-        made = max(made for _, made, right, epsilon in sweep.candidates if epsilon == sweep.epsilon)
-        rules[name] = (low, high, made / values.size if sweep.epsilon > 0 else 1.0)
-        return sweep.epsilon, roc_auc_score(member, values)
-
-    best = max(PREFERENCE, key=on_pilot)
-    low, high, share = rules[best]
-    held = ~pilot
-    m = int(coins[:, held].size)
-    counts = np.unique(np.clip(np.round(np.array([0.8, 1.0]) * share * m).astype(int), 1, m))
-    return best, _guess(scores[best][:, held].ravel(), coins[:, held].ravel(), low, high, counts, config)
+def expected_bound(scores, coins, replicas, answers, config):
+    """(attack, low, high, bound): the rule chosen on the replicas, placed by the target's scores, its guesses counted here."""
+    chosen, _ = choose_rule(replicas, answers, num_slots=coins.size, confidence=config.confidence)
+    values, member = scores[chosen.attack].ravel(), coins.ravel()
+    rule = chosen.place(values)
+    inside, outside = values > rule.high, values < rule.low
+    made, right = int(inside.sum() + outside.sum()), int((inside & member).sum() + (outside & ~member).sum())
+    bound = epsilon_one_run(values.size, made, right, delta=config.delta, confidence=config.confidence).epsilon
+    return chosen.attack, rule.low, rule.high, bound
 
 
 #: The DP target's AUC may differ from 1/2 by this many null standard errors (5 SE = 0.17 with 300 canaries).
@@ -124,13 +111,15 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     output, stdout = dp_run
     data = json.loads((output / "results.json").read_text(encoding="utf-8"))
     config = AUDIT.config_from_dict(data["config"])
-    every, coins, pilot = recomputed(output / "runs", config)
+    every, coins, replicas, answers = recomputed(output / "runs", config)
     scores = every["rmia-online"]
     bound = data["bound"]
-    # the reported bound is Steinke et al.'s test on the 255 held-out canaries, by the attack best on the 45 pilot ones, recomputed here
-    attack, expected = held_out_bound(every, coins, pilot, config)
-    assert data["bound_design"]["attack"] == attack and data["bound_design"]["num_pilot"] == 45
-    assert bound["epsilon"] == pytest.approx(expected.epsilon, abs=1e-9) and bound["num_canaries"] == 255
+    # the reported bound is Steinke et al.'s test on all 300 canaries, by the attack and rule best on the 4 references, recomputed here
+    attack, low, high, expected = expected_bound(every, coins, replicas, answers, config)
+    chosen = data["bound_design"]
+    assert (chosen["attack"], chosen["num_replicas"], chosen["num_bounded"]) == (attack, 4, 300)
+    assert (chosen["low"], chosen["high"]) == pytest.approx((low, high), abs=1e-9)
+    assert bound["epsilon"] == pytest.approx(expected, abs=1e-9) and bound["num_canaries"] == 300
     assert bound["epsilon"] < 1.0  # training is 1-DP at δ = 1e-5: a valid bound cannot pass 1 (except at rate 5%, the bound's own risk)
     # AUC near 1/2: within AUC_TOLERANCE_SE standard errors of it (see the constant), and the overfitted MLP's is far outside
     auc = roc_auc_score(coins.ravel(), scores.ravel())
@@ -143,8 +132,8 @@ def test_dp_target_bound_stays_below_its_epsilon_and_auc_near_half(dp_run):
     assert (
         headline.kind == "lower bound"
         and headline.confidence == 0.95
-        and "255 canaries" in headline.label
-        and "45 pilot slots" in headline.label
+        and "300 canaries" in headline.label
+        and "chosen on the 4 reference models" in headline.label
         and "δ = 1e-05" in headline.label
     )
     report = (output / "report.html").read_text(encoding="utf-8")
@@ -159,10 +148,10 @@ def test_overfitted_mlp_gives_a_clearly_positive_canary_bound(tmp_path):
     # an MLP fitted to every label, wrong ones too: seeds 0-2 gave 1.9-2.5 with 100-200 canaries
     config = MIAConfig(mode="canary", train="own_models.dp_mlp:train_overfit", num_canaries=100, num_references=4, seed=1)
     run = run_mia_audit(config, tmp_path, max_workers=1)
-    every, coins, pilot = recomputed(tmp_path, config)
+    every, coins, replicas, answers = recomputed(tmp_path, config)
     scores = every["rmia-online"]
-    attack, expected = held_out_bound(every, coins, pilot, config)
-    assert run.result.bound_design.attack == attack and run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9)
+    attack, _, _, expected = expected_bound(every, coins, replicas, answers, config)
+    assert run.result.bound_design.attack == attack and run.result.bound.epsilon == pytest.approx(expected, abs=1e-9)
     assert run.result.bound.epsilon > 0.5 and run.result.headline().value == run.result.bound.epsilon
     # the AUC check of the DP target can fail: this training's AUC is far outside its tolerance
     auc = roc_auc_score(coins.ravel(), scores.ravel())
@@ -176,12 +165,12 @@ def test_leave_one_out_pools_every_trial_models_slots(tmp_path):
     np.savez(tmp_path / "pool.npz", x=pool.x[:400], y=pool.y[:400])
     config = MIAConfig(mode="leave-one-out", data=str(tmp_path / "pool.npz"), epochs=100, num_references=4, num_trial_models=3, seed=4)
     run = run_mia_audit(config, tmp_path / "runs", max_workers=1)
-    every, coins, pilot = recomputed(tmp_path / "runs", config)
-    # 36 of the 240 records are pilot records (all 3 models' slots of them): 612 held-out slots are bounded
-    assert coins.shape == (3, 240) and pilot.sum() == 36 and run.result.bound.num_canaries == 612 and run.result.num_trained == 7
-    attack, expected = held_out_bound(every, coins, pilot, config)
+    every, coins, replicas, answers = recomputed(tmp_path / "runs", config)
+    # every slot of the 3 models × 240 records outside z is bounded
+    assert coins.shape == (3, 240) and run.result.bound.num_canaries == 720 and run.result.num_trained == 7
+    attack, _, _, expected = expected_bound(every, coins, replicas, answers, config)
     assert run.result.bound_design.attack == attack
-    assert run.result.bound.epsilon == pytest.approx(expected.epsilon, abs=1e-9) and run.result.bound.epsilon > 0.5, run.result.bound.epsilon
+    assert run.result.bound.epsilon == pytest.approx(expected, abs=1e-9) and run.result.bound.epsilon > 0.5, run.result.bound.epsilon
     assert "3 trial models" in run.result.headline().label and "never trial models" in run.result.threat_model
 
 

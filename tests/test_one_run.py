@@ -134,3 +134,19 @@ def test_more_correct_guesses_never_lower_and_more_confidence_never_raises(m, da
     if r > v:
         assert epsilon_one_run(m, r, v + 1, delta=delta, confidence=low).epsilon >= base - 1e-9
     assert epsilon_one_run(m, r, v, delta=delta, confidence=high).epsilon <= base + 1e-9
+
+
+def test_pure_epsilon_in_closed_form_matches_the_root_search_at_delta_zero():
+    from privaudit.stats.one_run import epsilon_one_run_pure
+
+    pairs = [(r, v) for r in (1, 7, 40, 255, 1000) for v in sorted({0, 1, r // 2, (3 * r) // 4, r - 1, r}) if 0 <= v <= r]
+    made, right = np.array(pairs).T
+    closed = epsilon_one_run_pure(made, right, confidence=0.9)
+    searched = [epsilon_one_run(max(r, 1), r, v, delta=0.0, confidence=0.9).epsilon for r, v in pairs]
+    assert np.allclose(closed, searched, atol=1e-7)
+    # and the defining equation: at q = e^ε/(1 + e^ε), P[Bin(r, q) >= v] is the level 0.1 wherever ε > 0
+    positive = closed > 0
+    q = 1 / (1 + np.exp(-closed[positive]))
+    assert np.allclose(stats.binom.sf(right[positive] - 1, made[positive], q), 0.1, rtol=1e-6)
+    with pytest.raises(ValueError, match="num_correct"):
+        epsilon_one_run_pure([5], [6])

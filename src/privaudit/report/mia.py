@@ -145,14 +145,17 @@ def section(data: dict, directory: Any) -> Any:
     )
     if result.bound is not None:  # a bound mode: membership drawn by fair coins
         bound = result.bound
-        details.insert(0, (f"ε lower bound ({bound.kind}, {bound.confidence:.0%}, δ = {bound.delta:g}; {bound.num_canaries} held-out slots)", bound.epsilon))
+        details.insert(0, (f"ε lower bound ({bound.kind}, {bound.confidence:.0%}, δ = {bound.delta:g}; {bound.num_canaries} slots)", bound.epsilon))
         details[-2] = ("population samples z (never in a trial; not evaluated)", result.num_population)
         chosen = result.bound_design
         if chosen is not None:
-            pilot = "; ".join(f"{name} {value:.3g} (AUC {auc:.3f})" for name, value, auc in chosen.pilot)
+            replicas = "; ".join(f"{name} {worst:.3g} (AUC {auc:.3f})" for name, worst, _, auc in chosen.replicas)
             details[1:1] = [
-                ("ceiling: the bound a perfect attack gets on the same held-out slots", chosen.ceiling),
-                (f"attack bounded, chosen on {chosen.num_pilot} pilot slots left out of the bound (their bound there)", f"{chosen.attack}; {pilot}"),
+                ("ceiling: the bound a perfect attack gets on the same slots", chosen.ceiling),
+                (
+                    f"attack bounded and its guess rule, chosen on the {chosen.num_replicas} reference models scored as targets (their worst value at δ = 0)",
+                    f"{chosen.attack}: out below {chosen.low:.4g}, in above {chosen.high:.4g}; {replicas}",
+                ),
             ]
         meaning = (
             f"Each audited record was put in training by a fair coin ({result.mode} mode); with the stated confidence, the training "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .audit import AUDIT, MIAAudit
 from .augment import AugmentSpec, augment_spec, augmented_attack_scores, augmented_views, signals_on_views, view_offsets
-from .bounds import Design, check_bound_pool, design_bound, draw_design, run_bound_audit, slot_bound, slot_scores, train_and_score_design
+from .bounds import Design, check_bound_pool, design_bound, draw_design, reference_slot_scores, run_bound_audit, slot_bound, slot_scores, train_and_score_design
 from .config import (
     AUGMENTATIONS,
     BOUND_METHODS,
@@ -109,6 +109,7 @@ __all__ = [
     "read_text_pool",
     "record_ids",
     "reference_directories",
+    "reference_slot_scores",
     "run_bound_audit",
     "run_text_pool_audit",
     "sequence_signals",

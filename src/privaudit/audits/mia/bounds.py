@@ -1,4 +1,4 @@
-"""ε lower bounds for the ``mia`` audit: membership drawn by fair coins, the attack chosen on pilot canaries, bounded on the others.
+"""ε lower bounds for the ``mia`` audit: membership drawn by fair coins, the attack and guess rule chosen on the reference models, every slot bounded.
 
 A bound on ε holds only where membership was randomised, so the bound modes
 draw it themselves and train every model (no ``--model``, no
@@ -8,26 +8,20 @@ guess/abstain rule, Steinke, Nasr and Jagielski's test only (valid for any
 (ε, δ)-DP training; the f-DP test assumes a Gaussian trade-off curve, which
 a user's training need not have).
 
-The bounded attack is fixed before the held-out coins are read, but it is
-the strongest for the design: 15% of the audited records
-(:data:`PILOT_FRACTION`, drawn from a seed of their own, independent of the
-coins) are pilot records. Every attack (LOSS, LiRA and RMIA, each on the
-signal at the label the model may have trained on: a mislabeled canary's
-wrong label, calibrated by the references) is bounded on the pilot slots,
-and the best one there (largest bound, then largest AUC, then
-:data:`PREFERENCE` order) is bounded on the held-out slots only. The pilot
-slots are not in the bound's m: their coins are then known to the auditor,
-like the records outside the audit, and the held-out coins stay fair coins
-independent of the choice, which is a function of the released models and
-the pilot coins. The pilot fixes the attack's guess rule too
-(:class:`GuessRule`): the score cut that guesses the most pilot slots right
-splits each guess count between "in" and "out" in the proportion of the
-held-out slots above it (a function of their scores, never of their coins),
-and the held-out counts are :data:`GUESS_SHARES` of the share of the pilot its
-best count guessed, 2 counts where the default sweep tries 10: the
-Bonferroni correction costs less, and an unequal draw of coins no longer
-forces wrong guesses. The ceiling (the bound a perfect attack gets on the same
-held-out slots through the same rule) is reported beside the bound:
+The bounded attack and its guess rule are fixed before the coins are read,
+but they are the strongest for the design. The calibration references are
+labelled replicas of the audited slots: each, scored as if it were the
+target by the other references and z (:func:`reference_slot_scores`), has
+a known membership of every audited record, drawn independently of the
+coins. On them every attack (LOSS, LiRA and RMIA, each on the signal at the
+label the model may have trained on: a mislabeled canary's wrong label) and
+every rule "out below one score, in above another, abstain between" is
+ranked by its worst replica's one-run bound (:func:`~privaudit.audits.mia.guesses.choose_rule`),
+and the best is applied to every slot of the audited runs: one test, m = all
+slots, nothing left out. The choice is a function of the references and z,
+never of the coins, so Steinke et al.'s test holds as for an attack fixed in
+advance. The ceiling (the bound a perfect attack gets on the same slots) is
+reported beside the bound:
 
 ``mode="canary"`` (one training run, Steinke et al.'s design)
     ``num_canaries`` records of the pool, each given a uniformly drawn wrong
@@ -60,14 +54,12 @@ the coins, which the theorem forbids.
 
 Every draw comes from the config's seed through
 :func:`privaudit._core.seeding.child_seeds` (names ``canaries``,
-``population``, ``references``, ``training``, ``inclusion``, ``pilot``), so each job
+``population``, ``references``, ``training``, ``inclusion``), so each job
 recomputes its own training set and a killed run resumes unchanged.
 
 >>> design = draw_design(0, np.arange(60) % 3, mode="canary", num_references=4, num_population=10, num_canaries=20, num_trial_models=1)
 >>> design.coins.shape, int(design.references[:, design.audited].sum(axis=0).min()), bool((design.population & design.audited).any())
 ((1, 20), 2, False)
->>> int(design.pilot.sum()), bool((design.pilot & ~design.audited).any())
-(3, False)
 """
 
 from __future__ import annotations
@@ -92,29 +84,24 @@ from ..one_run.audit import mislabeled_canaries
 from ..verdicts import auc_warnings, claim_of, with_verdict
 from .config import BOUND_METHODS, DEFAULT_CONFIDENCE, DEFAULT_DELTA, MIN_CANARIES, THREAT_MODELS
 from .conventions import pool_conventions
-from .guesses import GUESS_SHARES, GuessRule, pilot_cut, pilot_value, slot_bound
+from .guesses import PREFERENCE, ThresholdRule, choose_rule, slot_bound
 from .result import BoundDesign, MIAResult, attack_scores
 from .summaries import attack_summaries, most_vulnerable, top_ties
 from .training import fit_user_model, job_inputs, model_signals, pool_of, record_ids, train_input_names, train_mlp
 
 __all__ = [
-    "GUESS_SHARES",
+    "PREFERENCE",
     "Design",
-    "GuessRule",
+    "ThresholdRule",
     "check_bound_pool",
     "design_bound",
     "draw_design",
-    "pilot_cut",
+    "reference_slot_scores",
     "run_bound_audit",
     "slot_bound",
     "slot_scores",
     "train_and_score_design",
 ]
-
-#: Share of the audited records whose slots choose the attack (pilot) and are left out of the bound.
-PILOT_FRACTION = 0.15
-#: The order in which attacks equal on the pilot are preferred: the headline attack first.
-PREFERENCE = ("rmia-online", "lira-online", "rmia-offline", "lira-offline", "loss")
 
 
 def check_bound_pool(config: Any, num_records: int, num_population: int) -> None:
@@ -136,8 +123,7 @@ class Design:
 
     ``references`` (k, n) and ``trials`` (T, n) are the training sets of the
     calibration references and of the audited models; ``audited`` marks the
-    records whose membership is drawn by coins, ``coins`` (T, a) = ``trials[:, audited]``;
-    ``pilot`` the audited records that choose the attack (left out of the bound).
+    records whose membership is drawn by coins, ``coins`` (T, a) = ``trials[:, audited]``.
     """
 
     labels: np.ndarray
@@ -145,7 +131,6 @@ class Design:
     audited: np.ndarray
     references: np.ndarray
     trials: np.ndarray
-    pilot: np.ndarray
 
     @property
     def coins(self) -> np.ndarray:
@@ -156,7 +141,7 @@ class Design:
 def _cached_design(seed: int, labels: bytes, mode: str, num_references: int, num_population: int, num_canaries: int, num_trial_models: int) -> Design:
     y = np.frombuffer(labels, dtype=np.int64)
     n = y.size
-    seeds = child_seeds(seed, ["canaries", "population", "references", "training", "inclusion", "pilot"])
+    seeds = child_seeds(seed, ["canaries", "population", "references", "training", "inclusion"])
     labels_seen, canary = y.copy(), np.zeros(n, dtype=bool)
     if mode == "canary":
         classes = np.unique(y)  # a wrong label is one of the pool's own classes, however they are numbered
@@ -173,12 +158,9 @@ def _cached_design(seed: int, labels: bytes, mode: str, num_references: int, num
     else:
         trials = (np.random.default_rng(seeds["inclusion"]).random((num_trial_models, n)) < 0.5) & ~population
         audited = ~population
-    pilot = np.zeros(n, dtype=bool)
-    audited_rows = np.flatnonzero(audited)
-    pilot[np.random.default_rng(seeds["pilot"]).choice(audited_rows, size=int(round(PILOT_FRACTION * audited_rows.size)), replace=False)] = True
-    for array in (labels_seen, population, audited, references, trials, pilot):
+    for array in (labels_seen, population, audited, references, trials):
         array.setflags(write=False)  # cached and shared: never changed
-    return Design(labels_seen, population, audited, references, trials, pilot)
+    return Design(labels_seen, population, audited, references, trials)
 
 
 def draw_design(seed: int, labels: np.ndarray, *, mode: str, num_references: int, num_population: int, num_canaries: int, num_trial_models: int) -> Design:
@@ -239,35 +221,60 @@ def slot_scores(trial_signals: np.ndarray, reference_signals: np.ndarray, design
     return {name: np.array([scores[name] for scores in per_trial]) for name in per_trial[0]}
 
 
-def design_bound(scores: dict[str, np.ndarray], design: Design, *, delta: float, confidence: float) -> tuple[OneRunLowerBound, Any]:
-    """The attack chosen on the pilot slots, bounded on the held-out slots: (bound, :class:`~privaudit.audits.mia.result.BoundDesign`).
+def reference_slot_scores(reference_signals: np.ndarray, design: Design, config: Any) -> dict[str, np.ndarray]:
+    """Every attack's scores (k, a) of the audited records on each reference, scored as if it were the target by the other k - 1 and z.
 
-    ``scores`` maps each attack to its (T, a) slot scores (:func:`slot_scores`).
+    The references' membership of the audited records (``design.references[:, design.audited]``)
+    is their answer: labelled replicas of the target's slots, drawn
+    independently of the coins, on which :func:`~privaudit.audits.mia.guesses.choose_rule`
+    chooses the attack and its guess rule.
+
+    >>> rng = np.random.default_rng(0)
+    >>> design = draw_design(0, np.arange(60) % 3, mode="canary", num_references=4, num_population=10, num_canaries=20, num_trial_models=1)
+    >>> from privaudit.audits.mia import MIAConfig
+    >>> reference_slot_scores(rng.normal(size=(4, 60)), design, MIAConfig())["lira-online"].shape
+    (4, 20)
+    """
+    k = reference_signals.shape[0]
+    others = [np.arange(k) != index for index in range(k)]
+    replicas = [slot_scores(reference_signals[index : index + 1], reference_signals[keep], _without(design, keep), config) for index, keep in enumerate(others)]
+    return {name: np.concatenate([replica[name] for replica in replicas]) for name in PREFERENCE}
+
+
+def _without(design: Design, keep: np.ndarray) -> Design:
+    """``design`` with only the references ``keep`` (the one left out is scored as a target)."""
+    return dataclasses.replace(design, references=design.references[keep])
+
+
+def design_bound(
+    scores: dict[str, np.ndarray], replica_scores: dict[str, np.ndarray], design: Design, *, delta: float, confidence: float
+) -> tuple[OneRunLowerBound, Any]:
+    """The attack and guess rule chosen on the references' replicas, bounded on every audited slot: (bound, :class:`~privaudit.audits.mia.result.BoundDesign`).
+
+    ``scores`` maps each attack to its (T, a) slot scores (:func:`slot_scores`),
+    ``replica_scores`` to its (k, a) scores of the references as targets
+    (:func:`reference_slot_scores`).
 
     >>> rng = np.random.default_rng(0)
     >>> design = draw_design(0, np.arange(300) % 3, mode="canary", num_references=4, num_population=40, num_canaries=120, num_trial_models=1)
-    >>> coins = design.coins
-    >>> scores = {name: coins + rng.normal(0, 3.0 if name != "lira-online" else 0.1, coins.shape) for name in PREFERENCE}
-    >>> bound, chosen = design_bound(scores, design, delta=1e-5, confidence=0.95)
-    >>> chosen.attack, chosen.num_pilot, chosen.num_bounded, bound.num_canaries
-    ('lira-online', 18, 102, 102)
-    >>> bound.epsilon <= chosen.ceiling
+    >>> answers = design.references[:, design.audited]
+    >>> noise = {name: 3.0 if name != "lira-online" else 0.1 for name in PREFERENCE}
+    >>> replicas = {name: answers + rng.normal(0, noise[name], answers.shape) for name in PREFERENCE}
+    >>> scores = {name: design.coins + rng.normal(0, noise[name], design.coins.shape) for name in PREFERENCE}
+    >>> bound, chosen = design_bound(scores, replicas, design, delta=1e-5, confidence=0.95)
+    >>> chosen.attack, chosen.num_bounded, bound.num_canaries, bound.candidates[0][1:3]
+    ('lira-online', 120, 120, (120, 120))
+    >>> bound.epsilon == chosen.ceiling
     True
     """
-    pilot = design.pilot[design.audited]
     coins = np.asarray(design.coins, dtype=bool)
-    pilot_coins, held_coins = coins[:, pilot].ravel(), coins[:, ~pilot]
-    values = {name: pilot_value(np.asarray(scores[name])[:, pilot].ravel(), pilot_coins, delta=delta, confidence=confidence) for name in PREFERENCE}
-    # the largest pilot bound, then the largest pilot AUC, then the earlier in PREFERENCE (max keeps the first of equals)
-    attack = max(PREFERENCE, key=lambda name: values[name][:2])
-    rule = values[attack][2]
-    bound = rule.bound(np.asarray(scores[attack])[:, ~pilot], held_coins, delta=delta, confidence=confidence)
-    # the design's own ceiling: a perfect attack's rule (share 1, the cut between members and non-members), every guess right
-    ceiling = one_run_ceiling(
-        held_coins.size, delta=delta, confidence=confidence, methods=BOUND_METHODS, num_guesses=GuessRule(0.0, 0.0, 1.0).counts(held_coins.size)
-    )
-    pilot_table = tuple((name, *values[name][:2]) for name in PREFERENCE)
-    return bound, BoundDesign(attack, int(pilot_coins.size), int(held_coins.size), ceiling, pilot_table)
+    answers = design.references[:, design.audited]
+    chosen, table = choose_rule(replica_scores, answers, num_slots=coins.size, confidence=confidence)
+    rule = chosen.place(np.asarray(scores[chosen.attack]))  # the target's scores place the thresholds; its coins are read only by the test
+    bound = rule.bound(np.asarray(scores[rule.attack]), coins, delta=delta, confidence=confidence)
+    # the design's own ceiling: a perfect attack guesses every slot right in the rule's one test
+    ceiling = one_run_ceiling(coins.size, delta=delta, confidence=confidence, methods=BOUND_METHODS, num_guesses=[coins.size])
+    return bound, BoundDesign(rule.attack, int(coins.size), ceiling, rule.low, rule.high, int(answers.shape[0]), table)
 
 
 def bound_conventions(config: Any) -> tuple[Convention, ...]:
@@ -322,7 +329,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     k = config.num_references
     scores = slot_scores(signals[k:], signals[:k], design, config)
     coins = design.coins
-    bound, chosen = design_bound(scores, design, delta=config.delta, confidence=config.confidence)
+    bound, chosen = design_bound(scores, reference_slot_scores(signals[:k], design, config), design, delta=config.delta, confidence=config.confidence)
     member = coins.ravel()
     summaries = attack_summaries(scores, coins, config.confidence)
     ids = np.tile(np.flatnonzero(design.audited), coins.shape[0])
@@ -366,6 +373,6 @@ def _with_verdict(result: Any, config: Any, bound: OneRunLowerBound, auc: float,
         quantity="end-to-end",
         claim=claim,
         # the design's own perfect attack (untied, through the same guess rule, on these coins): the headline's ceiling too
-        ceiling=make_ceiling(bound.epsilon, ceiling, raise_with=raise_with, design=f"{bound.num_canaries} held-out slots, {bound.confidence:.0%}"),
+        ceiling=make_ceiling(bound.epsilon, ceiling, raise_with=raise_with, design=f"{bound.num_canaries} slots, {bound.confidence:.0%}"),
         warnings=warnings,
     )

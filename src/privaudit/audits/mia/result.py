@@ -24,10 +24,10 @@ def bound_headline(result: Any) -> Headline:
     """The headline of a bound mode: the one-run ε lower bound, with its attack, mode, m, δ, confidence and ceiling in the label."""
     bound, chosen = result.bound, result.bound_design
     what = f"{bound.num_canaries} canaries" if result.mode == "canary" else f"{bound.num_canaries} slots of {result.config.num_trial_models} trial models"
-    if chosen is None:  # a result stored before the pilot choice: online RMIA was fixed
+    if chosen is None:  # a result stored before the choice on the references: online RMIA was fixed
         attack = "online RMIA"
     else:
-        attack = f"{chosen.attack} chosen on {chosen.num_pilot} pilot slots left out; ceiling {chosen.ceiling:.3g}"
+        attack = f"{chosen.attack} and its guess rule chosen on the {chosen.num_replicas} reference models; ceiling {chosen.ceiling:.3g}"
     return Headline(
         value=bound.epsilon,
         label=f"ε lower bound ({result.mode} mode, {attack}, one-run test of Steinke et al.; {what}, δ = {bound.delta:g}, {bound.confidence:.0%})",
@@ -40,20 +40,25 @@ def bound_headline(result: Any) -> Headline:
 
 @dataclasses.dataclass(frozen=True)
 class BoundDesign:
-    """How a bound mode chose its attack: on pilot slots the bound does not use (:mod:`.mia_bounds`).
+    """How a bound mode chose its attack and guess rule: on the reference models, scored as targets (:mod:`.bounds`, :mod:`.guesses`).
 
-    ``attack`` is the attack the bound uses, the best on the ``num_pilot``
-    pilot slots by ``pilot`` (each attack's one-run bound there, then its
-    AUC there); the bound uses only the ``num_bounded`` held-out slots, and
-    ``ceiling`` is the bound a perfect attack (every slot's score its coin)
-    gets on them at the same δ and confidence.
+    ``attack`` is the attack the bound uses; its rule guesses "out" below
+    ``low``, "in" above ``high`` and abstains between, the best rule on the
+    ``num_replicas`` references by its worst reference's one-run value.
+    ``replicas`` holds, per attack, (name, worst reference's value, mean
+    value, AUC over the references), the values at δ = 0 with the counts
+    scaled to the target's slots. The bound tests all ``num_bounded`` slots
+    once, and ``ceiling`` is the bound a perfect attack gets on them at the
+    same δ and confidence.
     """
 
     attack: str
-    num_pilot: int
     num_bounded: int
     ceiling: float
-    pilot: tuple[tuple[str, float, float], ...] = ()  # (attack, bound, AUC) on the pilot slots
+    low: float
+    high: float
+    num_replicas: int
+    replicas: tuple[tuple[str, float, float, float], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +82,7 @@ class MIAResult(AuditResult):
     bound: OneRunLowerBound | None = None  # the ε lower bound of a bound mode (None in mode "attack")
     # (log ratio, records) of each tie that decides the table's order: records equal in online RMIA's log ratio and online LiRA's score
     ties: tuple[tuple[float, int], ...] = ()
-    bound_design: BoundDesign | None = None  # the bound modes' attack choice, pilot split and ceiling
+    bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
 
     @property
     def num_runs(self) -> int:
