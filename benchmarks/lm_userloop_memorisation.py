@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=10, help="the base model's and the canaries' seed")
     parser.add_argument("--epsilon", type=float, default=4.0, help="the shadow runs' target ε")
     parser.add_argument("--pool", type=int, default=300, help="canaries (each run trains on about half)")
+    parser.add_argument("--length", type=int, default=8, help="tokens per canary")
     parser.add_argument("--copies", type=int, default=12, help="copies of each trained canary")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
@@ -45,7 +46,7 @@ def main() -> None:
     tokenizer = bpe_tokenizer(texts, vocab_size=384)
     base = tiny_gpt2(tokenizer, seed=args.seed)
     seeds = child_seeds(args.seed, ["canaries", "first", "second"])
-    pool, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=args.pool, seed=seeds["canaries"], length=8, prefix="", span="text")
+    pool, _, _ = prepare_lm_canaries("random-tokens", tokenizer, count=args.pool, seed=seeds["canaries"], length=args.length, prefix="", span="text")
     estimates = [memorisation(pool, base, tokenizer, texts, copies=args.copies, epsilon=args.epsilon, shadow_seed=seeds[name]) for name in ("first", "second")]
     out = {
         "benchmark": "lm_userloop_memorisation",

@@ -29,9 +29,15 @@ one-run bound at δ = 1e-5, 95%
 the group's bound converted to one record's ε by group privacy). The claim
 is the user's target ε at δ = 1e-5 per text, so ``bound_over_claimed`` is
 the black box's; the white box's is under ``white_box``, and ``design_ceiling`` is the most
-the design could show (every canary guessed right). The defaults (150
-canaries of 8 tokens, 12 copies) were the best of the designs tried on pilot
-seeds 10-12 (docs/tightness.md). The loop seeds torch's global generator, as
+the design could show (every canary guessed right). The defaults (1,000
+canaries of 2 tokens, 2 copies; 150 of 8 tokens with 12 copies before) were
+the best of the designs tried on pilot seeds 10-12 (docs/tightness.md): a
+short canary's mean token loss has the longer gradient, so its own steps
+move its score further against the run-to-run spread
+(``benchmarks/lm_userloop_memorisation.py --length``), and fewer copies cost
+the group conversion less. A canary that merges into one token when its text
+is tokenised again (nothing to score) is replaced by the next drawn that
+does not, before the coins are drawn. The loop seeds torch's global generator, as
 a user's script would, for the two draws that come from it: peft's LoRA
 initialisation and Opacus' Poisson batches. One seed per command on a busy
 machine::
@@ -71,9 +77,9 @@ EPSILON, DELTA, EPOCHS, BATCH, TEXTS = 4.0, 1e-5, 3, 16, 320
 class BlackBox:
     """The black-box canaries put in the user's texts: how many, their tokens, the copies of each included one."""
 
-    canaries: int = 150
-    length: int = 8  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
-    copies: int = 12  # the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
+    canaries: int = 1000
+    length: int = 2  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
+    copies: int = 2  # 1000 × 2 of 2 tokens: the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
     confidence: float = 0.95
     pool: int = 0  # > 0: the canaries are the ones of this many drawn that two shadow runs of the loop memorise most (_shadow_selected)
 
@@ -119,6 +125,19 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
             prefix="",
             span="text",
         )
+        scored = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2 for text in provenance.texts]
+        if not all(scored):  # short canaries whose tokens merge into one: nothing to score; keep the first that have two, drawn from twice as many
+            provenance, _, _ = prepare_lm_canaries(
+                "random-tokens",
+                tokenizer,
+                count=2 * len(scored),
+                seed=child_seeds(seed, ["canaries"])["canaries"],
+                length=black_box.length,
+                prefix="",
+                span="text",
+            )
+            two = [index for index, text in enumerate(provenance.texts) if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2]
+            provenance = _kept(provenance, np.array(two[: len(scored)]))
         if black_box.pool:
             provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
         texts = texts + provenance.included_texts() * black_box.copies
@@ -196,14 +215,18 @@ def _shadow_selected(pool, base, tokenizer, texts: list, black_box: BlackBox, ep
     test holds as for drawn canaries.
     """
     memorised = memorisation(pool, base, tokenizer, texts, copies=black_box.copies, epsilon=epsilon, shadow_seed=shadow_seed)
-    chosen = np.sort(np.argsort(-memorised, kind="stable")[: black_box.canaries])
+    return _kept(pool, np.sort(np.argsort(-memorised, kind="stable")[: black_box.canaries]), shadow_seed=shadow_seed)
+
+
+def _kept(pool, chosen: np.ndarray, **settings):
+    """The provenance of the pool's ``chosen`` canaries, their coins drawn from the pool's inclusion seed as prepare_lm_canaries draws them (nothing before read them)."""
     included = np.random.default_rng(pool.inclusion_seed).random(len(chosen)) < pool.settings["inclusion_prob"]
     return dataclasses.replace(
         pool,
         prefixes=tuple(pool.prefixes[index] for index in chosen),
         secrets=tuple(pool.secrets[index] for index in chosen),
         included=tuple(bool(value) for value in included),
-        settings=pool.settings | {"selected_from": len(pool.texts), "shadow_seed": shadow_seed},
+        settings=pool.settings | {"selected_from": len(pool.texts)} | settings,
     )
 
 
