@@ -29,9 +29,15 @@ one-run bound at δ = 1e-5, 95%
 the group's bound converted to one record's ε by group privacy). The claim
 is the user's target ε at δ = 1e-5 per text, so ``bound_over_claimed`` is
 the black box's; the white box's is under ``white_box``, and ``design_ceiling`` is the most
-the design could show (every canary guessed right). The defaults (150
-canaries of 8 tokens, 12 copies) were the best of the designs tried on pilot
-seeds 10-12 (docs/tightness.md). The loop seeds torch's global generator, as
+the design could show (every canary guessed right). The defaults (1,000
+canaries of 2 tokens, 2 copies; 150 of 8 tokens with 12 copies before) were
+the best of the designs tried on pilot seeds 10-12 (docs/tightness.md): a
+short canary's mean token loss has the longer gradient, so its own steps
+move its score further against the run-to-run spread
+(``benchmarks/lm_userloop_memorisation.py --length``), and fewer copies cost
+the group conversion less. A canary that merges into one token when its text
+is tokenised again (nothing to score) is replaced by the next drawn that
+does not, before the coins are drawn. The loop seeds torch's global generator, as
 a user's script would, for the two draws that come from it: peft's LoRA
 initialisation and Opacus' Poisson batches. One seed per command on a busy
 machine::
@@ -40,6 +46,15 @@ machine::
         --output benchmarks/results/lm_userloop_blackbox_eps4.json   # then --start 1, --start 2
 
 ``--append`` adds the seeds to ``--output`` when it holds the same config.
+
+``--pool P`` chooses the canaries for this loop instead of drawing them: of
+P drawn canaries, the ``--canaries`` that two shadow runs of the loop (seeds
+of the auditor's own, complementary random halves of the P trained)
+memorise most (:func:`memorisation`), their coins drawn afterwards. The
+choice reads the base model, the user's texts and the shadow runs, never the
+coins, so the canaries are fixed before the coins are drawn and the bound
+stays valid. It did not raise the bound (docs/tightness.md;
+``benchmarks/lm_userloop_memorisation.py`` measures why).
 """
 
 from __future__ import annotations
@@ -62,10 +77,11 @@ EPSILON, DELTA, EPOCHS, BATCH, TEXTS = 4.0, 1e-5, 3, 16, 320
 class BlackBox:
     """The black-box canaries put in the user's texts: how many, their tokens, the copies of each included one."""
 
-    canaries: int = 150
-    length: int = 8  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
-    copies: int = 12  # the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
+    canaries: int = 1000
+    length: int = 2  # tokens drawn from the ordinary vocabulary (the text is tokenised whole when trained and scored)
+    copies: int = 2  # 1000 × 2 of 2 tokens: the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
     confidence: float = 0.95
+    pool: int = 0  # > 0: the canaries are the ones of this many drawn that two shadow runs of the loop memorise most (_shadow_selected)
 
 
 def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None):
@@ -90,15 +106,10 @@ class UserRun:
 
 def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None) -> UserRun:
     """The user's loop, with the in-loop auditor attached and, with ``black_box``, the included canaries among its texts."""
-    import opacus
-    import peft
-    import torch
-
     from privaudit._core.seeding import child_seeds
     from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
     from privaudit.canaries.lm_provenance import prepare_lm_canaries
     from privaudit.data.corpus import load_default_corpus
-    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
     texts = [line for line in load_default_corpus() if line.strip()][:TEXTS]
     tokenizer = bpe_tokenizer(texts, vocab_size=384)
@@ -108,14 +119,43 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
         provenance, _, _ = prepare_lm_canaries(
             "random-tokens",
             tokenizer,
-            count=black_box.canaries,
+            count=black_box.pool or black_box.canaries,
             seed=child_seeds(seed, ["canaries"])["canaries"],
             length=black_box.length,
             prefix="",
             span="text",
         )
+        scored = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2 for text in provenance.texts]
+        if not all(scored):  # short canaries whose tokens merge into one: nothing to score; keep the first that have two, drawn from twice as many
+            provenance, _, _ = prepare_lm_canaries(
+                "random-tokens",
+                tokenizer,
+                count=2 * len(scored),
+                seed=child_seeds(seed, ["canaries"])["canaries"],
+                length=black_box.length,
+                prefix="",
+                span="text",
+            )
+            two = [index for index, text in enumerate(provenance.texts) if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2]
+            provenance = _kept(provenance, np.array(two[: len(scored)]))
+        if black_box.pool:
+            provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
         texts = texts + provenance.included_texts() * black_box.copies
         reference = copy.deepcopy(base)  # the base model, before peft puts its adapters into ``base``
+    tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step)
+    return UserRun(result, tuned, reference, tokenizer, provenance, texts)
+
+
+def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None):
+    """The user's training of ``base`` (changed in place by peft) on ``texts``: (the fine-tuned model, the in-loop auditor's result, or None with ``canaries_per_step`` None)."""
+    import contextlib
+
+    import opacus
+    import peft
+    import torch
+
+    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # peft draws LoRA's A matrices from torch's global generator: the user seeds the run
         model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, lora_dropout=0.0))
@@ -139,7 +179,12 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
             max_grad_norm=1.0,
             noise_generator=torch.Generator().manual_seed(seed + 1),
         )
-        with OpacusInLoopAuditor(model, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant) as auditor:
+        auditor = (
+            contextlib.nullcontext()
+            if canaries_per_step is None
+            else OpacusInLoopAuditor(model, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant)
+        )
+        with auditor:
             for _ in range(EPOCHS):
                 for batch, batch_mask in loader:
                     optimizer.zero_grad()
@@ -150,8 +195,56 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
                     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
                     ((losses * weights).sum(1) / weights.sum(1).clamp(min=1.0)).mean().backward()
                     optimizer.step()
-    result = auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
-    return UserRun(result, model._module, reference, tokenizer, provenance, texts)
+    if canaries_per_step is None:
+        return model._module, None
+    return model._module, auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
+
+
+def _shadow_selected(pool, base, tokenizer, texts: list, black_box: BlackBox, epsilon: float, shadow_seed: int):
+    """The ``black_box.canaries`` of the pool this loop memorises most in two shadow runs of its own; the coins are drawn afterwards.
+
+    The auditor runs the user's loop twice on copies of the base model, with
+    seeds of its own: once with a random half of the pool among the user's
+    texts (``black_box.copies`` copies each), once with the other half. A
+    candidate's memorisation is its log-likelihood under the run that trained
+    on it less that under the run that did not (the base model's cancels).
+    The top ``canaries`` are kept; their coins are then drawn from the pool's
+    inclusion seed, as prepare_lm_canaries draws them. The selection reads the
+    base model, the user's texts and the shadow runs, never those coins, so
+    the canaries are fixed before the coins are drawn and Steinke et al.'s
+    test holds as for drawn canaries.
+    """
+    memorised = memorisation(pool, base, tokenizer, texts, copies=black_box.copies, epsilon=epsilon, shadow_seed=shadow_seed)
+    return _kept(pool, np.sort(np.argsort(-memorised, kind="stable")[: black_box.canaries]), shadow_seed=shadow_seed)
+
+
+def _kept(pool, chosen: np.ndarray, **settings):
+    """The provenance of the pool's ``chosen`` canaries, their coins drawn from the pool's inclusion seed as prepare_lm_canaries draws them (nothing before read them)."""
+    included = np.random.default_rng(pool.inclusion_seed).random(len(chosen)) < pool.settings["inclusion_prob"]
+    return dataclasses.replace(
+        pool,
+        prefixes=tuple(pool.prefixes[index] for index in chosen),
+        secrets=tuple(pool.secrets[index] for index in chosen),
+        included=tuple(bool(value) for value in included),
+        settings=pool.settings | {"selected_from": len(pool.texts)} | settings,
+    )
+
+
+def memorisation(pool, base, tokenizer, texts: list, *, copies: int, epsilon: float, shadow_seed: int) -> np.ndarray:
+    """Each pool canary's log-likelihood under a shadow run of the loop that trained on it less under one that did not (two runs, complementary random halves)."""
+    from privaudit.audits.lm.scores import calibrated_scores
+    from privaudit.models.hf import HFCausalLMScorer
+
+    half = np.random.default_rng(shadow_seed).random(len(pool.texts)) < 0.5
+    reference = HFCausalLMScorer(base, tokenizer, bos="none")
+    memorised = np.zeros(len(pool.texts))
+    for run, side in enumerate((half, ~half)):
+        trained = [text for text, keep in zip(pool.texts, side, strict=True) if keep]
+        seed = (shadow_seed + 10 * run) % 2**31
+        tuned, _ = _train(copy.deepcopy(base), tokenizer, texts + trained * copies, seed, epsilon, canaries_per_step=None)
+        scores = np.asarray(calibrated_scores(HFCausalLMScorer(tuned, tokenizer, bos="none"), pool, reference))
+        memorised += np.where(side, scores, -scores)  # the base model's log-likelihood cancels
+    return memorised
 
 
 def _black_box(run: UserRun, black_box: BlackBox, epsilon: float) -> dict:
@@ -209,17 +302,21 @@ def main() -> None:
     parser.add_argument("--canaries", type=int, default=BlackBox.canaries, help="with --black-box: canaries, each included by a fair coin")
     parser.add_argument("--canary-length", type=int, default=BlackBox.length, help="with --black-box: ordinary-vocabulary tokens per canary")
     parser.add_argument("--copies", type=int, default=BlackBox.copies, help="with --black-box: copies of each included canary in the texts")
+    parser.add_argument(
+        "--pool", type=int, default=BlackBox.pool, help="with --black-box: keep the --canaries of this many drawn that shadow runs memorise most (0: no choice)"
+    )
     parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     from privaudit._core.results import library_versions
 
-    black_box = BlackBox(args.canaries, args.canary_length, args.copies) if args.black_box else None
+    black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool) if args.black_box else None
     config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS}
     if black_box is not None:
         config |= {
             "black_box": dataclasses.asdict(black_box),
-            "design": "random-tokens from the ordinary vocabulary, no prefix, whole text scored, base-calibrated",
+            "design": "random-tokens from the ordinary vocabulary, no prefix, whole text scored, base-calibrated"
+            + (f"; the {black_box.canaries} of {black_box.pool} drawn that two shadow runs memorise most" if black_box.pool else ""),
         }
     earlier: list[dict] = []
     if args.append and args.output is not None and args.output.exists():
