@@ -170,5 +170,6 @@ def test_the_panoramia_stage_beside_a_cpu_hog_stays_within_three_times_its_quiet
     measured = json.loads(output.read_text())
     assert measured["omp_wait_policy"] == "PASSIVE" and measured["torch_threads"] == measured["usable_cpus"] and measured["hog_processes"] == 1
     ratio = statistics.median(busy / quiet for quiet, busy in zip(measured["quiet_s"], measured["busy_s"]))
+    # the times are kept to 0.1 ms, so the ratio recomputed from them matches the reported one (at 0.01 s, rounding moved it 3%)
     assert abs(ratio - measured["ratio"]) < 0.01 and len(measured["busy_s"]) == len(measured["quiet_s"]) == 5
     assert ratio <= 3, f"busy {measured['busy_s']} s against quiet {measured['quiet_s']} s"
