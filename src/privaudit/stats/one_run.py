@@ -35,6 +35,7 @@ import numpy as np
 
 from .._core.results import Result
 from .._core.validation import as_scores, check_count, check_fraction, check_probability, check_real
+from .intervals import binomial_lower_bound
 from .roots import brentq  # scipy.optimize's brentq, without its import time
 
 __all__ = [
@@ -144,23 +145,21 @@ def epsilon_one_run_pure(num_guesses: Any, num_correct: Any, *, confidence: Any 
     """:func:`epsilon_one_run` at δ = 0 for arrays of (r, v), in closed form: the logit of the Clopper–Pearson lower limit of v/r.
 
     P[Bin(r, q) >= v] is the regularised incomplete beta I_q(v, r - v + 1), so
-    the q at which it equals 1 - c is ``scipy.stats.beta.ppf(1 - c, v, r - v + 1)``
-    and ε = logit(q), 0 where that is negative or v = 0. One vectorised call
-    in place of a root search per pair: it ranks many guess rules at once
-    (m does not enter at δ = 0). It is not rounded down, so it ranks; the
-    bound itself comes from :func:`epsilon_one_run`.
+    the q at which it equals 1 - c is the Clopper–Pearson lower limit of v
+    right in r (:func:`~privaudit.stats.intervals.binomial_lower_bound`), and
+    ε = logit(q), 0 where that is negative or r = 0. One vectorised call in
+    place of a root search per pair: it ranks many guess rules at once (m
+    does not enter at δ = 0). It is not rounded down, so it ranks; the bound
+    itself comes from :func:`epsilon_one_run`.
 
     >>> values = epsilon_one_run_pure([100, 100, 100], [100, 90, 50])
     >>> [round(float(value), 4) for value in values], round(epsilon_one_run(1000, 100, 90, delta=0.0).epsilon, 4)
     ([3.493, 1.6308, 0.0], 1.6308)
     """
-    from scipy import stats  # imported where used (see _log_p_value)
-
     made, right = np.broadcast_arrays(np.asarray(num_guesses, dtype=np.float64), np.asarray(num_correct, dtype=np.float64))
-    level = 1.0 - check_probability(confidence, "confidence")
     if np.any(made < 0) or np.any(right < 0) or np.any(right > made):
         raise ValueError("`num_correct` must be in [0, num_guesses] and `num_guesses` >= 0, elementwise")
-    q = np.where(right >= 1, stats.beta.ppf(level, np.maximum(right, 1.0), made - right + 1.0), 0.0)
+    q = np.where(made >= 1, binomial_lower_bound(right, np.maximum(made, 1.0), confidence=confidence), 0.0)
     with np.errstate(divide="ignore"):
         logits: np.ndarray = np.maximum(0.0, np.log(q) - np.log1p(-q))
     return logits
