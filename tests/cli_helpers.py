@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -30,6 +32,12 @@ def assert_refused(argv, output, match):
     assert match in lines[0], lines[0]
     assert not output.exists()
     return lines[0]
+
+
+def start_demo(output: Path, *, stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
+    """``python -m privaudit demo --output OUTPUT --no-history`` started in a subprocess of this checkout (stdout discarded)."""
+    argv = [sys.executable, "-m", "privaudit", "demo", "--output", str(output), "--no-history"]
+    return subprocess.Popen(argv, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from cli_helpers import run_cli, subprocess_env
+from cli_helpers import run_cli, start_demo
 
 LOCK = ".privaudit-lock"  # the lock file staged_output holds inside its scratch folder
 
@@ -44,14 +44,8 @@ def test_a_stale_staging_folder_of_a_dead_run_is_removed_by_the_next_write(tmp_p
 
 
 def test_the_demo_killed_mid_run_leaves_nothing_after_the_next_run(tmp_path):
-    env = subprocess_env()
     output = tmp_path / "privaudit-demo"
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "privaudit", "demo", "--output", str(output), "--no-history"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    demo = start_demo(output)
     try:
         deadline = time.monotonic() + 120
         while not _staging(tmp_path, output.name) and demo.poll() is None and time.monotonic() < deadline:

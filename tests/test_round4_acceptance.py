@@ -13,12 +13,11 @@ import hashlib
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
-from cli_helpers import run_cli, subprocess_env
+from cli_helpers import run_cli, start_demo
 
 
 def _one_error_line(code: int, stdout: str, stderr: str) -> str:
@@ -86,15 +85,8 @@ def test_a_captured_audit_prints_when_its_stages_start_and_how_long_they_took(tm
 
 # -- Ctrl-C during the demo ----------------------------------------------------------------------------------
 def test_ctrl_c_during_the_demo_leaves_no_staging_folder_and_no_output(tmp_path):
-    env = subprocess_env()
     output = tmp_path / "privaudit-demo"
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "privaudit", "demo", "--output", str(output), "--no-history"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    demo = start_demo(output, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240  # start-up on a loaded machine
         while not list(tmp_path.glob(".privaudit-demo.privaudit-staging-*")) and demo.poll() is None and time.monotonic() < deadline:
