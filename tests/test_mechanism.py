@@ -303,3 +303,26 @@ def test_local_moves_keep_every_pair_neighbouring_with_its_stated_record(relatio
             assert seen == relation and record == tuple(np.ravel(moved.record)), (start.how, moved.how)
             assert np.all(moved.record >= low) and np.all(moved.record <= high)
             current = moved
+
+
+def test_search_draws_d_once_per_distinct_content_and_again_for_new_content():
+    # the search caches D's samples; keyed by id() a freed D's id could be reused by a new D and get its samples (a run-to-run difference)
+    from privaudit.mechanisms.neighbours import Candidate
+    from privaudit.mechanisms.search import _Scorer
+
+    seen: list[np.ndarray] = []
+
+    def mean(data, size, rng):
+        seen.append(np.array(data, copy=True))
+        return rng.laplace(np.mean(data), 1.0, size)
+
+    given = np.array([0.0, 1.0])
+    score = _Scorer(mean, given, (), Claim(epsilon=1.0, delta=0.0), 20, np.random.default_rng(0), "mechanism")
+    twin = given.copy()  # equal content, another object: one draw of D serves both
+    for dataset in (None, twin):
+        score(Candidate("add", np.array([0.0, 1.0, 2.0]), np.array([2.0]), dataset))
+    assert len(seen) == 3 and score.drawn == 60  # D once, D' twice
+    for k in range(20):  # fresh datasets made and freed, as the local search does: each new content is drawn
+        score(Candidate("add", np.array([0.0, 1.0, float(k), 2.0]), np.array([2.0]), np.array([0.0, 1.0, float(k)])))
+    drawn_datasets = {tuple(d) for d in seen if d.shape[0] == 3}
+    assert len(drawn_datasets) == 20

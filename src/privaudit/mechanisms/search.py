@@ -49,7 +49,8 @@ class _Scorer:
 
     def __init__(self, mechanism: Mechanism, given: np.ndarray, shape: tuple[int, ...], claim: Claim, size: int, rng: np.random.Generator, name: str):
         self.mechanism, self.given, self.shape, self.claim, self.size, self.rng, self.name = mechanism, given, shape, claim, size, rng, name
-        self.cache: dict[int, np.ndarray] = {}
+        # keyed by content, not id(): a freed dataset's id can be reused by a new one
+        self.cache: dict[tuple[str, tuple[int, ...], bytes], np.ndarray] = {}
         self.drawn = 0
 
     def _draw(self, dataset: np.ndarray, which: str) -> np.ndarray:
@@ -58,9 +59,10 @@ class _Scorer:
 
     def __call__(self, candidate: Candidate) -> float:
         dataset = self.given if candidate.dataset is None else candidate.dataset
-        if id(dataset) not in self.cache:
-            self.cache[id(dataset)] = self._draw(dataset, "dataset")
-        samples_d, samples_n = self.cache[id(dataset)], self._draw(candidate.neighbour, "neighbour")
+        key = (dataset.dtype.str, dataset.shape, dataset.tobytes())
+        if key not in self.cache:
+            self.cache[key] = self._draw(dataset, "dataset")
+        samples_d, samples_n = self.cache[key], self._draw(candidate.neighbour, "neighbour")
         half = self.size // 2
         outcome = bound_samples(
             samples_d[:half],
