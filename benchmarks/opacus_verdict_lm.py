@@ -47,6 +47,22 @@ machine::
 
 ``--append`` adds the seeds to ``--output`` when it holds the same config.
 
+``--full`` trains every weight instead of LoRA adapters (the same Adam,
+Opacus settings, batches and epochs; one position row per text, as Opacus
+needs once the position embeddings train), and ``--design new-tokens``
+(with ``--full`` only: LoRA leaves the new embedding rows frozen) makes the
+canaries as ``prepare_lm_canaries("new-tokens")`` does: a new token of the
+canary's own, then a new secret token, the secret scored given it; the
+user trains the resized model and tokenizer it returns. 500 canaries with
+2 copies were the best on pilot seeds 10-12 at ε = 4 (docs/tightness.md)::
+
+    python benchmarks/opacus_verdict_lm.py --black-box --full --design new-tokens --canaries 500 --copies 2 \
+        --epsilon 4 --seeds 1 --start 0 --append --output benchmarks/results/lm_userloop_full_blackbox_eps4.json
+
+Each black-box row also holds ``user_text_loss``: the user's own texts'
+mean token loss under the base and the fine-tuned model, how much the loop
+learned.
+
 ``--pool P`` chooses the canaries for this loop instead of drawing them: of
 P drawn canaries, the ``--canaries`` that two shadow runs of the loop (seeds
 of the auditor's own, complementary random halves of the P trained)
@@ -82,11 +98,12 @@ class BlackBox:
     copies: int = 2  # 1000 × 2 of 2 tokens: the best on pilot seeds 10-12 at ε = 4 of the designs docs/tightness.md lists; seeds 0-2 are reported
     confidence: float = 0.95
     pool: int = 0  # > 0: the canaries are the ones of this many drawn that two shadow runs of the loop memorise most (_shadow_selected)
+    design: str = "random-tokens"  # or "new-tokens" (with --full only: LoRA leaves the new rows frozen)
 
 
-def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None):
-    """Fine-tune LoRA adapters of a tiny GPT-2 with Opacus at ``epsilon`` in the user's own loop, audited in it: (the in-loop result, the black box's or None)."""
-    run = user_loop(seed, canaries_per_step=canaries_per_step, epsilon=epsilon, black_box=black_box)
+def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False):
+    """Fine-tune LoRA adapters (``full``: every weight) of a tiny GPT-2 with Opacus at ``epsilon`` in the user's own loop, audited in it: (the in-loop result, the black box's or None)."""
+    run = user_loop(seed, canaries_per_step=canaries_per_step, epsilon=epsilon, black_box=black_box, full=full)
     if black_box is None:
         return run.result, None
     return run.result, _black_box(run, black_box, epsilon)
@@ -104,7 +121,7 @@ class UserRun:
     texts: list
 
 
-def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None) -> UserRun:
+def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False) -> UserRun:
     """The user's loop, with the in-loop auditor attached and, with ``black_box``, the included canaries among its texts."""
     from privaudit._core.seeding import child_seeds
     from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
@@ -115,7 +132,14 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
     tokenizer = bpe_tokenizer(texts, vocab_size=384)
     base = tiny_gpt2(tokenizer, seed=seed)
     provenance, reference = None, None
-    if black_box is not None:
+    if black_box is not None and black_box.design == "new-tokens":
+        # each canary a new token of its own, then a new secret token, the secret scored given it; the user trains the resized model and tokenizer
+        provenance, base, tokenizer = prepare_lm_canaries(
+            "new-tokens", tokenizer, count=black_box.canaries, seed=child_seeds(seed, ["canaries"])["canaries"], length=1, model=base
+        )
+        texts = texts + provenance.included_texts() * black_box.copies
+        reference = copy.deepcopy(base)
+    elif black_box is not None:
         provenance, _, _ = prepare_lm_canaries(
             "random-tokens",
             tokenizer,
@@ -142,12 +166,12 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
             provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
         texts = texts + provenance.included_texts() * black_box.copies
         reference = copy.deepcopy(base)  # the base model, before peft puts its adapters into ``base``
-    tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step)
+    tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step, full=full)
     return UserRun(result, tuned, reference, tokenizer, provenance, texts)
 
 
-def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None):
-    """The user's training of ``base`` (changed in place by peft) on ``texts``: (the fine-tuned model, the in-loop auditor's result, or None with ``canaries_per_step`` None)."""
+def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None, full: bool = False):
+    """The user's training of ``base`` (changed in place by peft, or trained whole with ``full``) on ``texts``: (the fine-tuned model, the in-loop auditor's result, or None with ``canaries_per_step`` None)."""
     import contextlib
 
     import opacus
@@ -156,9 +180,12 @@ def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_
 
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # peft draws LoRA's A matrices from torch's global generator: the user seeds the run
-        model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, lora_dropout=0.0))
+    if full:
+        model = base.train()
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # peft draws LoRA's A matrices from torch's global generator: the user seeds the run
+            model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True, lora_dropout=0.0))
     rows = [tokenizer(text, add_special_tokens=False)["input_ids"][:32] for text in texts]
     width = max(len(row) for row in rows)
     tokens = torch.tensor([row + [0] * (width - len(row)) for row in rows])
@@ -190,14 +217,17 @@ def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_
                     optimizer.zero_grad()
                     if not len(batch):  # an empty Poisson batch: the step still runs (noise alone)
                         batch, batch_mask = tokens[:1], torch.zeros_like(mask[:1])
-                    logits = model(input_ids=batch, attention_mask=batch_mask).logits[:, :-1]
+                    # one position row per text: Opacus reads a shared (1, T) row as a batch of one when the position embeddings train
+                    positions = torch.arange(batch.shape[1]).expand_as(batch)
+                    logits = model(input_ids=batch, attention_mask=batch_mask, position_ids=positions).logits[:, :-1]
                     weights = batch_mask[:, 1:].float()
                     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
                     ((losses * weights).sum(1) / weights.sum(1).clamp(min=1.0)).mean().backward()
                     optimizer.step()
+    tuned = model._module.eval()
     if canaries_per_step is None:
-        return model._module, None
-    return model._module, auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
+        return tuned, None
+    return tuned, auditor.result(delta=DELTA, claimed_epsilon=epsilon, claimed_delta=DELTA)
 
 
 def _shadow_selected(pool, base, tokenizer, texts: list, black_box: BlackBox, epsilon: float, shadow_seed: int):
@@ -259,6 +289,7 @@ def _black_box(run: UserRun, black_box: BlackBox, epsilon: float) -> dict:
     tuned, reference, tokenizer, provenance = run.tuned, run.reference, run.tokenizer, run.provenance
     scores = calibrated_scores(HFCausalLMScorer(tuned, tokenizer, bos="none"), provenance, HFCausalLMScorer(reference, tokenizer, bos="none"))
     auc, tpr, bound = audit_lm_scores(scores, provenance.included, delta=DELTA, confidence=black_box.confidence, copies=black_box.copies)
+    learned = {name: _nats_per_token(model, tokenizer, run.texts[:TEXTS]) for name, model in (("base", reference), ("tuned", tuned))}
     num_in = int(sum(provenance.included))
     # the most this design can show: every canary guessed right, the same m, members, copies and test
     ceiling = one_run_record_ceiling(
@@ -275,8 +306,26 @@ def _black_box(run: UserRun, black_box: BlackBox, epsilon: float) -> dict:
         "num_canaries": len(provenance.included),
         "num_in": num_in,
         "training_texts": len(run.texts),
+        # how much the loop learned: the user's own texts' mean token loss (nats, as trained: at most 32 tokens) before and after
+        "user_text_loss": learned,
         "score_seconds": time.perf_counter() - started,
     }
+
+
+def _nats_per_token(model, tokenizer, texts: list) -> float:
+    """The mean next-token cross-entropy of ``texts`` under ``model`` (nats per predicted token, each text cut to 32 tokens as the loop trains it)."""
+    import torch
+
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for text in texts:
+            ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"][:32]])
+            if ids.shape[1] >= 2:
+                logits = model(input_ids=ids).logits[0, :-1]
+                total += float(torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="sum"))
+                count += ids.shape[1] - 1
+    return total / count
 
 
 def _white_box(result) -> dict:
@@ -305,17 +354,27 @@ def main() -> None:
     parser.add_argument(
         "--pool", type=int, default=BlackBox.pool, help="with --black-box: keep the --canaries of this many drawn that shadow runs memorise most (0: no choice)"
     )
+    parser.add_argument("--full", action="store_true", help="the user fine-tunes every weight (no LoRA)")
+    parser.add_argument(
+        "--design", choices=("random-tokens", "new-tokens"), default=BlackBox.design, help="with --black-box: the canaries (new-tokens needs --full)"
+    )
     parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     from privaudit._core.results import library_versions
 
-    black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool) if args.black_box else None
-    config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS}
+    if args.design == "new-tokens" and not args.full:
+        parser.error("--design new-tokens needs --full: LoRA on c_attn leaves the new tokens' embedding rows frozen")
+    black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool, design=args.design) if args.black_box else None
+    config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS} | ({"full": True} if args.full else {})
     if black_box is not None:
         config |= {
             "black_box": dataclasses.asdict(black_box),
-            "design": "random-tokens from the ordinary vocabulary, no prefix, whole text scored, base-calibrated"
+            "design": (
+                "new tokens: a new token of its own, then a new secret token, scored given it"
+                if black_box.design == "new-tokens"
+                else "random-tokens from the ordinary vocabulary, no prefix, whole text scored, base-calibrated"
+            )
             + (f"; the {black_box.canaries} of {black_box.pool} drawn that two shadow runs memorise most" if black_box.pool else ""),
         }
     earlier: list[dict] = []
@@ -328,7 +387,7 @@ def main() -> None:
     rows = [row for row in earlier if row["seed"] not in seeds]
     for seed in seeds:
         start = time.perf_counter()
-        result, black = lm_run(seed, epsilon=args.epsilon, black_box=black_box)
+        result, black = lm_run(seed, epsilon=args.epsilon, black_box=black_box, full=args.full)
         white = _white_box(result)
         if black is None:
             row = {"seed": seed, **white, "bound_over_claimed": white["end_to_end_ratio"]}
@@ -339,6 +398,7 @@ def main() -> None:
             ""
             if black is None
             else f"; black box: bound {black['epsilon_lower_bound']:.3f}, ÷ claimed ε {black['bound_over_claimed']:.3f}, AUC {black['auc']:.3f}"
+            f", user texts' loss {black['user_text_loss']['base']:.4f} -> {black['user_text_loss']['tuned']:.4f} nats/token"
         )
         print(f"seed {seed}: white box end-to-end bound / claimed ε = {white['end_to_end_ratio']:.3f}, flagged {white['flagged']}{black_text}", flush=True)
     rows.sort(key=lambda row: row["seed"])

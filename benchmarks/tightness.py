@@ -341,6 +341,7 @@ class LMSource:
     patterns: tuple[str, ...]
     command: str
     user_canaries: bool = False  # the files of opacus_verdict_lm.py --black-box, whose config holds "black_box" (never read as the white box's)
+    full: bool = False  # the files of opacus_verdict_lm.py --full (every weight trained), whose config holds "full": true
 
 
 LM_SOURCES = (
@@ -365,6 +366,15 @@ LM_SOURCES = (
         "run `python benchmarks/opacus_verdict_lm.py --black-box --epsilon {epsilon:g} --seeds 1 --start 0 --append "
         "--output benchmarks/results/lm_userloop_blackbox_eps{epsilon:g}.json` (then `--start 1`, `--start 2`: one seed per command), " + _THEN,
         user_canaries=True,
+    ),
+    LMSource(
+        "black box",
+        "user loop, tiny GPT-2, every weight trained, 500 new-token canaries with prefixes of their own, 2 copies",
+        ("lm_userloop_full_blackbox_eps*.json",),
+        "run `python benchmarks/opacus_verdict_lm.py --black-box --full --design new-tokens --canaries 500 --copies 2 --epsilon {epsilon:g} --seeds 1 --start 0 "
+        "--append --output benchmarks/results/lm_userloop_full_blackbox_eps{epsilon:g}.json` (then `--start 1`, `--start 2`: one seed per command), " + _THEN,
+        user_canaries=True,
+        full=True,
     ),
 )
 
@@ -397,7 +407,7 @@ def lm_rows(results: Path) -> list[dict]:
                     except (OSError, ValueError):
                         continue
                     config = data.get("config") or {}
-                    if ("black_box" in config) != source.user_canaries:
+                    if ("black_box" in config) != source.user_canaries or bool(config.get("full", False)) != source.full:
                         continue
                     claimed = config.get("epsilon")
                     if claimed is not None and abs(float(claimed) - epsilon) < 1e-9 and _lm_ratios(data):

@@ -51,6 +51,28 @@ def test_user_loop_black_box_rows_read_their_own_files(tightness, tmp_path):
     assert "--black-box --epsilon 8" in black8["not_measured"] and "lm_userloop_blackbox_eps8.json" in black8["not_measured"]
     own_loop = rows["Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own), black box, ε = 4"]
     assert "lm_dp.py --epsilon 4" in own_loop["default"]["not_measured"]
-    assert len(rows) == 6
+    assert len(rows) == 8
     # a ratio below 0.1 keeps three decimals in the table: the mean (0.01 + 0.004 + 0.025) / 3 = 0.013 is not 0.01
     assert "| 0.013 (min 0.004) |" in tightness.table(list(rows.values()))
+
+
+def test_the_full_fine_tune_loop_and_the_lora_loop_keep_their_own_rows(tightness, tmp_path):
+    # opacus_verdict_lm.py --full writes "full": true; a --full file under the LoRA row's name must not become the LoRA row
+    _write(
+        tmp_path / "lm_userloop_full_blackbox_eps4.json",
+        {"epsilon": 4.0, "black_box": {"canaries": 500}, "full": True},
+        [{"seed": 0, "bound_over_claimed": 0.06}],
+    )
+    _write(
+        tmp_path / "lm_userloop_blackbox_eps8.json", {"epsilon": 8.0, "black_box": {"canaries": 500}, "full": True}, [{"seed": 0, "bound_over_claimed": 0.04}]
+    )
+    rows = {row["case"]: row for row in tightness.lm_rows(tmp_path)}
+    full4 = rows[
+        "Opacus LM fine-tune (user loop, tiny GPT-2, every weight trained, 500 new-token canaries with prefixes of their own, 2 copies), black box, ε = 4"
+    ]
+    assert full4["default"]["ratio"]["mean"] == pytest.approx(0.06)
+    assert "not_measured" in rows["Opacus LM fine-tune (user loop, tiny GPT-2 + LoRA), black box, ε = 8"]["default"]
+    full8 = rows[
+        "Opacus LM fine-tune (user loop, tiny GPT-2, every weight trained, 500 new-token canaries with prefixes of their own, 2 copies), black box, ε = 8"
+    ]
+    assert "--full --design new-tokens" in full8["default"]["not_measured"]
