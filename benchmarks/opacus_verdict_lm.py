@@ -365,6 +365,8 @@ def main() -> None:
 
     if args.design == "new-tokens" and not args.full:
         parser.error("--design new-tokens needs --full: LoRA on c_attn leaves the new tokens' embedding rows frozen")
+    if args.pool and (args.full or args.design != "random-tokens"):
+        parser.error("--pool chooses random-token canaries with shadow runs of the LoRA loop: it takes neither --full nor --design new-tokens")
     black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool, design=args.design) if args.black_box else None
     config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS} | ({"full": True} if args.full else {})
     if black_box is not None:

@@ -188,3 +188,29 @@ def test_audit_opacus_takes_the_users_claim_not_the_optimizers():
         assert result.verdict.claim == Claim(4.0, 1e-5)
         flags[bug] = result.flagged
     assert flags == {False: False, True: True}
+
+
+def test_an_accountant_above_the_claim_names_opacus_truncated_calibration():
+    # Opacus' make_private_with_epsilon calibrates σ for int(epochs / q) steps: 3 epochs of 77 batches run 231 steps (3 × 77), the float division gives 230
+    from types import SimpleNamespace
+
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.utils import get_noise_multiplier
+
+    from privaudit.integrations.opacus_verdict import OpacusEvidence, calibrated_steps_shortfall, opacus_verdict
+
+    q, steps = 1 / 77, 3 * 77
+    step_bound = SimpleNamespace(epsilon=0.0, delta=1e-5, parameter=0.0, confidence=0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the RDP accountant's note on its largest order
+        sigma = get_noise_multiplier(target_epsilon=4.0, target_delta=1e-5, sample_rate=q, epochs=3, accountant="rdp")
+        accountant = RDPAccountant()
+        accountant.history = [(sigma, q, steps)]
+        evidence = OpacusEvidence((sigma,), None, q, "accountant history", steps, "accountant history", steps, (sigma,))
+        verdict, evidence = opacus_verdict(step_bound, claimed_epsilon=4.0, claimed_delta=1e-5, evidence=evidence, accountant=accountant)
+    assert evidence.accountant_epsilon > 4.0 and verdict.flagged
+    (finding,) = verdict.findings
+    assert "int(epochs / sample_rate) = 230 steps" in finding and "231 that 3 epochs take" in finding
+    # a whole number of epochs whose division is exact, or a run of no whole epochs: no cause named
+    assert calibrated_steps_shortfall(1 / 64, 3 * 64) is None and calibrated_steps_shortfall(1 / 77, 200) is None
+    assert [n for n in range(70, 80) if calibrated_steps_shortfall(1 / n, 3 * n)] == [75, 77]  # 3 / (1 / 75) = 224.99999999999997

@@ -29,7 +29,7 @@ from .._core.results import Result
 from ..stats.dpsgd_claims import step_and_end_verdicts
 from ..stats.verdict import Claim, Verdict
 
-__all__ = ["OpacusEvidence", "OpacusVerdict", "opacus_verdict", "read_run"]
+__all__ = ["OpacusEvidence", "OpacusVerdict", "calibrated_steps_shortfall", "opacus_verdict", "read_run"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +102,25 @@ def _accountant_epsilon(accountant, delta: float) -> float | None:
     return float(copy.deepcopy(accountant).get_epsilon(delta))  # on a copy: some accountants cache
 
 
+def calibrated_steps_shortfall(sample_rate: float, run_steps: int) -> int | None:
+    """The steps Opacus' ``get_noise_multiplier`` calibrated σ for, where that is fewer than a run of whole epochs took; else None.
+
+    It takes ``int(epochs / sample_rate)``; in floating point 3 / (1 / 77) is
+    230.99999999999997, so a loop of 3 epochs of 77 batches (231 steps) gets
+    the σ of 230 and can end a little above its target ε.
+
+    >>> calibrated_steps_shortfall(1 / 77, 231)
+    230
+    >>> calibrated_steps_shortfall(1 / 64, 192) is None
+    True
+    """
+    epochs = round(run_steps * sample_rate)
+    if epochs < 1 or abs(run_steps * sample_rate - epochs) > 1e-9 * epochs:  # not a whole number of epochs
+        return None
+    calibrated = int(epochs / sample_rate)
+    return calibrated if calibrated < run_steps else None
+
+
 def opacus_verdict(
     step_bound, *, claimed_epsilon, claimed_delta, evidence: OpacusEvidence, accountant=None, compose_over: int | None = None
 ) -> tuple[OpacusVerdict | None, OpacusEvidence]:
@@ -136,8 +155,16 @@ def opacus_verdict(
         seen = sorted(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers))
         findings.append(f"σ changed during the run: the optimizer and accountant held {', '.join(f'{value:.4g}' for value in seen)}")
     if evidence.accountant_epsilon is not None and evidence.accountant_epsilon > claim.epsilon * (1.0 + 1e-6):
+        rate = evidence.sample_rate
+        calibrated = None if rate is None else calibrated_steps_shortfall(rate, evidence.run_steps)
+        cause = (
+            ""
+            if calibrated is None or rate is None
+            else f" (a likely cause: make_private_with_epsilon calibrates σ for int(epochs / sample_rate) = {calibrated} steps, "
+            f"and the division fell short of the {evidence.run_steps} that {round(evidence.run_steps * rate)} epochs take)"
+        )
         findings.append(
-            f"Opacus' accountant reports ε = {evidence.accountant_epsilon:.4g} at δ = {claim.delta:g} for the run, above the claimed {claim.epsilon:g}"
+            f"Opacus' accountant reports ε = {evidence.accountant_epsilon:.4g} at δ = {claim.delta:g} for the run, above the claimed {claim.epsilon:g}{cause}"
         )
     verdict = OpacusVerdict(
         claim=claim,
