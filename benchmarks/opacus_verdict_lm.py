@@ -132,42 +132,42 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
     tokenizer = bpe_tokenizer(texts, vocab_size=384)
     base = tiny_gpt2(tokenizer, seed=seed)
     provenance, reference = None, None
-    if black_box is not None and black_box.design == "new-tokens":
-        # each canary a new token of its own, then a new secret token, the secret scored given it; the user trains the resized model and tokenizer
-        provenance, base, tokenizer = prepare_lm_canaries(
-            "new-tokens", tokenizer, count=black_box.canaries, seed=child_seeds(seed, ["canaries"])["canaries"], length=1, model=base
-        )
-        texts = texts + provenance.included_texts() * black_box.copies
-        reference = copy.deepcopy(base)
-    elif black_box is not None:
-        provenance, _, _ = prepare_lm_canaries(
-            "random-tokens",
-            tokenizer,
-            count=black_box.pool or black_box.canaries,
-            seed=child_seeds(seed, ["canaries"])["canaries"],
-            length=black_box.length,
-            prefix="",
-            span="text",
-        )
-        scored = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2 for text in provenance.texts]
-        if not all(scored):  # short canaries whose tokens merge into one: nothing to score; keep the first that have two, drawn from twice as many
-            provenance, _, _ = prepare_lm_canaries(
-                "random-tokens",
-                tokenizer,
-                count=2 * len(scored),
-                seed=child_seeds(seed, ["canaries"])["canaries"],
-                length=black_box.length,
-                prefix="",
-                span="text",
+    if black_box is not None:
+        if black_box.design == "new-tokens":
+            # each canary a new token of its own, then a new secret token, the secret scored given it; the user trains the resized model and tokenizer
+            provenance, base, tokenizer = prepare_lm_canaries(
+                "new-tokens", tokenizer, count=black_box.canaries, seed=child_seeds(seed, ["canaries"])["canaries"], length=1, model=base
             )
-            two = [index for index, text in enumerate(provenance.texts) if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2]
-            provenance = _kept(provenance, np.array(two[: len(scored)]))
-        if black_box.pool:
-            provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
+        else:
+            provenance = _random_token_canaries(tokenizer, black_box, seed)
+            if black_box.pool:
+                provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
         texts = texts + provenance.included_texts() * black_box.copies
         reference = copy.deepcopy(base)  # the base model, before peft puts its adapters into ``base``
     tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step, full=full)
     return UserRun(result, tuned, reference, tokenizer, provenance, texts)
+
+
+def _random_token_canaries(tokenizer, black_box: BlackBox, seed: int):
+    """``black_box.pool or black_box.canaries`` random-token canaries, each with at least 2 tokens when its text is tokenised again (nothing to score else)."""
+    from privaudit._core.seeding import child_seeds
+    from privaudit.canaries.lm_provenance import prepare_lm_canaries
+
+    def draw(count: int):
+        provenance, _, _ = prepare_lm_canaries(
+            "random-tokens", tokenizer, count=count, seed=child_seeds(seed, ["canaries"])["canaries"], length=black_box.length, prefix="", span="text"
+        )
+        return provenance
+
+    wanted = black_box.pool or black_box.canaries
+    provenance = draw(wanted)
+    scored = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2 for text in provenance.texts]
+    if all(scored):
+        return provenance
+    # short canaries whose tokens merge into one: keep the first that have two, drawn from twice as many
+    provenance = draw(2 * wanted)
+    two = [index for index, text in enumerate(provenance.texts) if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= 2]
+    return _kept(provenance, np.array(two[:wanted]))
 
 
 def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None, full: bool = False):
