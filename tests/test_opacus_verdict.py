@@ -155,6 +155,8 @@ def test_the_users_loop_gets_the_report_of_a_cli_audit(digits_runs, tmp_path):
         assert data["verdict"]["claim"] == {"epsilon": 4.0, "delta": 1e-5, "quantity": "end-to-end", "source": "user"}
         page = (folder / "report.html").read_text()
         assert ("Claim rejected" in page) == bug and "σ the claim implies" in page
+        # the verdict block holds the end-to-end verdict on the user's claim, never "no claim given"
+        assert "no claim given" not in page and page.count("the end-to-end bound ε ≥") >= 2
 
 
 def test_audit_opacus_takes_the_users_claim_not_the_optimizers():

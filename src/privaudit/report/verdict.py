@@ -53,9 +53,20 @@ def user_claim(result: Any) -> float | None:
 
 
 def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
-    """The verdict, ceiling and warning lines of a results dict (none for a result that bounds nothing)."""
+    """The verdict, ceiling and warning lines of a results dict (none for a result that bounds nothing).
+
+    The Opacus in-loop result holds both comparisons under ``verdict``; its
+    headline is end to end, so that is its claim's verdict here.
+
+    >>> claim = {"epsilon": 4.0, "delta": 1e-5, "quantity": "end-to-end", "source": "user"}
+    >>> end = {"bound": 2.7, "bound_delta": 1e-5, "claim": claim, "quantity": "end-to-end", "ratio": 0.675, "flagged": False, "conversion": None}
+    >>> verdict_lines({"verdict": {"end_to_end": end, "per_step": end}, "ceiling": None})[0].startswith("not flagged: the end-to-end bound")
+    True
+    """
     lines: list[str] = []
     verdict, ceiling = data.get("claim_verdict"), data.get("ceiling")
+    if verdict is None and isinstance(data.get("verdict"), dict):  # opacus-inloop: per step and end to end; mechanism's "verdict" is a word
+        verdict = data["verdict"].get("end_to_end")
     if isinstance(verdict, dict):
         lines.append(describe_verdict(Verdict.from_dict(verdict)))
     elif isinstance(ceiling, dict):
