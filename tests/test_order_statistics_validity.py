@@ -76,7 +76,8 @@ def test_bound_exceeds_truth_in_at_most_five_percent(name: str) -> None:
     bits = rng.random((GAMES, CANARIES)) < 0.5
     mistakes = _mistakes(loss(rng, bits), bits, rng)
     rejected = {
-        int(u): order_statistics_p_value(null, leak, num_canaries=CANARIES, num_guesses=GUESSES, num_correct=GUESSES - int(u)) < 0.05 for u in np.unique(mistakes)
+        int(u): order_statistics_p_value(null, leak, num_canaries=CANARIES, num_guesses=GUESSES, num_correct=GUESSES - int(u)) < 0.05
+        for u in np.unique(mistakes)
     }
     above = sum(rejected[int(u)] for u in mistakes)
     assert above <= ALLOWED
@@ -93,6 +94,8 @@ def test_null_games_give_zero(name: str) -> None:
     bits = rng.random((GAMES, CANARIES)) < 0.5
     unrelated = rng.random((GAMES, CANARIES)) < 0.5  # the scores see other coins
     mistakes = _mistakes(np.where(unrelated, 1.0, -1.0) * rng.random((GAMES, CANARIES)), bits, rng)
-    bounds = {int(u): order_statistics_bound(null, num_canaries=CANARIES, num_guesses=GUESSES, num_correct=GUESSES - int(u)).epsilon for u in np.unique(mistakes)}
+    bounds = {
+        int(u): order_statistics_bound(null, num_canaries=CANARIES, num_guesses=GUESSES, num_correct=GUESSES - int(u)).epsilon for u in np.unique(mistakes)
+    }
     positive = sum(bounds[int(u)] > 0.0 for u in mistakes)
     assert positive <= ALLOWED
