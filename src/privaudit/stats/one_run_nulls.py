@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, special
+from scipy import special
 
 from .._core.validation import check_count, check_probability, check_real
 
@@ -210,6 +210,8 @@ class SubsampledGaussianDP:
     def epsilon(self, leak: float) -> float:
         if self._deltas(leak, 0.0) <= self.delta:
             return 0.0
+        from scipy import optimize  # here: importing privaudit.stats.families stays light
+
         high = 1.0
         while self._deltas(leak, high) > self.delta:
             high *= 2.0

@@ -57,7 +57,9 @@ _OUTSIDE = 1e-13  # Beta mass left outside the grid on each side (counted as a c
 
 
 class OneRunNull(Protocol):
-    """What the test needs of a null family (see :mod:`privaudit.stats.one_run_nulls`)."""
+    """What the test needs of a null family (see :mod:`privaudit.stats.one_run_nulls`): frozen, hence hashable."""
+
+    def __hash__(self) -> int: ...
 
     @property
     def name(self) -> str: ...
@@ -125,14 +127,14 @@ def order_statistics_p_value(null: OneRunNull, leak: Any, *, num_canaries: Any, 
     return _p_value(null, value, n, r, r - v)
 
 
-def _largest_rejected(null: OneRunNull, n: int, r: int, u: int, level: float) -> tuple[float, bool]:
+def _largest_rejected(null: OneRunNull, n: int, r: int, u: int, level: float, tolerance: float = 1e-5) -> tuple[float, bool]:
     """(leak, hit_top): the largest leak rejected at ``level`` (0.0 if none), at the rejected end of its bracket."""
     low, high = null.leak_range
     if _p_value(null, low, n, r, u) >= level:
         return 0.0, False
     if _p_value(null, high, n, r, u) < level:
         return high, True
-    while high / low > 1.0 + 1e-5:
+    while high / low > 1.0 + tolerance:
         middle = math.sqrt(low * high)
         low, high = (middle, high) if _p_value(null, middle, n, r, u) < level else (low, middle)
     return low, False
@@ -213,15 +215,25 @@ def _expected_mistakes(null: OneRunNull, leak: float, n: int, r: int) -> float:
     return r * float(np.sum(np.diff(cdf) * 0.5 * (rate[1:] + rate[:-1])))
 
 
+def _median_mistakes(null: OneRunNull, leak: float, n: int, r: int) -> int:
+    """The median of T under the null (smallest u with P[T <= u] >= ½): the bound is monotone in u, so its median is the bound there."""
+    low, high = 0, r
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _p_value(null, leak, n, r, middle) >= 0.5 else (middle + 1, high)
+    return low
+
+
 def _claim_leak(null: OneRunNull, claim: float) -> float:
     return 1.0 / claim if null.parameter_name == "sigma" else claim
 
 
 def design_num_guesses(null: OneRunNull, claim: Any, num_canaries: Any, *, confidence: Any = 0.95, fractions: Any = DESIGN_FRACTIONS) -> int:
-    """The guess count r to fix in advance: the one whose bound is largest when the claim is exactly right.
+    """The guess count r to fix in advance: the one whose median bound is largest when the claim is exactly right.
 
-    For each r = round(f n), the claim's own null gives the expected mistakes;
-    the r whose bound at that count is largest wins. It uses the design
+    For each r = round(f n), the claim's own null gives the law of the
+    mistakes T; the bound falls with T, so its median is the bound at the
+    median of T, and the r whose median bound is largest wins. It uses the design
     (the claim, n) and never the data, so it costs no multiple-test
     correction. ``claim`` is the family's parameter (μ, σ, or ε).
 
@@ -232,11 +244,15 @@ def design_num_guesses(null: OneRunNull, claim: Any, num_canaries: Any, *, confi
     n = check_count(num_canaries, "num_canaries", minimum=2)
     leak = _claim_leak(null, check_real(claim, "claim"))
     level = 1.0 - check_probability(confidence, "confidence")
+    return _design(null, leak, n, level, tuple(float(fraction) for fraction in fractions))
+
+
+@functools.lru_cache(maxsize=128)
+def _design(null: OneRunNull, leak: float, n: int, level: float, fractions: tuple[float, ...]) -> int:
     best, chosen = -1.0, n
     for fraction in fractions:
-        r = max(1, min(n, int(round(float(fraction) * n))))
-        u = int(round(_expected_mistakes(null, leak, n, r)))
-        found, _ = _largest_rejected(null, n, r, u, level)
+        r = max(1, min(n, int(round(fraction * n))))
+        found, _ = _largest_rejected(null, n, r, _median_mistakes(null, leak, n, r), level, tolerance=1e-3)  # a ranking: 0.1% is plenty
         if found > best:
             best, chosen = found, r
     return chosen
