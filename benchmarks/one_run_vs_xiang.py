@@ -25,6 +25,7 @@ Writes JSON to benchmarks/results/one_run_vs_xiang.json (or ``--output``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -84,11 +85,9 @@ def _timings() -> dict[str, float]:
     out: dict[str, float] = {}
     for setting, null, claim in (("gdp", GaussianDP(DELTA), 1.0), ("subsampled-gaussian", SubsampledGaussianDP(0.2, DELTA), 0.5)):
         scores, member, *_ = _game({"setting": "subsampled-gaussian", "mu": 2.0, "q": 0.2, "n": 10_000}, 99)
-        for name, call in (
-            ("fixed_r", lambda: order_statistics_bound(null, num_canaries=10_000, num_guesses=1_000, num_correct=800)),
-            ("default_first_call", lambda: one_run_lower_bound(scores, member, delta=DELTA, null=null, claim=claim)),
-            ("default_design_cached", lambda: one_run_lower_bound(scores, member, delta=DELTA, null=null, claim=claim)),
-        ):
+        fixed = functools.partial(order_statistics_bound, null, num_canaries=10_000, num_guesses=1_000, num_correct=800)
+        default = functools.partial(one_run_lower_bound, scores, member, delta=DELTA, null=null, claim=claim)
+        for name, call in (("fixed_r", fixed), ("default_first_call", default), ("default_design_cached", default)):
             wall, cpu = time.perf_counter(), time.process_time()
             call()
             out[f"{setting}_{name}_wall_s"] = time.perf_counter() - wall
