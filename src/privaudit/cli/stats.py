@@ -355,6 +355,8 @@ def bound(
                     format_value(result.one_run.epsilon),
                 ]
             )
+            if result.one_run.refuted:
+                rows.append(["one-run null refuted", result.one_run.refuted])
         text = render_table("Epsilon lower bound", ["quantity", "value"], rows) + verdict_table(result)
         if output is not None:
             text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"

@@ -18,6 +18,10 @@ Methods:
   needs Gaussian observations, so it is never a default: ask for it only
   when the scores are canary-aligned sums of a Gaussian mechanism.
 
+Given a ``null`` family (the claim's own mechanism, :mod:`privaudit.stats.one_run_nulls`),
+the order-statistics test of Xiang et al. (:mod:`privaudit.stats.order_statistics`)
+replaces these methods: one test, its guess count fixed by the claim.
+
 The one-run game includes each canary with probability ½; the guessing
 methods are proved for that inclusion probability only, and other values
 are refused for them.
