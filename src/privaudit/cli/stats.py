@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -226,6 +227,20 @@ def bound(
     sampling_prob: Annotated[float, typer.Option("--sampling-prob", help="With --method pld: Poisson sampling rate in (0, 1].")] = 1.0,
     steps: Annotated[int, typer.Option("--steps", help="With --method pld: number of composed steps.")] = 1,
     one_run: Annotated[bool, typer.Option("--one-run", help="Membership was drawn by independent fair coins before training: add the one-run bound.")] = False,
+    family: Annotated[
+        Optional[str],
+        typer.Option(
+            "--family",
+            help="With --one-run: test the claim's own family by order statistics: gdp, subsampled-gaussian (--sampling-prob), dpsgd (--sampling-prob, --steps), laplace, generic ((eps, delta) at --delta).",
+        ),
+    ] = None,
+    family_claim: Annotated[
+        Optional[float],
+        typer.Option(
+            "--family-claim",
+            help="With --family: the family parameter the claim states (mu for gdp, sigma for subsampled-gaussian/dpsgd, epsilon for laplace/generic), in (0, inf); fixes the guesses in advance.",
+        ),
+    ] = None,
     claimed_epsilon: Annotated[
         Optional[float],
         typer.Option(
@@ -284,7 +299,8 @@ def bound(
         out_scores=typed,
     )
     with flags_in_messages(named, None):  # the PLD family's own checks name `sampling_prob` and `num_steps`
-        family = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
+        family_method = SubsampledGaussian(sampling_prob=sampling_prob, num_steps=steps) if method == "pld" else method
+    null = _one_run_null(family, family_claim, one_run, delta, sampling_prob, steps, named)
     run = _run_and_write(
         "the mechanism",
         named,
@@ -293,12 +309,14 @@ def bound(
         in_scores,
         out_scores,
         delta=delta,
-        method=family,
+        method=family_method,
         interval=interval,
         confidence=confidence,
         threshold=_parse_threshold(threshold),
         seed=seed,
         one_run=one_run,
+        one_run_null=null,
+        one_run_claim=family_claim,
         claimed_epsilon=claimed_epsilon,
         source=source,
         direction=direction,
@@ -337,6 +355,8 @@ def bound(
                     format_value(result.one_run.epsilon),
                 ]
             )
+            if result.one_run.refuted:
+                rows.append(["one-run null refuted", result.one_run.refuted])
         text = render_table("Epsilon lower bound", ["quantity", "value"], rows) + verdict_table(result)
         if output is not None:
             text += f"results: {output / 'results.json'}; report: {output / 'report.html'}\n"
@@ -349,3 +369,21 @@ def bound(
     if not as_json:
         for line in console_lines(full):
             emit(line)
+
+
+def _one_run_null(family: str | None, claim: float | None, one_run: bool, delta: float, sampling_prob: float, steps: int, named: Any) -> Any:
+    """The null of ``bound --one-run --family``, checked before any work."""
+    from .._core.validation import check_choice
+    from ..stats.one_run_nulls import NULL_FAMILIES, null_family
+
+    if family is None:
+        if claim is not None:
+            raise ValueError("`--family-claim` needs `--family`")
+        return None
+    check_choice(family, "--family", NULL_FAMILIES)
+    if not one_run:
+        raise ValueError("`--family` needs `--one-run`: it chooses the one-run test's null")
+    if claim is not None and not (math.isfinite(claim) and claim > 0.0):
+        raise ValueError(f"`--family-claim` must be in (0, inf), got {claim:g}")
+    with flags_in_messages(named, None):
+        return null_family(family, delta=delta, sampling_prob=sampling_prob, num_steps=steps)

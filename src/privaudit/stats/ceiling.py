@@ -219,8 +219,8 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
 
     Handles :class:`~privaudit.stats.bounds.EpsilonLowerBound` (``method``
     must be passed for a PLD family, whose object the result names only),
-    :class:`~privaudit.stats.one_run_combined.OneRunLowerBound` and the
-    one-run sweeps (``num_guesses``: the guess counts the design asked for,
+    :class:`~privaudit.stats.one_run_combined.OneRunLowerBound` (for the
+    order-statistics test, the ceiling it recorded) and the one-run sweeps (``num_guesses``: the guess counts the design asked for,
     None for the default). Returns None for anything else.
     """
     name = type(result).__name__
@@ -237,6 +237,8 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
             result.num_in, result.num_out, delta=result.delta, confidence=result.confidence, num_tests=result.num_tests, method=chosen, interval=result.interval
         )
     family = method if method is not None else "gdp"
+    if name == "OneRunLowerBound" and result.method == "order-statistics":
+        return None if result.ceiling is None else float(result.ceiling)  # computed with the bound, by the same test, on the guess count it used
     if name == "OneRunLowerBound":  # its candidates record the guesses made, which ties can cut below the design's
         if method is None and "fdp" in result.methods and getattr(result, "fdp_family", "gdp") != "gdp":
             return None  # a PLD family by name only: the caller must pass the family

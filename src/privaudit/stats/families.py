@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special  # Φ and Φ⁻¹ without importing scipy.stats (a third of a second)
 
 from .conversions import gdp_epsilon
+from .one_run_nulls import curve_knots
 from .tradeoff import _eps_delta_curve
 
 __all__ = ["EpsilonDelta", "GaussianDP"]
@@ -53,6 +54,25 @@ class GaussianDP:
     def region(self, alpha: NDArray[np.float64], theta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         z = -special.ndtri(alpha)
         return special.ndtr(z - theta), special.ndtr(z + theta)
+
+    # the one-run order-statistics null (privaudit.stats.one_run_nulls): N(0, 1) out, N(μ, 1) in, leak μ
+    leak_range = (1e-4, 40.0)
+
+    def knots(self, leak: float, s_lo: float, s_hi: float, size: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        def curve(t: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:  # t: distance of x from μ/2
+            wrong = special.ndtr(-t - 0.5 * leak)
+            return wrong + special.ndtr(-t + 0.5 * leak), wrong
+
+        return curve_knots(curve, s_lo, s_hi, size)
+
+    def positive_share(self, leak: float, s: float) -> float:
+        return 0.5
+
+    def parameter(self, leak: float) -> float:
+        return leak
+
+    def describe(self, leak: float) -> str:
+        return f"mu-GDP with mu <= {leak:.4g}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,3 +114,19 @@ class EpsilonDelta:
         low = _eps_delta_curve(alpha, theta, self.delta)
         high = 1.0 - _eps_delta_curve(1.0 - alpha, theta, self.delta)
         return low, high
+
+    # the one-run order-statistics null: δ of outputs give the bit away, the rest have |ℓ| = ε; leak ε
+    leak_range = (1e-4, 60.0)
+
+    def knots(self, leak: float, s_lo: float, s_hi: float, size: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        s = np.linspace(s_lo, s_hi, size)
+        return s, np.maximum(s - self.delta, 0.0) / (1.0 + np.exp(leak))
+
+    def positive_share(self, leak: float, s: float) -> float:
+        return 0.5
+
+    def parameter(self, leak: float) -> float:
+        return leak
+
+    def describe(self, leak: float) -> str:
+        return f"({leak:.4g}, {self.delta:g})-DP"

@@ -286,8 +286,14 @@ def audit_scores(
     quantity: str | None = None,
     claim_sampling_rate: float | None = None,
     claim_steps: int | None = None,
+    one_run_null: Any = None,
+    one_run_claim: float | None = None,
 ) -> AuditRun:
     """Metrics, the ε bound of ``method`` and, with ``one_run``, the one-run bound (membership drawn by fair coins).
+
+    With ``one_run_null`` (a family of :mod:`privaudit.stats.one_run_nulls`)
+    the one-run bound is the order-statistics test against it, its design
+    fixed by ``one_run_claim`` (the family parameter the claim states).
 
     ``direction`` is "higher" or "lower" (is member), a score-direction
     Convention (:func:`score_direction`), or None: privaudit's default,
@@ -321,7 +327,7 @@ def audit_scores(
     if one_run:
         scores = np.concatenate([in_scores, out_scores])
         member = np.concatenate([np.ones(in_scores.size, bool), np.zeros(out_scores.size, bool)])
-        sweep = one_run_lower_bound(scores, member, delta=delta, confidence=confidence)
+        sweep = one_run_lower_bound(scores, member, delta=delta, confidence=confidence, null=one_run_null, claim=one_run_claim)
     rates = tpr_at_fpr(in_scores, out_scores, FPR_LEVELS)
     auc_upper = None
     if min(in_scores.size, out_scores.size) >= 2:  # 1 - the lower limit of P(out > in): the AUC's upper limit
