@@ -15,8 +15,8 @@ import json
 import numpy as np
 import pytest
 from cli_helpers import run_cli
+from test_records_applied import NOT_IN_MODE, WITHOUT_A_MODEL_FILE, WITHOUT_AUGMENTATIONS
 
-from privaudit.audits.mia.result import INERT_IN_MODE
 from privaudit.history import HistoryStore
 
 pytest.importorskip("sklearn")
@@ -97,7 +97,7 @@ def test_records_hold_only_what_applied(story):
     for release, data in runs.items():
         config = data["config"]
         # the embedded dataset and the built-in MLP's epochs did not apply to the user's table and training function
-        absent = {"dataset", "epochs", "model_kind", "model_output", "factory", "trusted", "image_shape", "shift_pixels", *INERT_IN_MODE["canary"]}
+        absent = {"dataset", "epochs"} | WITHOUT_A_MODEL_FILE | WITHOUT_AUGMENTATIONS | NOT_IN_MODE["canary"]
         assert not absent & set(config), (release, sorted(absent & set(config)))
         assert config["num_canaries"] == int(data["bound"]["num_canaries"]) and config["delta"] == data["bound"]["delta"]
         records = sorted((folder / release / "runs").glob("run-*.json"))

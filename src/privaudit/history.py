@@ -72,7 +72,9 @@ __all__ = [
 
 DEFAULT_PATH = Path("~/.privaudit/history.sqlite")
 ENVIRONMENT_VARIABLE = "PRIVAUDIT_HISTORY"
-SCHEMA_VERSION = 2  # PRAGMA user_version of a store; 1: before lineages (read as is, migrated on the first write); 0 with an ``audits`` table: before versioning
+SCHEMA_VERSION = (
+    2  # PRAGMA user_version of a store; 1: before lineages (read as is, migrated on the first write); 0 with an ``audits`` table: before versioning
+)
 APPLICATION_ID = 0x50415544  # PRAGMA application_id: "PAUD"
 LOCK_WAIT = 5.0  # seconds a locked store is retried before giving up
 MAX_LABEL = 200
@@ -83,7 +85,9 @@ _COLUMNS = (*_COLUMNS_V1, "identity", "lineage")
 #: PRAGMA table_xinfo of the table (name, declared type, not null, default, primary key, hidden): no generated or hidden column
 _XINFO = tuple(
     (name, kind, int(name in ("model_id", "audit", "created_at", "label", "kind", "valid", "results")), None, int(name == "id"), 0)
-    for name, kind in zip(_COLUMNS, ("INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "REAL", "TEXT", "TEXT", "REAL", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT"), strict=True)
+    for name, kind in zip(
+        _COLUMNS, ("INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "REAL", "TEXT", "TEXT", "REAL", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT"), strict=True
+    )
 )
 _INDEX = "CREATE INDEX audits_by_model ON audits (model_id, audit, id)"
 _OURS = {("table", "audits"), ("table", "sqlite_sequence"), ("index", "audits_by_model")}
@@ -367,7 +371,9 @@ class HistoryStore:
         if columns == _XINFO[: len(_COLUMNS_V1)] and version < SCHEMA_VERSION:
             return "v1"
         names = ", ".join(column[0] for column in columns)
-        raise ValueError(f"`--history`: {shown} is not a privaudit history store (its audits table has other columns: {describe_value(names)}); give another --history path")
+        raise ValueError(
+            f"`--history`: {shown} is not a privaudit history store (its audits table has other columns: {describe_value(names)}); give another --history path"
+        )
 
     def append(self, data: dict, *, model_id: str, release: str | None = None) -> int:
         """Store one results dict for ``model_id`` with its lineage and identity; return its id (HistoryLockedError if the store stays locked)."""

@@ -102,12 +102,14 @@ def model_identity(data: dict[str, Any]) -> str:
 _HEADER_BYTES = 1 << 20  # a header longer than this is not read: the schema is then the file's kind alone
 
 
-def _npy_shape(handle) -> tuple:
+def _npy_shape(handle) -> str:
+    """An array's type and trailing shape (a record's), e.g. ``float64[64]``, from its ``.npy`` header."""
     import numpy as np
 
     version = np.lib.format.read_magic(handle)
-    shape, _, dtype = np.lib.format._read_array_header(handle, version, max_header_size=10_000)
-    return (tuple(shape[1:]), str(dtype))
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read(handle, max_header_size=10_000)
+    return f"{dtype}{list(shape[1:])}"
 
 
 def data_schema(path: Any, label_col: Any = None) -> str | None:
@@ -130,13 +132,13 @@ def data_schema(path: Any, label_col: Any = None) -> str | None:
             parts = ["table", *pyarrow.parquet.read_schema(path).names]
         elif suffix == ".npy":
             with open(path, "rb") as handle:
-                parts = ["array", repr(_npy_shape(handle))]
+                parts = ["array", _npy_shape(handle)]
         elif suffix == ".npz":
             with zipfile.ZipFile(path) as archive:
                 parts = ["arrays"]
                 for name in sorted(archive.namelist()):
                     with archive.open(name) as handle:
-                        parts.append(f"{name}={_npy_shape(handle)!r}")
+                        parts.append(f"{name}={_npy_shape(handle)}")
         else:
             return None
     except Exception:  # unreadable or malformed: the audit itself has judged the file; the lineage falls back to the file's kind
@@ -155,8 +157,8 @@ def lineage_of(data: dict[str, Any]) -> str:
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
     assert isinstance(config, dict)
     label = _text(config.get("label_col"))
-    files = [config.get(key) for key in ("data", "dataset", "train", "holdout")]
-    data_file = next((str(item) for item in files if _text(item) and ":" not in item and Path(item).suffix), None)
+    files = [item for item in (_text(config.get(key)) for key in ("data", "dataset", "train", "holdout")) if item is not None]
+    data_file = next((item for item in files if ":" not in item and Path(item).suffix), None)
     architecture = _text(config.get("architecture"))
     parts: list[str] = []
     if data_file is not None:
@@ -165,12 +167,12 @@ def lineage_of(data: dict[str, Any]) -> str:
             parts.append(f"{Path(data_file).suffix.lstrip('.') or 'data'} file")
         else:
             kind, count = schema.split("\0", 1)[0], schema.count("\0") - 1
-            what = {"table": "columns", "array": "array", "arrays": "arrays"}[kind]
-            described = f"{count} {what}" if kind != "array" else "array"
+            what = {"table": "columns", "array": "", "arrays": "arrays"}[kind]
+            described = f"{count} {what}" if kind != "array" else schema.split("\0")[1]
             if label is not None:
                 described += f"; label {label}"
             fingerprint = hashlib.sha256(("\0".join([schema, architecture or ""])).encode("utf-8", "surrogateescape")).hexdigest()[:8]
-            parts.append(f"{kind if kind != 'arrays' else 'arrays'}({described})#{fingerprint}")
+            parts.append(f"{kind}({described})#{fingerprint}")
         if architecture is not None:
             parts.append(architecture)
         return "/".join(parts)

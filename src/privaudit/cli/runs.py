@@ -123,7 +123,8 @@ def history_command(
     across_data: Annotated[
         bool,
         typer.Option(
-            "--across-data", help="Compare consecutive releases of one --model-id even where the data's schema or the architecture changed (a new lineage by default)."
+            "--across-data",
+            help="Compare consecutive releases of one --model-id even where the data's schema or the architecture changed (a new lineage by default).",
         ),
     ] = False,
     as_json: JsonOption = False,
