@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import warnings
 
 import pytest
+from test_records_applied import NOT_APPLIED
 from verdict_helpers import assert_like_for_like
 
 from privaudit.audits.base import Audit
@@ -43,6 +45,10 @@ def test_family_runs_writes_validates_round_trips_renders_and_records(name, tmp_
     data = write_run(tmp_path / "run", run)
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
     assert on_disk == data and on_disk["audit"] == name and on_disk["schema_version"] == 1
+    # results.json records the config that ran: its own fields only, none that did not apply (issue 44, item 22)
+    recorded = set(on_disk.get("config") or {})
+    assert recorded <= {field.name for field in dataclasses.fields(audit.tiny_config())}, sorted(recorded)
+    assert not recorded & (NOT_APPLIED.get(name, set()) | run.result.inert_config_fields()), sorted(recorded & NOT_APPLIED.get(name, set()))
     jsonschema.Draft202012Validator(load_schema()).validate(on_disk)
     assert audit.result_from_dict(on_disk) == run.result  # from_dict gives back an equal result
     assert_like_for_like(run.result)

@@ -156,12 +156,13 @@ def test_other_application_and_newer_versions_are_refused_untouched(tmp_path):
         assert digest(path) == before
 
 
-def test_reading_an_empty_file_or_a_legacy_store_writes_nothing(cli, tmp_path):
+def test_an_empty_file_is_refused_and_a_legacy_store_read_without_writing(cli, tmp_path):
     empty = tmp_path / "empty.sqlite"
     empty.write_bytes(b"")
     code, out, err = cli(["history", "--history", empty, "--json"])
-    assert code == 0, err
-    assert json.loads(out)["audits"] == [] and empty.read_bytes() == b""
+    assert code == 2 and out == ""  # an empty file is the user's, not a store: never taken over (issue 44, item 10)
+    one_error_line(err, "`--history`", "not a privaudit history store")
+    assert empty.read_bytes() == b""
     # a store written before stores were versioned: same table, user_version 0
     legacy = tmp_path / "legacy.sqlite"
     HistoryStore(legacy)

@@ -1,20 +1,30 @@
 """A local history of audits (SQLite), to see privacy regressions across releases of a model.
 
-Every audit command appends its ``results.json`` to the store: the model it
-audited (``--model-id``, by default its identity: the user's model's path
-and content hash, ``--train``'s function and its data's hash, or the
-embedded dataset and architecture; :func:`default_model_id`), the audit family, an optional release label, the time, the
-headline number of its report section (:func:`privaudit.report.sections.section_for`:
-value, label, kind, confidence, validity) and the full JSON. Only JSON text
-is stored, never pickle.
+Every audit command appends its ``results.json`` to the store: the model's
+lineage (``--model-id``; by default :func:`default_model_id`, derived from
+the schema of the data, the task and the embedded architecture, never from
+content hashes or the training function's name), the data fingerprint of
+that lineage, the content identity of this release
+(:func:`privaudit.history_ids.model_identity`), the audit family, an
+optional release label, the time, the headline number of its report section
+(:func:`privaudit.report.sections.section_for`: value, label, kind,
+confidence, validity) and the full JSON. Only JSON text is stored, never
+pickle.
 
 The store is ``~/.privaudit/history.sqlite`` unless ``--history PATH`` or the
 environment variable ``PRIVAUDIT_HISTORY`` says otherwise; ``--no-history``
-or ``PRIVAUDIT_HISTORY=off`` turns recording off.
+or ``PRIVAUDIT_HISTORY=off`` turns recording off. A store is created only
+where no file exists; an existing file is used only if it is a privaudit
+store holding nothing but privaudit's table and index (a trigger, a view or
+any other object is refused: it could rewrite what is stored).
 
-:func:`compare` pairs consecutive audits of the same model, family and
-headline, and flags an increase of the headline (a larger ε lower bound or
-exposure means the newer release leaks more) beyond ``tolerance``.
+:func:`compare` pairs consecutive audits of one lineage, family and headline
+quantity (:func:`quantity`: the headline's name, without the attack, the
+ceiling or the counts its label also states), and flags an increase of the
+headline's number (a larger ε lower bound or exposure means the newer
+release leaks more) beyond ``tolerance``. Under one ``--model-id``, data of
+another schema (or another embedded architecture) starts a new lineage
+unless ``across_data`` is set.
 
 >>> import tempfile, os
 >>> store = HistoryStore(os.path.join(tempfile.mkdtemp(), "h.sqlite"))
@@ -32,6 +42,7 @@ import datetime
 import json
 import math
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -53,19 +64,33 @@ __all__ = [
     "compare",
     "default_model_id",
     "history_path",
+    "new_lineages",
     "printable",
+    "quantity",
     "record_audit",
 ]
 
 DEFAULT_PATH = Path("~/.privaudit/history.sqlite")
 ENVIRONMENT_VARIABLE = "PRIVAUDIT_HISTORY"
-SCHEMA_VERSION = 1  # PRAGMA user_version of a store; 0 with an ``audits`` table is a store written before versioning
+SCHEMA_VERSION = (
+    2  # PRAGMA user_version of a store; 1: before lineages (read as is, migrated on the first write); 0 with an ``audits`` table: before versioning
+)
 APPLICATION_ID = 0x50415544  # PRAGMA application_id: "PAUD"
 LOCK_WAIT = 5.0  # seconds a locked store is retried before giving up
 MAX_LABEL = 200
 _OFF = ("off", "none", "0", "false")
 
-_COLUMNS = ("id", "model_id", "audit", "release", "created_at", "value", "label", "kind", "confidence", "valid", "schema_version", "results")
+_COLUMNS_V1 = ("id", "model_id", "audit", "release", "created_at", "value", "label", "kind", "confidence", "valid", "schema_version", "results")
+_COLUMNS = (*_COLUMNS_V1, "identity", "lineage")
+#: PRAGMA table_xinfo of the table (name, declared type, not null, default, primary key, hidden): no generated or hidden column
+_XINFO = tuple(
+    (name, kind, int(name in ("model_id", "audit", "created_at", "label", "kind", "valid", "results")), None, int(name == "id"), 0)
+    for name, kind in zip(
+        _COLUMNS, ("INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "REAL", "TEXT", "TEXT", "REAL", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT"), strict=True
+    )
+)
+_INDEX = "CREATE INDEX audits_by_model ON audits (model_id, audit, id)"
+_OURS = {("table", "audits"), ("table", "sqlite_sequence"), ("index", "audits_by_model")}
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS audits (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -79,7 +104,9 @@ _SCHEMA = (
     confidence REAL,
     valid INTEGER NOT NULL,
     schema_version INTEGER,
-    results TEXT NOT NULL
+    results TEXT NOT NULL,
+    identity TEXT,
+    lineage TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS audits_by_model ON audits (model_id, audit, id)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
@@ -110,11 +137,13 @@ class AuditRecord:
     confidence: float | None
     valid: bool
     results: dict
+    identity: str | None = None  # the release's content identity; None in a store written before lineages
+    lineage: str | None = None  # the data fingerprint of its lineage (:func:`privaudit.history_ids.lineage_of`); None likewise
 
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-    """Two consecutive audits of one model, family and headline; ``regression`` when the headline rose by more than the tolerance."""
+    """Two consecutive audits of one lineage, family and headline quantity; ``regression`` when the number rose by more than the tolerance."""
 
     before: AuditRecord
     after: AuditRecord
@@ -163,19 +192,33 @@ def check_label(value, name: str) -> str | None:
 
 
 def default_model_id(data: dict) -> str:
-    """The audited model's identity in a results dict (:func:`privaudit.history_ids.model_identity`), cut to a label.
+    """The default ``--model-id``: the lineage of the audit (:func:`privaudit.history_ids.lineage_of`), cut to a label.
 
-    The user's model is its path's name and a content hash; ``--train`` its
-    function and the data's hash; only privaudit's embedded models go by
-    their dataset and architecture, so two different models audited by the
-    same family are never compared as releases of one.
+    It is derived from the schema of the data (column names and label
+    column, or the embedded dataset), the task and the embedded
+    architecture, never from the training function's name or a content
+    hash: two releases of one model on one table share it, another dataset
+    or architecture gets another.
 
     >>> default_model_id({"audit": "dpsgd", "config": {"dataset": "digits", "architecture": "mlp"}})
     'digits/mlp'
     """
-    from .history_ids import model_identity
+    from .history_ids import lineage_of
 
-    return printable(model_identity(data))[:MAX_LABEL]
+    return printable(lineage_of(data))[:MAX_LABEL]
+
+
+def quantity(label: str) -> str:
+    """The quantity a headline label names, without what its label adds in parentheses or after a colon, semicolon or comma.
+
+    Releases are compared on this and the headline's kind and confidence:
+    the chosen attack, the ceiling or a count in the label do not make a
+    number another quantity.
+
+    >>> quantity("ε lower bound (canary mode, online RMIA; ceiling 4.3, δ = 1e-05, 95%)")
+    'ε lower bound'
+    """
+    return re.split(r" \(|[:;,]", label, maxsplit=1)[0].strip()
 
 
 def _finite(value) -> float | None:
@@ -191,12 +234,14 @@ class HistoryStore:
     """The audits of every model, in one SQLite file.
 
     Opening an existing file only reads it: a file that is not a privaudit
-    store (other tables, another ``application_id``, a newer
-    ``user_version``) is refused and left untouched. A missing file is
-    created with its folder when ``create`` is True (the writers' case, so a
-    bad path fails before an audit runs), else refused. Only
-    :meth:`append` writes. A store locked by another process is retried for
-    ``lock_wait`` seconds, then :class:`HistoryLockedError` is raised.
+    store (an empty file, other tables, a trigger, a view or an index of
+    someone else, another ``application_id``, a newer ``user_version``) is
+    refused and left untouched. A missing file is created with its folder
+    when ``create`` is True (the writers' case, so a bad path fails before an
+    audit runs), else refused; a symlink to a missing file is refused, never
+    followed to create one. Only :meth:`append` writes; a store of an older
+    version is migrated by it. A store locked by another process is retried
+    for ``lock_wait`` seconds, then :class:`HistoryLockedError` is raised.
     """
 
     def __init__(self, path, *, create: bool = True, lock_wait: float = LOCK_WAIT):
@@ -208,15 +253,21 @@ class HistoryStore:
         if self.path.exists():
             if not self.path.is_file():
                 raise ValueError(f"`--history` must be a regular file, got {shown}")
-            self._retry(self._read, self._inspect)
+            if self._retry(self._read, self._inspect) == "empty":
+                raise ValueError(
+                    f"`--history`: {shown} is an existing file but not a privaudit history store (it holds no tables);"
+                    " a store is created only where no file exists: give another --history path"
+                )
             return
+        if self.path.is_symlink():
+            raise ValueError(f"`--history`: {shown} is a symlink to a missing file; a store is never created through a symlink: give another --history path")
         if not create:
             raise ValueError(f"`--history`: no results store at {shown}; run an audit first")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise ValueError(f"`--history`: cannot create {shown}: {error.strerror or error}") from None
-        self._retry(self._write, lambda connection: None)
+        self._retry(self._create, lambda connection: None)
 
     def __repr__(self) -> str:
         return f"HistoryStore({str(self.path)!r})"
@@ -252,13 +303,28 @@ class HistoryStore:
         finally:
             connection.close()
 
-    def _write(self, action):
-        """One write transaction: check the file is a store (or empty), create the schema if missing, then ``action(connection)``."""
+    def _create(self, action):
+        """Create the store: only where no file exists (``O_EXCL``), so another file that appeared meanwhile is never taken over."""
+        try:
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except FileExistsError:
+            raise ValueError(f"`--history`: {describe_value(str(self.path))} appeared while the store was being created; run again") from None
+        os.close(descriptor)
+        return self._write(action, new=True)
+
+    def _write(self, action, *, new: bool = False):
+        """One write transaction: check the file is a store (or the empty file just created), create or migrate the schema, then ``action(connection)``."""
         connection = sqlite3.connect(self.path, timeout=0.1, isolation_level=None)
         try:
             connection.execute("BEGIN IMMEDIATE")
             try:
-                if self._inspect(connection) == "empty" or connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                state = self._inspect(connection)
+                if state == "empty" and not new:
+                    raise ValueError(f"`--history`: {describe_value(str(self.path))} is not a privaudit history store (it holds no tables)")
+                if state == "v1":  # a store written before lineages: two columns more, rows kept
+                    connection.execute("ALTER TABLE audits ADD COLUMN identity TEXT")
+                    connection.execute("ALTER TABLE audits ADD COLUMN lineage TEXT")
+                if state != "store" or connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                     for statement in _SCHEMA:
                         connection.execute(statement)
                 result = action(connection)
@@ -272,25 +338,46 @@ class HistoryStore:
             connection.close()
 
     def _inspect(self, connection) -> str:
-        """ "empty" (no tables yet) or "store"; ValueError for a file that is not a privaudit history store."""
+        """ "empty" (no tables yet), "store" or "v1" (a store written before lineages); ValueError for a file that is not a privaudit history store.
+
+        Every object in the schema must be privaudit's own: a trigger could
+        rewrite what is stored, a view or another table could be read in its
+        place, and a generated column could compute a stored value.
+        """
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         application = connection.execute("PRAGMA application_id").fetchone()[0]
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        objects = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+        tables = {name for kind, name, _ in objects if kind == "table"}
         shown = describe_value(str(self.path))
         if application not in (0, APPLICATION_ID):
             raise ValueError(f"`--history`: {shown} is another application's database (application_id {application}), not a privaudit history store")
         if version > SCHEMA_VERSION:
             raise ValueError(f"`--history`: {shown} was written by a newer privaudit (store version {version}; this one reads up to {SCHEMA_VERSION})")
-        if not tables and version == 0:
+        if not objects and version == 0:
             return "empty"
-        columns = tuple(row[1] for row in connection.execute("PRAGMA table_info(audits)"))
-        if tables - {"audits", "sqlite_sequence"} or columns != _COLUMNS:
+        if tables - {"audits", "sqlite_sequence"} or "audits" not in tables:
             found = ", ".join(sorted(tables)) or "none"
             raise ValueError(f"`--history`: {shown} is not a privaudit history store (its tables: {describe_value(found)}); give another --history path")
-        return "store"
+        for kind, name, sql in objects:
+            own = (kind, name) in _OURS and (kind != "index" or " ".join(str(sql).split()) == _INDEX)
+            if not own:
+                raise ValueError(
+                    f"`--history`: {shown} holds a {kind} {describe_value(name)} that privaudit does not create (a store holds only its table and index);"
+                    " give another --history path"
+                )
+        columns = tuple((row[1], str(row[2]).upper(), row[3], row[4], row[5], row[6]) for row in connection.execute("PRAGMA table_xinfo(audits)"))
+        if columns == _XINFO:
+            return "store"
+        if columns == _XINFO[: len(_COLUMNS_V1)] and version < SCHEMA_VERSION:
+            return "v1"
+        names = ", ".join(column[0] for column in columns)
+        raise ValueError(
+            f"`--history`: {shown} is not a privaudit history store (its audits table has other columns: {describe_value(names)}); give another --history path"
+        )
 
     def append(self, data: dict, *, model_id: str, release: str | None = None) -> int:
-        """Store one results dict for ``model_id``; return its id (HistoryLockedError if the store stays locked)."""
+        """Store one results dict for ``model_id`` with its lineage and identity; return its id (HistoryLockedError if the store stays locked)."""
+        from .history_ids import lineage_of, model_identity
         from .report.sections import section_for
 
         check_label(model_id, "model_id")
@@ -315,12 +402,14 @@ class HistoryStore:
             int(section.valid),
             data.get("schema_version"),
             text,
+            printable(model_identity(data)),
+            printable(lineage_of(data)),
         )
 
         def insert(connection):
             cursor = connection.execute(
-                "INSERT INTO audits (model_id, audit, release, created_at, value, label, kind, confidence, valid, schema_version, results)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO audits (model_id, audit, release, created_at, value, label, kind, confidence, valid, schema_version, results, identity, lineage)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             return int(cursor.lastrowid)
@@ -328,16 +417,20 @@ class HistoryStore:
         return self._retry(self._write, insert)
 
     def _select(self, query: str, parameters=()) -> list:
+        """Rows of ``query``; in a store written before lineages, ``identity`` and ``lineage`` read as NULL."""
+
         def run(connection):
-            if self._inspect(connection) == "empty":
+            state = self._inspect(connection)
+            if state == "empty":
                 return []
-            return connection.execute(query, parameters).fetchall()
+            text = query if state == "store" else query.replace("identity, lineage", "NULL, NULL")
+            return connection.execute(text, parameters).fetchall()
 
         return self._retry(self._read, run)
 
     def records(self, *, model_id: str | None = None, audit: str | None = None) -> list[AuditRecord]:
         """Stored audits in the order they were appended, optionally of one model and/or family (ValueError for a damaged row)."""
-        query = "SELECT id, model_id, audit, release, created_at, value, label, kind, confidence, valid, results FROM audits"
+        query = "SELECT id, model_id, audit, release, created_at, value, label, kind, confidence, valid, results, identity, lineage FROM audits"
         clauses = [(name, value) for name, value in (("model_id", model_id), ("audit", audit)) if value is not None]
         if clauses:
             query += " WHERE " + " AND ".join(f"{name} = ?" for name, _ in clauses)
@@ -362,7 +455,7 @@ class HistoryStore:
                 raise ValueError(f"{where}: `{column}` must be text, got {describe_value(value)}")
             return value
 
-        identifier, model_id, audit, release, created_at, value, label, kind, confidence, valid, results = row
+        identifier, model_id, audit, release, created_at, value, label, kind, confidence, valid, results, identity, lineage = row
         if isinstance(identifier, bool) or not isinstance(identifier, int):
             raise ValueError(f"{where}: `id` must be an integer")
         if valid not in (0, 1):
@@ -387,6 +480,8 @@ class HistoryStore:
             number(confidence, "confidence"),
             bool(valid),
             data,
+            text(identity, "identity", optional=True),
+            text(lineage, "lineage", optional=True),
         )
 
     def models(self) -> list[tuple[str, str, int]]:
@@ -394,24 +489,48 @@ class HistoryStore:
         return self._select("SELECT model_id, audit, COUNT(*) FROM audits GROUP BY model_id, audit ORDER BY model_id, audit")
 
 
-def compare(records: list[AuditRecord], *, tolerance: float = 0.1) -> list[Change]:
-    """Changes between consecutive audits with the same model, family and headline label.
+def _lineage_key(record: AuditRecord, across_data: bool) -> tuple:
+    return (record.model_id, record.audit, None if across_data else record.lineage)
 
-    ``regression`` is True when the later headline exceeds the earlier one by
-    more than ``tolerance`` (absolute, in the headline's unit). Audits whose
-    headline is missing give a change of None and no regression.
+
+def compare(records: list[AuditRecord], *, tolerance: float = 0.1, across_data: bool = False) -> list[Change]:
+    """Changes between consecutive audits of one lineage, family and headline quantity, on their numbers.
+
+    A lineage is the model id and, unless ``across_data``, the data
+    fingerprint stored with it (:func:`privaudit.history_ids.lineage_of`):
+    under one ``--model-id``, data of another schema starts a new lineage.
+    The quantity is :func:`quantity` of the label with the headline's kind
+    and confidence, so an ε bound whose label names another chosen attack
+    or ceiling is still compared. ``regression`` is True when the later
+    number exceeds the earlier one by more than ``tolerance`` (absolute, in
+    the headline's unit). Audits whose headline is missing give a change of
+    None and no regression.
     """
     tolerance = check_positive(tolerance, "tolerance", allow_zero=True)
     last: dict[tuple, AuditRecord] = {}
     changes = []
     for record in records:
-        key = (record.model_id, record.audit, record.label)
+        key = (*_lineage_key(record, across_data), quantity(record.label), record.kind, record.confidence)
         before = last.get(key)
         if before is not None:
             change = None if before.value is None or record.value is None else record.value - before.value
             changes.append(Change(before=before, after=record, change=change, regression=change is not None and change > tolerance))
         last[key] = record
     return changes
+
+
+def new_lineages(records: list[AuditRecord], *, across_data: bool = False) -> set[int]:
+    """The ids of audits that start a new lineage under a model id and family already holding another (another dataset or architecture)."""
+    if across_data:
+        return set()
+    seen: dict[tuple, set] = {}
+    starts = set()
+    for record in records:
+        lineages = seen.setdefault((record.model_id, record.audit), set())
+        if lineages and record.lineage not in lineages:
+            starts.add(record.id)
+        lineages.add(record.lineage)
+    return starts
 
 
 def record_audit(data: dict[str, Any], *, history=None, enabled: bool = True, model_id: str | None = None, release: str | None = None) -> Path | None:

@@ -42,7 +42,15 @@ HistoryOption = Annotated[
     Optional[Path], typer.Option("--history", help="SQLite results store to append to (default: $PRIVAUDIT_HISTORY, else ~/.privaudit/history.sqlite).")
 ]
 NoHistoryOption = Annotated[bool, typer.Option("--no-history", help="Do not append this audit to the results store.")]
-ModelIdOption = Annotated[Optional[str], typer.Option("--model-id", help="Name of the audited model in the history (default: dataset/architecture).")]
+ModelIdOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model-id",
+        help="Lineage of the audited model in the history, whose releases `privaudit history` compares (default: derived from the data's schema"
+        " (column names, label column; or the embedded dataset) and the embedded architecture, never the training function or file contents;"
+        " another dataset or architecture starts a new lineage).",
+    ),
+]
 ReleaseOption = Annotated[Optional[str], typer.Option("--release", help="Release label stored with the audit in the history, e.g. v1.2.")]
 
 
@@ -169,13 +177,20 @@ def progress_bars():
             lines.close()
 
 
-def history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str]):
-    """Open the results store before the audit runs (a bad path fails first); return ``record(results_dict)``."""
+def history_recorder(history: Optional[Path], no_history: bool, model_id: Optional[str], release: Optional[str], output: Optional[Path] = None):
+    """Open the results store before the audit runs (a bad path fails first); return ``record(results_dict)``.
+
+    A store at or inside ``output`` is refused before anything is created:
+    the command writes its files there (results.json, report.html).
+    """
+    from .._core.files import check_output_apart
     from ..history import HistoryLockedError, HistoryStore, check_label, default_model_id, history_path
 
     check_label(model_id, "--model-id")
     check_label(release, "--release")
     path = history_path(history, enabled=not no_history)
+    if path is not None and output is not None:
+        check_output_apart(path, [("--output", output)], name="--history")
     store = None if path is None else HistoryStore(path)
 
     def record(data: dict) -> None:

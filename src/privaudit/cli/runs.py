@@ -57,7 +57,7 @@ def demo(
     from ..demo_full import run_full_demo
 
     check_output_dir(output)
-    record = history_recorder(history, no_history, None, None)
+    record = history_recorder(history, no_history, None, None, output)
     try:
         with progress_bars() as report:
             outcome = run_full_demo(output, seed=seed, progress=report)
@@ -113,18 +113,30 @@ def report(
 
 @app.command("history")
 def history_command(
-    model_id: Annotated[Optional[str], typer.Option("--model-id", help="Only this model (default: every model in the store).")] = None,
+    model_id: Annotated[Optional[str], typer.Option("--model-id", help="Only this lineage (default: every lineage in the store).")] = None,
     audit: Annotated[Optional[str], typer.Option("--audit", help="Only this audit family, e.g. dpsgd.")] = None,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Flag a rise of the headline (ε bound, exposure) larger than this between consecutive audits.")
     ] = 0.1,
     history: HistoryOption = None,
     fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit with code 1 when a regression is flagged (for CI).")] = False,
+    across_data: Annotated[
+        bool,
+        typer.Option(
+            "--across-data",
+            help="Compare consecutive releases of one --model-id even where the data's schema or the architecture changed (a new lineage by default).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Compare audits of the same model over time: the headline's change between consecutive audits, regressions flagged."""
+    """Compare the releases of each model lineage: the headline number's change between consecutive audits, regressions flagged.
+
+    A lineage is a --model-id (by default derived from the data's schema and
+    the task) with the schema of its data; releases are compared on the
+    number of each headline (an ε bound, a TPR), not on its label's text.
+    """
     from .._core.validation import check_positive
-    from ..history import HistoryStore, compare, history_path
+    from ..history import HistoryStore, compare, history_path, new_lineages
 
     tolerance = check_positive(tolerance, "--tolerance", allow_zero=True)
     path = history_path(history)
@@ -135,13 +147,17 @@ def history_command(
     if not path.is_file():
         raise ValueError(f"`--history`: no results store at {str(path)!r}; run an audit first")
     records = HistoryStore(path).records(model_id=model_id, audit=audit)
-    changes = {change.after.id: change for change in compare(records, tolerance=tolerance)}
+    changes = {change.after.id: change for change in compare(records, tolerance=tolerance, across_data=across_data)}
+    starts = new_lineages(records, across_data=across_data)
     regressions = [change for change in changes.values() if change.regression]
     if as_json:
         rows = [
             {
                 "id": r.id,
                 "model_id": r.model_id,
+                "lineage": r.lineage,
+                "identity": r.identity,
+                "new_lineage": r.id in starts,
                 "audit": r.audit,
                 "release": r.release,
                 "created_at": r.created_at,
@@ -155,13 +171,13 @@ def history_command(
             }
             for r in records
         ]
-        emit(json.dumps({"store": str(path), "tolerance": tolerance, "audits": rows}, indent=2))
+        emit(json.dumps({"store": str(path), "tolerance": tolerance, "across_data": across_data, "audits": rows}, indent=2))
     else:
         table: list[list[str]] = []
         for r in records:
             change = changes.get(r.id)
             delta = "" if change is None or change.change is None else f"{change.change:+.4g}"
-            flag = "REGRESSION" if change is not None and change.regression else ""
+            flag = "REGRESSION" if change is not None and change.regression else ("new lineage (data or architecture changed)" if r.id in starts else "")
             value = "—" if r.value is None else format_value(r.value)
             table.append([str(r.id), r.created_at, r.model_id, r.release or "", r.audit, r.label, f"{value} ({r.kind})", delta, flag])
         columns = ["id", "time", "model", "release", "audit", "headline", "value", "change", "flag"]

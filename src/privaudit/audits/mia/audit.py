@@ -49,7 +49,7 @@ from .conventions import pool_conventions
 from .result import MIAResult, evaluate, threat_model
 from .signals_lm import read_text_pool, run_text_pool_audit
 from .summaries import ATTACKS, FRACTION_KEYS, HEADLINE_ATTACK, AttackSummary, VulnerableRecord, attack_summaries, most_vulnerable, top_ties
-from .training import draws, job_inputs, pool_of, preflight, record_ids, train_and_score
+from .training import applied_job_fields, draws, job_inputs, pool_of, preflight, record_ids, train_and_score
 from .user import user_references, user_target
 
 __all__ = [
@@ -74,7 +74,7 @@ def trainer_name(config: Any) -> str:
 def _jobs(config: MIAConfig) -> list[dict[str, Any]]:
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
-    base = {key: getattr(config, key) for key in ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed")}
+    base = applied_job_fields(config, ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed"))
     base.update(job_inputs(config))
     if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
         base["train_input"] = config.train_input
@@ -90,12 +90,11 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     """Train (or resume) every model into ``directory``, attack the target, and return the run."""
     if config.mode != "attack":  # membership drawn by fair coins, and an ε lower bound
         return run_bound_audit(config, directory, backend=backend, max_workers=max_workers, address=address)
+    start = time.perf_counter()  # the whole audit's wall time, reused models included (a rerun's own time, not only its training's)
     store = RunStore(directory)
     jobs = _jobs(config)
     already = len(reusable_runs(store, jobs))
-    start = time.perf_counter()
     results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=trainer_name(config))
-    wall = time.perf_counter() - start
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     signals: list[np.ndarray]  # one row per model, the target's last
@@ -113,9 +112,11 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     observations = evaluate(signals[k], signals[:k], membership, population, target_members, config)
     scores, is_member, ids = observations["scores"], observations["is_member"], observations["record_ids"]
     summaries = attack_summaries(scores, is_member, config.confidence)
+    ranked = most_vulnerable(scores, is_member, ids, record_ids(pool, config.id_col), config.num_vulnerable)
+    wall = time.perf_counter() - start
     result = MIAResult(
         attacks=tuple(summaries),
-        most_vulnerable=most_vulnerable(scores, is_member, ids, record_ids(pool, config.id_col), config.num_vulnerable),
+        most_vulnerable=ranked,
         ties=top_ties(scores, config.num_vulnerable),
         num_references=k,
         num_records=int(ids.size),

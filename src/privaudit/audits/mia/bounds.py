@@ -87,7 +87,7 @@ from .conventions import pool_conventions
 from .guesses import PREFERENCE, ThresholdRule, choose_rule, slot_bound
 from .result import BoundDesign, MIAResult, attack_scores
 from .summaries import attack_summaries, most_vulnerable, top_ties
-from .training import fit_user_model, job_inputs, model_signals, pool_of, record_ids, train_input_names, train_mlp
+from .training import applied_job_fields, fit_user_model, job_inputs, model_signals, pool_of, record_ids, train_input_names, train_mlp
 
 __all__ = [
     "PREFERENCE",
@@ -171,8 +171,10 @@ def draw_design(seed: int, labels: np.ndarray, *, mode: str, num_references: int
 
 def _design(config: dict[str, Any]) -> Design:
     pool = pool_of(config)
-    keys = ("mode", "num_references", "num_population", "num_canaries", "num_trial_models")
-    return draw_design(int(config["seed"]), pool.y, **{key: config[key] for key in keys})
+    keys = ("mode", "num_references", "num_population")
+    # a mode's record holds only its own count (canaries, or trial models); the other is unused by the draw
+    counts = {key: config.get(key, 0) for key in ("num_canaries", "num_trial_models")}
+    return draw_design(int(config["seed"]), pool.y, **{key: config[key] for key in keys}, **counts)
 
 
 def train_and_score_design(config: dict[str, Any]) -> dict[str, Any]:
@@ -305,7 +307,7 @@ def bound_conventions(config: Any) -> tuple[Convention, ...]:
 def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
     keys = ("dataset", "data", "label_col", "id_col", "members_col", "train", "epochs", "num_references", "seed", "mode", "num_canaries", "num_trial_models")
 
-    base = {key: getattr(config, key) for key in keys} | job_inputs(config)
+    base = applied_job_fields(config, keys) | job_inputs(config)
     if config.train_input != "array":  # only then: runs stored before the option existed resume unchanged
         base["train_input"] = config.train_input
     models = config.num_references + (1 if config.mode == "canary" else config.num_trial_models)
@@ -314,16 +316,15 @@ def _jobs(config: Any, num_population: int) -> list[dict[str, Any]]:
 
 def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_workers: int | None = None, address: str | None = None) -> Any:
     """Train (or resume) the references and the audited models into ``directory``, score every slot and bound ε."""
+    start = time.perf_counter()  # the whole audit's wall time, reused models included
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
     check_bound_pool(config, len(pool.y), num_population)
     jobs = _jobs(config, num_population)
     store = RunStore(directory)
     already = len(reusable_runs(store, jobs))
-    start = time.perf_counter()
     who = f"`--train` {config.train!r}" if config.train else "the built-in MLP"
     results = run_all(train_and_score_design, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=who)
-    wall = time.perf_counter() - start
     design = _design(jobs[0])
     signals = np.array([result["signals"] for result in results], dtype=np.float64)
     k = config.num_references
@@ -335,6 +336,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     ids = np.tile(np.flatnonzero(design.audited), coins.shape[0])
     ranked = most_vulnerable(scores, coins, ids, record_ids(pool, config.id_col), config.num_vulnerable)
     conventions = pool_conventions(config, {(result["output_kind"], result["evidence"]) for result in results}, ()) + bound_conventions(config)
+    wall = time.perf_counter() - start
     result = MIAResult(
         attacks=tuple(summaries),
         most_vulnerable=ranked,

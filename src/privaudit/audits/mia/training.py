@@ -88,6 +88,18 @@ def job_inputs(config: Any) -> dict[str, Any]:
     return {"inputs": digests} if digests else {}  # none (embedded data, built-in MLP): runs stored before resume unchanged
 
 
+def applied_job_fields(config: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``keys`` of ``config`` for a training job's record, less those the run does not use (:func:`~.result.inert_fields`).
+
+    A stored run record then says what trained it: no embedded dataset beside
+    the user's ``--data``, no built-in MLP's epochs beside the user's ``--train``.
+    """
+    from .result import inert_fields
+
+    inert = inert_fields(config)
+    return {key: getattr(config, key) for key in keys if key not in inert}
+
+
 def pool_of(config: Any) -> Pool:
     """The pool of a :class:`~privaudit.audits.mia.config.MIAConfig` (or of a job's dict of its fields)."""
     get = config.get if isinstance(config, dict) else functools.partial(getattr, config)

@@ -151,7 +151,7 @@ def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict
     if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
         _current_directory_importable()
     check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
-    record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"])
+    record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"], output)
     with progress_bars() as progress:
         if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun
             run_options["checkpoints"] = output / "runs"

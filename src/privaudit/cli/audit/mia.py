@@ -88,7 +88,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--id-col",
         Optional[str],
-        "A column of --data holding each record's unique id (a number; not a feature): the report and --members name records by it. "
+        "A column of --data holding each record's unique id (any text, kept verbatim: 'P-00017' or a number; not a feature): the report and --members name records by it. "
         "Default: a record's id is its row.",
         config="id_col",
     ),
