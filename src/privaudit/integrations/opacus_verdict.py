@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._core.results import Result
-from ..stats.dpsgd_claims import step_and_end_verdicts
+from ..stats.dpsgd_claims import most_steps_for_claim, step_and_end_verdicts
 from ..stats.verdict import Claim, Verdict
 
 __all__ = ["OpacusEvidence", "OpacusVerdict", "calibrated_steps_shortfall", "opacus_verdict", "read_run"]
@@ -73,8 +73,12 @@ class OpacusVerdict(Result):
     flagged: bool
 
 
-def read_run(*, accountant=None, data_loader=None, audited_steps: int) -> dict:
-    """q and the run's step count, with where each was read, and the accountant's σs: from the history, else the loader and the audited steps."""
+def read_run(*, accountant=None, data_loader=None, audited_steps: int, strict: bool = True) -> dict:
+    """q and the run's step count, with where each was read, and the accountant's σs: from the history, else the loader and the audited steps.
+
+    A data loader whose rate differs from the accountant's is refused, or with
+    ``strict=False`` returned as ``loader_sample_rate`` (a finding of the loop checks).
+    """
     history = list(getattr(accountant, "history", [])) if accountant is not None else []
     rates = sorted({float(rate) for _, rate, _ in history})
     out: dict[str, Any] = {"accountant_noise_multipliers": tuple(sorted({float(noise) for noise, _, _ in history}))}
@@ -90,6 +94,9 @@ def read_run(*, accountant=None, data_loader=None, audited_steps: int) -> dict:
         loader_rate = 1.0 / len(data_loader)  # as Opacus computes it for a plain DataLoader
     if loader_rate is not None:
         if out["sample_rate"] is not None and not np.isclose(float(loader_rate), out["sample_rate"], rtol=1e-9):
+            if not strict:
+                out["loader_sample_rate"] = float(loader_rate)
+                return out
             raise ValueError(f"`data_loader`'s sampling rate {float(loader_rate):g} differs from the `accountant` history's {out['sample_rate']:g}")
         if out["sample_rate"] is None:
             out.update(sample_rate=float(loader_rate), sample_rate_source="data loader")
@@ -122,12 +129,20 @@ def calibrated_steps_shortfall(sample_rate: float, run_steps: int) -> int | None
 
 
 def opacus_verdict(
-    step_bound, *, claimed_epsilon, claimed_delta, evidence: OpacusEvidence, accountant=None, compose_over: int | None = None
+    step_bound,
+    *,
+    claimed_epsilon,
+    claimed_delta,
+    evidence: OpacusEvidence,
+    accountant=None,
+    compose_over: int | None = None,
+    loop_findings: tuple[str, ...] = (),
 ) -> tuple[OpacusVerdict | None, OpacusEvidence]:
     """The verdict (None without a claim) and the evidence, with Opacus' accountant's ε at the claim's δ added.
 
     The end-to-end bound composes the per-step bound over ``compose_over``
-    steps (default: the audited steps).
+    steps (default: the audited steps). ``loop_findings`` (the loop checks'
+    mismatches) join the findings and flag the run.
     """
     if claimed_epsilon is None:
         if claimed_delta is not None:
@@ -145,11 +160,16 @@ def opacus_verdict(
     low = min(evidence.noise_multipliers + evidence.accountant_noise_multipliers)
     if low >= sigma_min:  # below it the finding says it all, and some accountants (PRV) take minutes on so little noise
         evidence = dataclasses.replace(evidence, accountant_epsilon=_accountant_epsilon(accountant, claim.delta))
-    findings = []
+    findings = list(loop_findings)
     run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {evidence.sample_rate:.4g} and T = {evidence.run_steps}"
     if low < sigma_min:
+        cause = " (lowered after make_private, or a claim its settings never met)"
+        if low >= 0.5 * sigma_min:  # close: a calibration for fewer steps than ran is the likely cause (a bisection of seconds)
+            most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=low, sampling_prob=evidence.sample_rate, num_steps=evidence.run_steps)
+            cause = f" (σ = {low:.4g} meets the claim for at most {most} steps: the run took {evidence.run_steps}, past the steps it was calibrated for, or at a higher q)"
         findings.append(
             f"σ observed {low:.4g} (the optimizer's noise_multiplier) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim"
+            + cause
         )
     if len(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers)) > 1:
         seen = sorted(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers))
