@@ -323,6 +323,7 @@ class OpacusInLoopAuditor:
             audited_steps=self.num_steps,
             **run,
         )
+        assert self._recorder is not None  # set on the first entry, and observations() needs a step
         record = self._recorder.record()
         sigmas = np.repeat(self._sigmas, [len(out) for out in self._out])
         checks = loop_checks(

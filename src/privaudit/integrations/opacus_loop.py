@@ -235,7 +235,9 @@ def loop_checks(record: LoopRecord, *, sample_rate: float | None, run_steps: int
     if not record.batch_sizes:
         return ()
     if n and q:
-        per_record = _record_checks(record, q, loader_kind) if record.record_counts is not None and not record.unmatched_rows else []
+        # every row of every step matched to a record (a model fed by keyword, or transformed inputs, leave it untested)
+        matched = record.record_counts is not None and not record.unmatched_rows and sum(record.record_counts) == sum(record.batch_sizes)
+        per_record = _record_checks(record, q, loader_kind) if matched else []
         heavy = any(check.finding for check in per_record[:1])
         # the shuffling ε holds where every record was in one batch per epoch: seen, or a loader without replacement and no heavy record
         shuffled = not heavy and "WeightedRandomSampler" not in str(loader_kind) and (not per_record or bool(per_record[1].finding))

@@ -183,10 +183,11 @@ def opacus_verdict(
         evidence = dataclasses.replace(evidence, accountant_epsilon=accountant_epsilon(accountant, claim.delta))
     findings = list(loop_findings)
     run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {evidence.sample_rate:.4g} and T = {evidence.run_steps}"
+    rate_read = float(evidence.sample_rate or 0.0)  # checked above: a claim needs q
     if low < sigma_min:
         cause = " (lowered after make_private, or a claim its settings never met)"
         if low >= 0.5 * sigma_min:  # close: a calibration for fewer steps than ran is the likely cause (a bisection of seconds)
-            most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=low, sampling_prob=evidence.sample_rate, num_steps=evidence.run_steps)
+            most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=low, sampling_prob=rate_read, num_steps=evidence.run_steps)
             cause = f" (σ = {low:.4g} meets the claim for at most {most} steps: the run took {evidence.run_steps}, past the steps it was calibrated for, or at a higher q)"
         findings.append(
             f"σ observed {low:.4g} (the optimizer's noise_multiplier) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim"

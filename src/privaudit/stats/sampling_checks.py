@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .._core.validation import check_count, check_probability
@@ -32,11 +33,11 @@ from .._core.validation import check_count, check_probability
 __all__ = ["binomial_total_pvalue", "largest_count_pvalue", "tied_values_pvalue"]
 
 
-def _check(n, p) -> tuple[int, float]:
+def _check(n: int, p: float) -> tuple[int, float]:
     return check_count(n, "n", minimum=1), check_probability(p, "p")
 
 
-def tied_values_pvalue(values, *, n: int, p: float, exclude_zero: bool = True) -> float:
+def tied_values_pvalue(values: ArrayLike, *, n: int, p: float, exclude_zero: bool = True) -> float:
     """P(some value occurs at least as often as the most frequent one in ``values``), for iid Binomial(n, p) draws; an upper bound.
 
     The most frequent value occurring m times has P(max_v count_v ≥ m) ≤
@@ -45,17 +46,17 @@ def tied_values_pvalue(values, *, n: int, p: float, exclude_zero: bool = True) -
     zero-truncated binomial: a loop that skips empty batches stays covered.
     """
     n, p = _check(n, p)
-    values = np.asarray(values, dtype=np.int64).ravel()
+    draws = np.asarray(values, dtype=np.int64).ravel()
     support = np.arange(n + 1)
     pmf = stats.binom.pmf(support, n, p)
     if exclude_zero:
-        values, pmf, support = values[values != 0], pmf[1:] / max(1.0 - pmf[0], 1e-300), support[1:]
-    if len(values) < 2:
+        draws, pmf, support = draws[draws != 0], pmf[1:] / max(1.0 - pmf[0], 1e-300), support[1:]
+    if len(draws) < 2:
         return 1.0
-    _, counts = np.unique(values, return_counts=True)
+    _, counts = np.unique(draws, return_counts=True)
     most = int(counts.max())
     keep = pmf > 0
-    tails = stats.binom.sf(most - 1, len(values), np.minimum(pmf[keep], 1.0))
+    tails = stats.binom.sf(most - 1, len(draws), np.minimum(pmf[keep], 1.0))
     return float(min(1.0, tails.sum()))
 
 
@@ -66,7 +67,7 @@ def binomial_total_pvalue(total: int, *, n: int, p: float) -> float:
     return float(stats.binomtest(total, n, p).pvalue)
 
 
-def largest_count_pvalue(counts, *, trials: int, p: float) -> float:
+def largest_count_pvalue(counts: ArrayLike, *, trials: int, p: float) -> float:
     """P(the largest of len(counts) iid Binomial(trials, p) counts reaches max(counts)) ≤ len · P(Binomial(trials, p) ≥ max); an upper bound."""
     trials, p = _check(trials, p)
     counts = np.asarray(counts, dtype=np.int64).ravel()
