@@ -17,6 +17,7 @@ per case the counts, each seed's findings and the wall time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import time
@@ -57,8 +58,8 @@ def calibrated_sigma(sample_rate: float) -> float:
         return float(get_noise_multiplier(target_epsilon=EPSILON, target_delta=DELTA, sample_rate=sample_rate, epochs=EPOCHS, accountant="rdp"))
 
 
-def user_loop(case: str, seed: int, *, canaries_per_step: int = 20):
-    """Train the zoo's ``case`` loop (seeded) with the auditor attached; the auditor after training."""
+def user_loop(case: str, seed: int, *, canaries_per_step: int = 20, audit: bool = True):
+    """Train the zoo's ``case`` loop (seeded) with the auditor attached (not attached without ``audit``); the auditor after training."""
     import opacus
     import torch
     from opacus.utils.batch_memory_manager import BatchMemoryManager
@@ -108,7 +109,7 @@ def user_loop(case: str, seed: int, *, canaries_per_step: int = 20):
                 optimizer.zero_grad()
             torch.nn.functional.cross_entropy(private(xb), yb).backward()
 
-        with auditor:
+        with auditor if audit else contextlib.nullcontext():
             for _ in range(epochs):
                 if case == "batch-memory-manager":
                     with BatchMemoryManager(data_loader=private_loader, max_physical_batch_size=16, optimizer=optimizer) as physical:
@@ -145,12 +146,62 @@ def run_case(case: str, seed: int) -> dict:
     }
 
 
+def timing(repeats: int = 3) -> dict:
+    """CPU seconds of the Poisson loop alone and with the auditor (its result and verdict included); audit_opacus on σ/10 with PRV."""
+    import opacus
+    import torch
+
+    from privaudit.integrations.opacus import audit_opacus
+
+    def cpu(work) -> float:
+        start = time.process_time()
+        work()
+        return time.process_time() - start
+
+    alone = min(cpu(lambda: user_loop("poisson", 0, audit=False)) for _ in range(repeats))
+    audited = min(cpu(lambda: user_loop("poisson", 0).result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)) for _ in range(repeats))
+    x, y = _data()
+    module = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=BATCH, generator=torch.Generator().manual_seed(0))
+    engine = opacus.PrivacyEngine(accountant="prv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimizer, loader = engine.make_private(
+            module=module, optimizer=torch.optim.SGD(module.parameters(), lr=0.5), data_loader=loader,
+            noise_multiplier=calibrated_sigma(1.0 / len(loader)) / 10, max_grad_norm=1.0,
+        )  # fmt: skip
+        for _ in range(EPOCHS):
+            for xb, yb in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+                optimizer.step()
+        model.eval()  # left in eval mode after an accuracy check
+        start, cpu_start = time.perf_counter(), time.process_time()
+        result = audit_opacus(
+            model, optimizer, loader, torch.nn.functional.cross_entropy, accountant=engine.accountant, num_steps=100, canaries_per_step=20,
+            claimed_epsilon=EPSILON, claimed_delta=DELTA,
+        )  # fmt: skip
+    return {
+        "inloop_cpu_s_alone": alone,
+        "inloop_cpu_s_audited": audited,
+        "inloop_overhead_ratio": audited / alone,
+        "audit_opacus_sigma_over_10_wall_s": time.perf_counter() - start,
+        "audit_opacus_sigma_over_10_cpu_s": time.process_time() - cpu_start,
+        "audit_opacus_sigma_over_10_flagged": bool(result.flagged),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds per bug; correct loops get twice as many")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--timing", action="store_true", help="only the timings: auditor overhead and audit_opacus on σ/10")
     args = parser.parse_args()
     from privaudit._core.results import library_versions
+
+    if args.timing:
+        print(json.dumps({"benchmark": "loop_bugs timing", **timing(), "versions": library_versions()}, indent=2))
+        return
 
     cases = {}
     for case, words in CASES.items():

@@ -110,7 +110,7 @@ def test_a_correct_loop_is_not_flagged(case):
         assert all(p is None or p >= 1e-4 for p in run["checks"].values())
 
 
-def test_the_shuffled_loop_states_the_epsilon_of_the_loop_that_ran():
+def test_the_shuffled_loop_states_the_epsilon_of_the_loop_that_ran(tmp_path):
     from privaudit.integrations.opacus_loop import shuffled_epsilon
 
     auditor = ZOO.user_loop("shuffled-as-poisson", SEEDS[0])
@@ -123,6 +123,17 @@ def test_the_shuffled_loop_states_the_epsilon_of_the_loop_that_ran():
     assert f"ε ≤ {ran:.4g} at δ = 1e-05" in finding and "arXiv:2411.10614" in finding
     counts = np.asarray(result.loop.record_counts)
     assert set(np.unique(counts)) <= {ZOO.EPOCHS - 1, ZOO.EPOCHS} and counts.sum() == sum(result.loop.batch_sizes)
+    # without a claim the loop's mismatch still flags the run, in results.json and the report
+    import json
+
+    import privaudit
+
+    unclaimed = auditor.result(delta=ZOO.DELTA)
+    assert unclaimed.verdict is None and unclaimed.flagged is True
+    privaudit.write_run(tmp_path / "run", unclaimed)
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert any(check["finding"] and check["name"] == "batch sizes" for check in data["loop_checks"])
+    assert "Loop does not match its accounting: batch sizes are fixed" in (tmp_path / "run" / "report.html").read_text()
 
 
 # -- bit for bit, on any CPU --------------------------------------------------------------------
