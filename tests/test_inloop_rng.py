@@ -134,7 +134,7 @@ def test_in_loop_auditor_refuses_optimizers_whose_noise_it_cannot_split():
         OpacusInLoopAuditor(model, per_layer, canaries_per_step=1)
     optimizer = DPOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=1.0, expected_batch_size=4)
     with OpacusInLoopAuditor(model, optimizer, canaries_per_step=1):
-        with pytest.raises(ValueError, match="`optimizer` must not already have its add_noise and pre_step wrapped"):
+        with pytest.raises(ValueError, match="`optimizer` must not already have its add_noise, clip_and_accumulate, pre_step wrapped"):
             OpacusInLoopAuditor(model, optimizer, canaries_per_step=1)
     assert "add_noise" not in vars(optimizer) and len(optimizer.param_groups) == 1
 

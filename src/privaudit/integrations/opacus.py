@@ -41,7 +41,7 @@ from .._core.validation import check_count, check_probability
 from ..models.device import require_torch
 from ..stats.bounds import EpsilonLowerBound
 from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
-from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
+from .opacus_verdict import OpacusEvidence, OpacusVerdict, accountant_epsilon, opacus_verdict, read_run
 
 __all__ = [
     "OpacusAuditResult",
@@ -230,7 +230,7 @@ class OpacusClaims(Result):
     step_epsilon: float  # one step with the canaries in every step: the Gaussian mechanism, μ = 1/σ
     end_to_end_epsilon: float | None  # all ``steps`` with Poisson rate q; None before training
     steps: int
-    opacus_epsilon: float | None  # what the user's accountant reports for the same δ
+    opacus_epsilon: float | None  # what the user's accountant reports for the same δ (an RDP upper bound where PRV would take minutes)
 
 
 def opacus_claims(settings: OpacusSettings, *, delta: float, steps: int | None = None, accountant=None) -> OpacusClaims:
@@ -243,9 +243,7 @@ def opacus_claims(settings: OpacusSettings, *, delta: float, steps: int | None =
         raise ValueError(f"`noise_multiplier` must be > 0 for a finite claim, got {settings.noise_multiplier:g}")
     step = float(gdp_epsilon(1.0 / settings.noise_multiplier, delta))
     end = gaussian_epsilon(settings.noise_multiplier, delta, sampling_prob=settings.sample_rate, num_steps=steps) if steps else None
-    own = None
-    if accountant is not None and len(getattr(accountant, "history", [])):
-        own = float(copy.deepcopy(accountant).get_epsilon(delta))  # on a copy: some accountants cache
+    own = accountant_epsilon(accountant, delta)  # bounded in time: PRV at tiny σ is replaced by an RDP upper bound
     return OpacusClaims(delta=delta, step_epsilon=step, end_to_end_epsilon=end, steps=steps, opacus_epsilon=own)
 
 
@@ -254,7 +252,8 @@ def private_copy(model, optimizer, settings: OpacusSettings, *, seed: int = 0):
 
     The user's model, optimizer (param groups and state) and accountant are
     not touched: the copy has its own parameters, optimizer state and no
-    accountant. Returns (model copy, DPOptimizer copy).
+    accountant, and is in training mode (a model left in eval mode after an
+    accuracy check records no per-sample gradients). Returns (model copy, DPOptimizer copy).
     """
     torch = require_torch()
     opacus = require("opacus", purpose="auditing Opacus")
@@ -262,6 +261,7 @@ def private_copy(model, optimizer, settings: OpacusSettings, *, seed: int = 0):
     if not isinstance(model, opacus.GradSampleModule):
         raise ValueError(f"`model` must be the GradSampleModule that PrivacyEngine.make_private returned, got {type(model).__name__}")
     model_copy = copy.deepcopy(model)  # its hooks are bound to the copy, not to the user's module
+    model_copy.train()  # the copy trains, as the user's run did, even if the user's model was left in eval mode (which stays as it is)
     memo = {id(p): q for p, q in zip(model.parameters(), model_copy.parameters(), strict=True)}
     for q in model_copy.parameters():  # a Parameter's deep copy drops the attributes GradSampleModule gives it
         if q.requires_grad:

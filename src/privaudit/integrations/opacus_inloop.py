@@ -4,35 +4,47 @@ Inside ``with OpacusInLoopAuditor(model, optimizer, canaries_per_step=k):``
 each step of the user's DPOptimizer carries ``k`` Dirac canaries of norm
 ``canary_norm`` · C on ``audit_size`` = 10·k audit coordinates (the
 :class:`~privaudit.integrations.opacus.OpacusCanaryAuditor`'s parameter group
-of learning rate 0). A forward pre-hook on the GradSampleModule reserves the
-per-sample gradient buffers (so no per-sample gradient is copied), and the
-optimizer's ``pre_step`` and ``add_noise`` are wrapped for the block's
-duration: canary rows go in before Opacus clips and noises, and the
-privatized audit coordinates are read right after. On exit the parameter
-group, its optimizer state, the wrappers and the hook are removed.
+of learning rate 0). The optimizer's ``pre_step``, ``clip_and_accumulate``
+and ``add_noise`` are wrapped for the block's duration (instance
+attributes): the canary rows become the audit parameter's per-sample
+gradient before Opacus clips and noises, and the privatized audit
+coordinates are read right after. On exit the parameter group, its optimizer
+state and the wrappers are removed.
 
-The user's training is unchanged, bit for bit, and so is every random draw of
-the user's loop:
+The user's training is unchanged, bit for bit on any CPU, and so is every
+random draw of the user's loop, because the user's parameters go through
+exactly the computations they go through without privaudit, on the same
+tensors:
 
-* canary rows are zero on the model's parameters and the batch's rows are zero
-  on the audit coordinates, so clipping and the model's update are as before;
+* clipping. Opacus computes every row's norm over all parameters at once
+  and sums the clipped rows with one ``einsum``; appending canary rows (or a
+  zero column for the audit coordinates) changes those tensors' shapes, and
+  with them the order in which a vectorised reduction adds, which moved the
+  user's weights by 1e-8 per step on some CPUs. The wrapped
+  ``clip_and_accumulate`` therefore calls Opacus' own twice: once with the
+  user's parameter groups alone (the user's per-sample gradients, untouched),
+  then with the audit group alone (the canary rows). A canary row is zero on
+  the model's parameters and a record's row zero on the audit coordinates,
+  so each row's norm, and its clipping, is the same as in one joint call;
 * noise. Opacus draws one Gaussian per parameter, in parameter order, from the
-  optimizer's ``generator`` (torch's global RNG when it has none), so audit
-  coordinates noised in the same call would draw ``audit_size`` more numbers
-  and shift every later draw of the user's loop: its noise, and the Poisson
-  batches of a DPDataLoader without a generator. The wrapped ``add_noise``
-  therefore calls the optimizer's own ``add_noise`` twice: once with the
-  user's parameter groups alone and the user's generator (exactly the draws
-  it makes without privaudit), then with the audit group alone and a private
-  ``torch.Generator`` seeded from the auditor's seed. Opacus as shipped still
-  clips (all rows together) and noises the canaries, with the user's σ·C;
+  optimizer's ``generator`` (torch's global RNG when it has none). The
+  wrapped ``add_noise`` calls the optimizer's own twice: with the user's
+  groups and the user's generator (exactly the draws it makes without
+  privaudit), then with the audit group and a private ``torch.Generator``
+  seeded from the auditor's seed;
 * the canary slots come from a private numpy Generator. Nothing draws from
   torch's global RNG (CPU or CUDA), numpy's legacy global state or ``random``.
 
+Each noised step is also recorded as the accountant would need it to be
+(:mod:`privaudit.integrations.opacus_loop`): batch size, passes, which
+records (where the loader's dataset is a ``TensorDataset``), BatchNorm layers
+in training mode, the accountant's entries; :meth:`OpacusInLoopAuditor.result`
+holds each against the accounting and flags any mismatch.
+
 Optimizers whose noise cannot be split this way (Opacus' distributed,
-AdaClip and fast-gradient-clipping optimizers, which override ``pre_step`` or
-``add_noise``) are refused, as are per-layer clip norms.
-The observations are read as in Tight Auditing §5.2, o = released · B / C:
+AdaClip and fast-gradient-clipping optimizers, which override ``pre_step``,
+``clip_and_accumulate`` or ``add_noise``) are refused, as are per-layer clip
+norms. The observations are read as in Tight Auditing §5.2, o = released · B / C:
 N(1, σ²) in a slot with a canary, N(0, σ²) in one without. :meth:`OpacusInLoopAuditor.result`
 records the seeds, the configuration and the conventions read from the optimizer.
 """
@@ -50,6 +62,7 @@ from .._core.validation import check_count, check_positive, check_probability
 from ..stats.bounds import EpsilonLowerBound
 from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
 from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size
+from .opacus_loop import LoopCheck, LoopRecord, LoopRecorder, loader_kind, loop_checks, noise_check
 from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
 
 __all__ = ["OpacusInLoopAuditor", "OpacusInLoopResult"]
@@ -68,6 +81,9 @@ class OpacusInLoopResult(Result):
     ``evidence`` is what was read from the user's objects and measured;
     ``verdict`` (None without ``claimed_epsilon``) the claim against the bound,
     per step and end to end; ``flagged`` is the verdict's (None without a claim).
+    ``loop`` is what fed each noised step and ``loop_checks`` each assumption
+    of the accounting held against it: a check with a finding flags the run,
+    claim or not (its findings are also the verdict's).
     """
 
     bound: EpsilonLowerBound  # GDP, Clopper–Pearson, threshold 0.5
@@ -84,6 +100,8 @@ class OpacusInLoopResult(Result):
     ceiling: Ceiling | None = None
     verdict: OpacusVerdict | None = None
     flagged: bool | None = None
+    loop: LoopRecord | None = None
+    loop_checks: tuple[LoopCheck, ...] = ()
     threat_model: str = THREAT_MODEL
     conventions: tuple[Convention, ...] = ()
 
@@ -93,14 +111,15 @@ def _check_noise_split(optimizer) -> None:
     from opacus.optimizers import DPOptimizer
 
     kind = type(optimizer)
-    if kind.pre_step is not DPOptimizer.pre_step or kind.add_noise is not DPOptimizer.add_noise:
+    wrapped = ("pre_step", "clip_and_accumulate", "add_noise")
+    if any(getattr(kind, name) is not getattr(DPOptimizer, name) for name in wrapped):
         raise ValueError(
             f"`optimizer` must noise as DPOptimizer does (one draw per parameter in its add_noise), got {kind.__name__}, "
-            "which overrides pre_step or add_noise: the audit's noise could not be kept out of the user's random draws"
+            "which overrides pre_step, clip_and_accumulate or add_noise: the audit's noise could not be kept out of the user's random draws"
         )
-    taken = sorted({"pre_step", "add_noise"} & set(vars(optimizer)))
+    taken = sorted(set(wrapped) & set(vars(optimizer)))
     if taken:
-        raise ValueError(f"`optimizer` must not already have its {' and '.join(taken)} wrapped (another auditor attached?)")
+        raise ValueError(f"`optimizer` must not already have its {', '.join(taken)} wrapped (another auditor attached?)")
 
 
 class OpacusInLoopAuditor:
@@ -155,68 +174,110 @@ class OpacusInLoopAuditor:
         self._out: list = []
         self._sigmas: list = []  # the optimizer's σ at each audited step: evidence
         self._core = self._hook = self._audit_group = None
+        self._recorder: LoopRecorder | None = None  # what fed each noised step, over every entry of the block
 
     # -- attach and detach ---------------------------------------------------------------
     def __enter__(self):
         if self._core is not None:
             raise ValueError("this auditor is already attached")
         _check_noise_split(self.optimizer)
-        self._core = OpacusCanaryAuditor(self.optimizer, self.audit_size)
-        self._audit_group = next(g for g in self.optimizer.original_optimizer.param_groups if any(p is self._core.audit for p in g["params"]))
-        self._original_pre_step, self._original_add_noise = self.optimizer.pre_step, self.optimizer.add_noise
-        self.optimizer.pre_step = self._pre_step  # instance attributes, deleted on exit
-        self.optimizer.add_noise = self._add_noise
-        self._hook = self.model.register_forward_pre_hook(self._reserve)
+        optimizer = self.optimizer
+        self._core = OpacusCanaryAuditor(optimizer, self.audit_size)
+        self._audit_group = next(g for g in optimizer.original_optimizer.param_groups if any(p is self._core.audit for p in g["params"]))
+        self._originals = (optimizer.pre_step, optimizer.clip_and_accumulate, optimizer.add_noise)
+        optimizer.pre_step, optimizer.clip_and_accumulate, optimizer.add_noise = self._pre_step, self._clip, self._add_noise  # deleted on exit
+        if self._recorder is None:
+            self._recorder = LoopRecorder(self.model, self.data_loader, self.accountant)
+        self._hook = self.model.register_forward_pre_hook(self._forward) if self._recorder.tracks_records else None
         return self
 
     def __exit__(self, *exc):
         core, self._core = self._core, None
-        self._hook.remove()
-        del self.optimizer.pre_step, self.optimizer.add_noise
+        if self._hook is not None:
+            self._hook.remove()
+        del self.optimizer.pre_step, self.optimizer.clip_and_accumulate, self.optimizer.add_noise
         groups = self.optimizer.original_optimizer.param_groups
         groups[:] = [group for group in groups if group is not self._audit_group]
         self._audit_group = None
         self.optimizer.original_optimizer.state.pop(core.audit, None)
-        if core._reserved is not None:  # left between a forward and its step: the reserved buffers must not outlive the block
-            for p, view in zip(core._reserved[2], core._reserved[3], strict=True):
-                if getattr(p, "_current_grad_sample", None) is view:
-                    del p._current_grad_sample
         return False
 
     # -- per step --------------------------------------------------------------------
-    def _reserve(self, module, inputs):
+    def _forward(self, module, inputs):
         import torch
 
-        if not (module.training and torch.is_grad_enabled()) or not inputs:
-            return
-        self._core.reserve(len(inputs[0]), self.canaries_per_step)
+        if module.training and torch.is_grad_enabled():
+            self._recorder.forward(inputs)
+
+    def _user_groups(self) -> list:
+        return [group for group in self.optimizer.original_optimizer.param_groups if group is not self._audit_group]
+
+    def _split(self, original) -> None:
+        """``original`` (Opacus' own) once on the user's groups alone, once on the audit group alone; the groups restored."""
+        inner = self.optimizer.original_optimizer
+        groups = inner.param_groups
+        try:
+            inner.param_groups = self._user_groups()
+            original()  # exactly what runs without the audit, on the user's tensors
+            inner.param_groups = [self._audit_group]
+            original()
+        finally:
+            inner.param_groups = groups
+
+    def _clip(self):
+        self._split(self._originals[1])
 
     def _add_noise(self):
         """The optimizer's own add_noise, once on the user's groups with the user's generator, once on the audit group with ours."""
-        optimizer, inner = self.optimizer, self.optimizer.original_optimizer
-        groups, generator = inner.param_groups, optimizer.generator
+        optimizer = self.optimizer
+        generator = optimizer.generator
+        inner = optimizer.original_optimizer
+        groups = inner.param_groups
         try:
-            inner.param_groups = [group for group in groups if group is not self._audit_group]
-            self._original_add_noise()  # the user's draws, exactly as without the audit
+            inner.param_groups = self._user_groups()
+            self._originals[2]()  # the user's draws, exactly as without the audit
             inner.param_groups, optimizer.generator = [self._audit_group], self.noise
-            self._original_add_noise()
+            self._originals[2]()
         finally:
             inner.param_groups, optimizer.generator = groups, generator
 
+    def _user_grad_samples(self):
+        """(rows, passes) of the user's per-sample gradients for this step; refused when backward() did not produce them."""
+        audit = self._core.audit
+        params = [p for group in self._user_groups() for p in group["params"] if p.requires_grad and p is not audit]
+        sample = getattr(params[0], "grad_sample", None) if params else None
+        if sample is None:
+            raise ValueError(
+                "per-sample gradients are missing: call backward() on a loss of the model that PrivacyEngine.make_private returned "
+                "(a GradSampleModule) before step()"
+            )
+        if isinstance(sample, list):
+            return sum(len(part) for part in sample), len(sample)
+        return len(sample), 1
+
     def _pre_step(self, closure=None):
-        core, k, d = self._core, self.canaries_per_step, self.audit_size
-        slots = self.rng.choice(d, size=k, replace=False)
-        rows = np.zeros((k, d))
-        rows[np.arange(k), slots] = self.canary_norm * self.optimizer.max_grad_norm
-        core.inject(rows)
-        proceed = self._original_pre_step(closure)
-        if proceed:  # not a skipped step: the audit coordinates were privatized
-            observed = core.audit.grad.detach().cpu().numpy().astype(np.float64) * core.denominator / self.optimizer.max_grad_norm
+        import torch
+
+        core, k, d, optimizer = self._core, self.canaries_per_step, self.audit_size, self.optimizer
+        rows, passes = self._user_grad_samples()
+        skip = bool(optimizer._check_skip_next_step(pop_next=False))  # a BatchMemoryManager micro-batch: canaries go in the noised one only
+        canaries = torch.zeros((0 if skip else k, d), dtype=core.audit.dtype)
+        slots = None
+        if not skip:
+            slots = self.rng.choice(d, size=k, replace=False)
+            canaries[np.arange(k), slots] = self.canary_norm * float(optimizer.max_grad_norm)
+        empty = canaries.new_zeros((0, d))
+        core.audit.grad_sample = canaries if passes == 1 else [canaries] + [empty] * (passes - 1)  # as many passes as the user's
+        proceed = self._originals[0](closure)
+        self._recorder.step(rows, passes, bool(proceed))
+        if proceed and slots is not None:  # a noised step: the audit coordinates were privatized
+            denominator = core.denominator * passes  # Opacus divides by expected_batch_size × accumulated passes
+            observed = core.audit.grad.detach().cpu().numpy().astype(np.float64) * denominator / float(optimizer.max_grad_norm)
             chosen = np.zeros(d, dtype=bool)
             chosen[slots] = True
             self._in.append(observed[chosen])
             self._out.append(observed[~chosen])
-            self._sigmas.append(float(self.optimizer.noise_multiplier))
+            self._sigmas.append(float(optimizer.noise_multiplier))
         return proceed
 
     # -- results -------------------------------------------------------------------------
@@ -254,13 +315,38 @@ class OpacusInLoopAuditor:
         optimizer = self.optimizer
         bound = self.bound(delta=delta, confidence=confidence)
         _, out_scores = self.observations()
+        run = read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=self.num_steps, strict=False)
+        loader_rate = run.pop("loader_sample_rate", None)
         evidence = OpacusEvidence(
             noise_multipliers=tuple(sorted(set(self._sigmas))),
             noise_measured=float(np.std(out_scores, ddof=1)),
             audited_steps=self.num_steps,
-            **read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=self.num_steps),
+            **run,
         )
-        verdict, evidence = opacus_verdict(bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=self.accountant)
+        assert self._recorder is not None  # set on the first entry, and observations() needs a step
+        record = self._recorder.record()
+        sigmas = np.repeat(self._sigmas, [len(out) for out in self._out])
+        checks = loop_checks(
+            record,
+            sample_rate=evidence.sample_rate,
+            run_steps=evidence.run_steps,
+            delta=bound.delta if claimed_delta is None else claimed_delta,
+            sigma=min(self._sigmas),
+            loader_kind=loader_kind(self.data_loader),
+        ) + (noise_check(out_scores / sigmas, float(np.median(self._sigmas))),)
+        if loader_rate is not None and max(record.passes) * loader_rate != evidence.sample_rate:  # accumulated passes explain a k·q
+            checks += (
+                LoopCheck(
+                    "accounted sampling rate",
+                    f"{evidence.sample_rate:.4g} in the accountant, {loader_rate:.4g} in the data loader",
+                    finding=f"the accountant recorded q = {evidence.sample_rate:.4g} but the data loader samples at {loader_rate:.4g}: "
+                    "the accountant is not the one make_private set up for this loader",
+                ),
+            )
+        findings = tuple(check.finding for check in checks if check.finding)
+        verdict, evidence = opacus_verdict(
+            bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=self.accountant, loop_findings=findings
+        )
         return OpacusInLoopResult(
             bound=bound,
             num_steps=self.num_steps,
@@ -280,7 +366,9 @@ class OpacusInLoopAuditor:
                 design=f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}",
             ),
             verdict=verdict,
-            flagged=None if verdict is None else verdict.flagged,
+            flagged=(True if findings else None) if verdict is None else verdict.flagged,
+            loop=record,
+            loop_checks=checks,
             conventions=self._conventions(),
         )
 

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from .._core.results import Result
-from ..stats.dpsgd_claims import step_and_end_verdicts
+from ..stats.dpsgd_claims import most_steps_for_claim, step_and_end_verdicts
 from ..stats.verdict import Claim, Verdict
 
-__all__ = ["OpacusEvidence", "OpacusVerdict", "calibrated_steps_shortfall", "opacus_verdict", "read_run"]
+__all__ = ["OpacusEvidence", "OpacusVerdict", "accountant_epsilon", "calibrated_steps_shortfall", "opacus_verdict", "read_run"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +73,12 @@ class OpacusVerdict(Result):
     flagged: bool
 
 
-def read_run(*, accountant=None, data_loader=None, audited_steps: int) -> dict:
-    """q and the run's step count, with where each was read, and the accountant's σs: from the history, else the loader and the audited steps."""
+def read_run(*, accountant=None, data_loader=None, audited_steps: int, strict: bool = True) -> dict:
+    """q and the run's step count, with where each was read, and the accountant's σs: from the history, else the loader and the audited steps.
+
+    A data loader whose rate differs from the accountant's is refused, or with
+    ``strict=False`` returned as ``loader_sample_rate`` (a finding of the loop checks).
+    """
     history = list(getattr(accountant, "history", [])) if accountant is not None else []
     rates = sorted({float(rate) for _, rate, _ in history})
     out: dict[str, Any] = {"accountant_noise_multipliers": tuple(sorted({float(noise) for noise, _, _ in history}))}
@@ -90,16 +94,40 @@ def read_run(*, accountant=None, data_loader=None, audited_steps: int) -> dict:
         loader_rate = 1.0 / len(data_loader)  # as Opacus computes it for a plain DataLoader
     if loader_rate is not None:
         if out["sample_rate"] is not None and not np.isclose(float(loader_rate), out["sample_rate"], rtol=1e-9):
+            if not strict:
+                out["loader_sample_rate"] = float(loader_rate)
+                return out
             raise ValueError(f"`data_loader`'s sampling rate {float(loader_rate):g} differs from the `accountant` history's {out['sample_rate']:g}")
         if out["sample_rate"] is None:
             out.update(sample_rate=float(loader_rate), sample_rate_source="data loader")
     return out
 
 
-def _accountant_epsilon(accountant, delta: float) -> float | None:
-    if accountant is None or not len(getattr(accountant, "history", [])):
+PRV_LEAST_NOISE = 0.3  # below it Opacus' PRV accountant takes minutes (over 10 at σ = 0.098); RDP takes under a second at any σ
+
+
+def accountant_epsilon(accountant, delta: float) -> float | None:
+    """The ε the user's accountant reports at ``delta``, computed in bounded time; None without history.
+
+    Opacus' RDP and GDP accountants are asked (on a copy: some cache). Any
+    other (PRV) is asked only where every σ in its history is at least
+    ``PRV_LEAST_NOISE``; below, its history is accounted with dp_accounting's
+    RDP accountant instead, an upper bound on the ε of the steps it recorded
+    (what any correct accountant reports is at most that), in under a second.
+    """
+    history = list(getattr(accountant, "history", [])) if accountant is not None else []
+    if not history:
         return None
-    return float(copy.deepcopy(accountant).get_epsilon(delta))  # on a copy: some accountants cache
+    from opacus.accountants import GaussianAccountant, RDPAccountant
+
+    if isinstance(accountant, (RDPAccountant, GaussianAccountant)) or min(float(s) for s, _, _ in history) >= PRV_LEAST_NOISE:
+        return float(copy.deepcopy(accountant).get_epsilon(delta))
+    import dp_accounting
+
+    rdp = dp_accounting.rdp.RdpAccountant()
+    for sigma, rate, count in history:
+        rdp.compose(dp_accounting.PoissonSampledDpEvent(float(rate), dp_accounting.GaussianDpEvent(float(sigma))), int(count))
+    return float(rdp.get_epsilon(delta))
 
 
 def calibrated_steps_shortfall(sample_rate: float, run_steps: int) -> int | None:
@@ -122,12 +150,20 @@ def calibrated_steps_shortfall(sample_rate: float, run_steps: int) -> int | None
 
 
 def opacus_verdict(
-    step_bound, *, claimed_epsilon, claimed_delta, evidence: OpacusEvidence, accountant=None, compose_over: int | None = None
+    step_bound,
+    *,
+    claimed_epsilon,
+    claimed_delta,
+    evidence: OpacusEvidence,
+    accountant=None,
+    compose_over: int | None = None,
+    loop_findings: tuple[str, ...] = (),
 ) -> tuple[OpacusVerdict | None, OpacusEvidence]:
     """The verdict (None without a claim) and the evidence, with Opacus' accountant's ε at the claim's δ added.
 
     The end-to-end bound composes the per-step bound over ``compose_over``
-    steps (default: the audited steps).
+    steps (default: the audited steps). ``loop_findings`` (the loop checks'
+    mismatches) join the findings and flag the run.
     """
     if claimed_epsilon is None:
         if claimed_delta is not None:
@@ -144,12 +180,18 @@ def opacus_verdict(
     )
     low = min(evidence.noise_multipliers + evidence.accountant_noise_multipliers)
     if low >= sigma_min:  # below it the finding says it all, and some accountants (PRV) take minutes on so little noise
-        evidence = dataclasses.replace(evidence, accountant_epsilon=_accountant_epsilon(accountant, claim.delta))
-    findings = []
+        evidence = dataclasses.replace(evidence, accountant_epsilon=accountant_epsilon(accountant, claim.delta))
+    findings = list(loop_findings)
     run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {evidence.sample_rate:.4g} and T = {evidence.run_steps}"
+    rate_read = float(evidence.sample_rate or 0.0)  # checked above: a claim needs q
     if low < sigma_min:
+        cause = " (lowered after make_private, or a claim its settings never met)"
+        if low >= 0.5 * sigma_min:  # close: a calibration for fewer steps than ran is the likely cause (a bisection of seconds)
+            most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=low, sampling_prob=rate_read, num_steps=evidence.run_steps)
+            cause = f" (σ = {low:.4g} meets the claim for at most {most} steps: the run took {evidence.run_steps}, past the steps it was calibrated for, or at a higher q)"
         findings.append(
             f"σ observed {low:.4g} (the optimizer's noise_multiplier) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim"
+            + cause
         )
     if len(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers)) > 1:
         seen = sorted(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers))

@@ -77,7 +77,12 @@ def section(data: dict, directory: Path | None) -> ReportSection:
             details.append(("Opacus' accountant's ε at the claim's δ (evidence)", evidence.accountant_epsilon))
     if verdict is not None:
         details.append(("σ the claim implies (at least)", verdict.implied_noise))
+    loop_findings = [check.finding for check in getattr(result, "loop_checks", ()) if check.finding]
+    for check in getattr(result, "loop_checks", ()):
+        details.append((f"loop check: {check.name}", check.observed + ("" if check.p_value is None else f" (p = {check.p_value:.2g})")))
     flag = None
+    if verdict is None and loop_findings:  # no claim, but the loop does not do what its accountant assumes
+        flag = "Loop does not match its accounting: " + " | ".join(loop_findings)
     if verdict is not None and verdict.flagged:
         lines = [describe_verdict(v) for v in (verdict.end_to_end, verdict.per_step) if v.flagged] + list(verdict.findings)
         flag = "Claim rejected: " + " | ".join(lines)

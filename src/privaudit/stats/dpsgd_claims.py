@@ -35,7 +35,7 @@ from .conversions import gaussian_epsilon, pld_grid_points
 from .pld import SubsampledGaussian
 from .verdict import Claim, Verdict, compare
 
-__all__ = ["CONVERTED", "end_to_end_from_step", "least_noise_for_claim", "per_step_claim", "step_and_end_verdicts"]
+__all__ = ["CONVERTED", "end_to_end_from_step", "least_noise_for_claim", "most_steps_for_claim", "per_step_claim", "step_and_end_verdicts"]
 
 CONVERTED = "the user's end-to-end claim, converted to one step"
 _GRID = 1e-3  # PLD discretisation: coarser only lowers the optimistic ε, the safe side for both conversions
@@ -85,6 +85,28 @@ def least_noise_for_claim(epsilon: float, delta: float, *, sampling_prob: float,
         middle = math.sqrt(low * high)
         low, high = (middle, high) if _optimistic_epsilon(middle, delta, q, steps) > epsilon else (low, middle)
     return float(low)
+
+
+def most_steps_for_claim(epsilon: float, delta: float, *, noise_multiplier: float, sampling_prob: float, num_steps: int) -> int:
+    """The most steps (at most ``num_steps``) whose optimistic ε at σ and q stays within ``epsilon``: where a calibration ran out; 0 if none.
+
+    The optimistic PLD understates ε, so this errs high (it never blames a
+    run for stopping too late when it did not).
+
+    >>> most_steps_for_claim(4.0, 1e-5, noise_multiplier=1.0, sampling_prob=1.0, num_steps=10)  # one step is 4.38 > 4
+    0
+    """
+    epsilon = check_positive(epsilon, "claimed_epsilon")
+    delta = check_probability(delta, "claimed_delta")
+    q, steps = _check_run(sampling_prob, num_steps)
+    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    low, high = 0, steps  # ε(low) <= claim (or low = 0); the answer is in [low, high]
+    if _optimistic_epsilon(sigma, delta, q, steps) <= epsilon:
+        return steps
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _optimistic_epsilon(sigma, delta, q, middle) <= epsilon else (low, middle)
+    return low
 
 
 def per_step_claim(claim: Claim, *, sampling_prob: float, num_steps: int, delta: float | None = None) -> tuple[Claim, float]:
