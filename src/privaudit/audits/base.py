@@ -38,7 +38,6 @@ from .._core.seeding import check_seed
 from ..runner import check_backend
 from ..stats.ceiling import Ceiling
 from ..stats.verdict import Verdict
-from .blind import BlindBaseline
 from .config import config_from_dict, default_config, load_config, with_overrides
 
 __all__ = ["Audit", "AuditResult", "BackendAudit", "AuditRun", "Headline", "Progress", "PROVENANCE_KEYS", "no_progress", "run_capturing"]
@@ -97,10 +96,9 @@ class AuditResult(Result):
     the same quantity (None: no claim given, or no bound to hold against
     one); ``ceiling`` the largest value the bound's design could have shown;
     ``sanity_warnings`` checks of the inputs that warn and change no number
-    (:mod:`privaudit.audits.verdicts`); ``blind_baseline`` how well the
-    records alone tell the user's members from the non-members, where the
-    user gave the membership (:mod:`privaudit.audits.blind`; None where
-    privaudit drew it).
+    (:mod:`privaudit.audits.verdicts`). A family whose membership the user
+    may give holds a ``blind_baseline`` field too (:mod:`privaudit.audits.blind`),
+    left out of :meth:`to_dict` where it is None (privaudit drew the membership).
     """
 
     conventions: tuple[Convention, ...] = dataclasses.field(default=(), kw_only=True)
@@ -108,7 +106,6 @@ class AuditResult(Result):
     claim_verdict: Verdict | None = dataclasses.field(default=None, kw_only=True)
     ceiling: Ceiling | None = dataclasses.field(default=None, kw_only=True)
     sanity_warnings: tuple[str, ...] = dataclasses.field(default=(), kw_only=True)
-    blind_baseline: BlindBaseline | None = dataclasses.field(default=None, kw_only=True)
 
     def headline(self) -> Headline:
         raise NotImplementedError
@@ -127,6 +124,8 @@ class AuditResult(Result):
         inert = self.inert_config_fields()
         if inert and isinstance(out.get("config"), dict):
             out["config"] = {key: value for key, value in out["config"].items() if key not in inert}
+        if out.get("blind_baseline", 0) is None:  # privaudit drew the membership: results.json stays as it was before the field
+            del out["blind_baseline"]
         return out
 
     @classmethod

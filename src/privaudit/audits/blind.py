@@ -116,7 +116,7 @@ class BlindBaseline:
         else:
             tpr = f"{self.tpr:.4f} [{self.tpr_low:.4f}, {self.tpr_high:.4f}]"
         return (
-            f"AUC {self.auc:.4f} [{self.auc_low:.4f}, {self.auc_high:.4f}], TPR at {self.fpr:g} FPR {tpr} "
+            f"AUC {self.auc:.4f} [{self.auc_low:.4f}, {self.auc_high:.4f}], TPR at {self.fpr:.1%} FPR {tpr} "
             f"({self.confidence:.0%} intervals; {self.folds}-fold out-of-fold scores, seed {self.seed}, {self.num_in} members, {self.num_out} non-members)"
         )
 

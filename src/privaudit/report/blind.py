@@ -9,7 +9,7 @@ membership the user gave shows it the same way.
 >>> attacks = [{"attack": "loss", "auc": 0.72, "fpr": [0.0, 0.01], "tpr": [0.0, 0.04]}]
 >>> rows = blind_rows({"blind_baseline": blind, "attacks": attacks})
 >>> rows[1]
-('loss: advantage over the blind baseline', 'AUC +0.0200, TPR at 0.01 FPR -0.0100')
+('loss: advantage over the blind baseline', 'AUC +0.0200, TPR at 1.0% FPR -0.0100')
 """
 
 from __future__ import annotations
@@ -53,5 +53,5 @@ def blind_rows(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
             continue
         auc, tpr = blind.advantage(float(attack["auc"]), _tpr_at(attack, blind.fpr))
         tpr_text = "n/a" if tpr is None else f"{tpr:+.4f}"
-        rows.append((f"{attack.get('attack', 'attack')}: advantage over the blind baseline", f"AUC {auc:+.4f}, TPR at {blind.fpr:g} FPR {tpr_text}"))
+        rows.append((f"{attack.get('attack', 'attack')}: advantage over the blind baseline", f"AUC {auc:+.4f}, TPR at {blind.fpr:.1%} FPR {tpr_text}"))
     return tuple(rows)
