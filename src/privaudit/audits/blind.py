@@ -97,7 +97,7 @@ class BlindBaseline:
             f"the members and non-members you gave differ by themselves: a blind classifier that never sees the model tells them apart "
             f"with AUC {self.auc:.3f} ({self.confidence:.0%} interval [{self.auc_low:.3f}, {self.auc_high:.3f}], above 0.5); "
             f"the columns that separate them: {named}. The attacks' numbers measure this split as much as the model: read each as its "
-            "advantage over the blind baseline, or draw the members at random (or use canaries, --mode canary) for numbers of the model alone"
+            "advantage over the blind baseline, or draw the members at random (or audit with canaries) for numbers of the model alone"
         )
 
     def advantage(self, auc: float, tpr: float | None = None) -> tuple[float, float | None]:
