@@ -33,7 +33,7 @@ False
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,17 @@ from ..stats.auc import auc_interval
 from ..stats.metrics import roc_auc
 from ..stats.mia_metrics import attack_metrics, supported_fpr
 
-__all__ = ["BLIND_CONFIDENCE", "BLIND_FOLDS", "BLIND_FPR", "BlindBaseline", "blind_baseline", "blind_scores", "encode_columns"]
+__all__ = [
+    "BLIND_CONFIDENCE",
+    "BLIND_FOLDS",
+    "BLIND_FPR",
+    "BlindBaseline",
+    "baseline_from_scores",
+    "blind_baseline",
+    "blind_scores",
+    "check_split",
+    "encode_columns",
+]
 
 #: The level of the blind baseline's intervals and of its warning: an honest random split is flagged about 1 time in 200 (one side of 99%).
 BLIND_CONFIDENCE = 0.99
@@ -176,25 +186,35 @@ def blind_scores(table: Any, is_member: Any, *, folds: int = BLIND_FOLDS, seed: 
     return _cross_validated(*_checked(table, is_member, folds, seed))[0]
 
 
-def _checked(table: Any, is_member: Any, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-    _, x, categorical = encode_columns(table)
+def check_split(is_member: Any, num_records: int, folds: int, seed: int) -> tuple[np.ndarray, int, int]:
+    """(membership, folds, seed) checked: one boolean per record, at least ``folds`` on each side."""
     member = np.asarray(is_member)
-    if member.dtype != bool or member.shape != (x.shape[0],):
-        raise ValueError(f"`is_member` must be {x.shape[0]} booleans, one per record, got shape {member.shape} of dtype {member.dtype}")
+    if member.dtype != bool or member.shape != (num_records,):
+        raise ValueError(f"`is_member` must be {num_records} booleans, one per record, got shape {member.shape} of dtype {member.dtype}")
     folds = check_count(folds, "folds", minimum=2)
     if min(int(member.sum()), int((~member).sum())) < folds:
         raise ValueError(f"`is_member` must hold at least `folds` = {folds} members and non-members, got {int(member.sum())} of {member.size}")
-    return x, categorical, member, folds, check_seed(seed)
+    return member, folds, check_seed(seed)
 
 
-def _cross_validated(x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, list[Any], list[np.ndarray]]:
+def _checked(table: Any, is_member: Any, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    _, x, categorical = encode_columns(table)
+    return (x, categorical, *check_split(is_member, x.shape[0], folds, seed))
+
+
+def stratified_folds(member: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train rows, held-out rows) of each of ``folds`` stratified folds, shuffled by ``seed``."""
     require("sklearn", purpose=_PURPOSE)
     from sklearn.model_selection import StratifiedKFold
 
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros((member.size, 1)), member))
+
+
+def _cross_validated(x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, list[Any], list[np.ndarray]]:
     scores = np.empty(member.size)
     models, held_out = [], []
-    for train, test in splitter.split(x, member):
+    for train, test in stratified_folds(member, folds, seed):
         model = _classifier(categorical, seed).fit(x[train], member[train])
         scores[test] = model.predict_proba(x[test])[:, 1]
         models.append(model)
@@ -248,6 +268,25 @@ def blind_baseline(
     names = encode_columns(table)[0]
     x, categorical, member, folds, seed = _checked(table, is_member, folds, seed)
     scores, models, held_out = _cross_validated(x, categorical, member, folds, seed)
+    return baseline_from_scores(
+        scores, member, folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=names,
+        separating=lambda: _separating(x, member, scores, models, held_out, names, seed),
+    )  # fmt: skip
+
+
+def baseline_from_scores(
+    scores: np.ndarray,
+    member: np.ndarray,
+    *,
+    folds: int,
+    seed: int,
+    confidence: float,
+    fpr: float,
+    columns: tuple[str, ...],
+    separating: Callable[[], tuple[tuple[str, float], ...]],
+    method: str = METHOD,
+) -> BlindBaseline:
+    """The result of any blind classifier's out-of-fold ``scores``: AUC and TPR with intervals, and ``separating()`` called only when flagged."""
     interval = auc_interval(scores[member], scores[~member], confidence=confidence)
     metrics = attack_metrics(scores, member, fpr=(fpr,), confidence=confidence)
     shown = supported_fpr(fpr, metrics.num_out)
@@ -266,6 +305,7 @@ def blind_baseline(
         num_in=metrics.num_in,
         num_out=metrics.num_out,
         flagged=flagged,
-        columns=names,
-        separating=_separating(x, member, scores, models, held_out, names, seed) if flagged else (),
+        columns=columns,
+        separating=separating() if flagged else (),
+        method=method,
     )
