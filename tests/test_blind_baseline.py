@@ -113,3 +113,18 @@ def test_without_scikit_learn_it_says_which_extra_installs_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
     with pytest.raises(MissingExtraError, match="blind baseline.*pip install"):
         blind_baseline({"a": np.arange(20.0)}, np.arange(20) < 10)
+
+
+def test_a_wide_table_shuffles_only_its_most_separating_columns_and_still_names_the_shifted_one():
+    """200 noise columns beside one shifted column: the warning still names it, having shuffled MAX_SHUFFLED columns, not 201."""
+    from privaudit.audits import blind
+
+    rng = np.random.default_rng()
+    table = {f"noise {i}": rng.normal(size=300) for i in range(200)}
+    table["shifted"] = rng.normal(size=300)
+    members = shifted_members(table["shifted"], rng, share=0.85)
+    assert blind.MAX_SHUFFLED < len(table)
+    candidates = blind._candidates(blind.encode_columns(table)[1], members)
+    assert candidates.size == blind.MAX_SHUFFLED and 200 in candidates.tolist()
+    result = blind_baseline(table, members, seed=int(rng.integers(1000)))
+    assert result.flagged and result.separating[0][0] == "shifted"
