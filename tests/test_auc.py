@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from privaudit.stats.auc import gdp_auc_lower_bound
+from privaudit.stats.auc import auc_interval, gdp_auc_lower_bound
 from privaudit.stats.bounds import epsilon_lower_bound
 from privaudit.stats.conversions import gdp_epsilon, gdp_mu
 from privaudit.stats.metrics import roc_auc
@@ -168,3 +168,37 @@ def test_rank_bound_is_tighter_than_the_threshold_bound_for_weak_leakage():
         threshold.append(epsilon_lower_bound(in_scores, out_scores, delta=DELTA, threshold=mu / 2).epsilon)
     assert np.mean(rank) >= 0.9 and min(rank) >= 0.78 and max(rank) <= 1.1
     assert np.mean(rank) > np.mean(threshold) + 0.02
+
+
+# ---------------------------------------------------------------- the two-sided interval
+
+
+def test_two_sided_interval_is_the_one_sided_limit_at_half_the_miss_on_each_side():
+    """Each end is gdp_auc_lower_bound's AUC limit at (1 + c)/2, the high end of the swapped scores; the AUC is the brute-force pair count."""
+    rng = np.random.default_rng()
+    in_scores, out_scores = rng.normal(0.7, 1, 80), rng.normal(0, 1, 120)
+    result = auc_interval(in_scores, out_scores, confidence=0.9)
+    assert result.auc == pytest.approx(brute_force_auc(in_scores, out_scores), abs=1e-12)
+    assert result.low == pytest.approx(gdp_auc_lower_bound(in_scores, out_scores, delta=DELTA, confidence=0.95).auc_lower, abs=1e-12)
+    assert 1.0 - result.high == pytest.approx(gdp_auc_lower_bound(out_scores, in_scores, delta=DELTA, confidence=0.95).auc_lower, abs=1e-12)
+    assert result.low < result.auc < result.high and not result.excludes(result.auc) and result.excludes(result.low - 1e-9)
+
+
+@pytest.mark.parametrize("d, ties", [(0.0, False), (1.0, False), (0.0, True), (2.5, True)])
+def test_two_sided_interval_covers_the_population_auc_on_each_side(d, ties):
+    """Gaussians N(d, 1) against N(0, 1): population AUC Φ(d/√2); rounded scores tie, which the ½-count AUC keeps (population by simulation)."""
+    rng = np.random.default_rng(int(10 * d) + ties)
+    round_to = 0.5 if ties else 0.0
+
+    def draw(size, shift):
+        values = rng.normal(shift, 1, size)
+        return np.round(values / round_to) * round_to if ties else values
+
+    truth = float(stats.norm.cdf(d / np.sqrt(2))) if not ties else brute_force_auc(draw(4000, d), draw(4000, 0.0))
+    below = above = 0
+    for _ in range(TRIALS):
+        result = auc_interval(draw(60, d), draw(90, 0.0), confidence=0.9)
+        below += result.high < truth - 0.005 * ties  # the simulated truth carries ~0.005 of Monte Carlo error
+        above += result.low > truth + 0.005 * ties
+    allowed = int(stats.binom.ppf(0.999, TRIALS, 0.05))  # 5% a side at 90%
+    assert below <= allowed and above <= allowed

@@ -96,7 +96,9 @@ class AuditResult(Result):
     the same quantity (None: no claim given, or no bound to hold against
     one); ``ceiling`` the largest value the bound's design could have shown;
     ``sanity_warnings`` checks of the inputs that warn and change no number
-    (:mod:`privaudit.audits.verdicts`).
+    (:mod:`privaudit.audits.verdicts`). A family whose membership the user
+    may give holds a ``blind_baseline`` field too (:mod:`privaudit.audits.blind`),
+    left out of :meth:`to_dict` where it is None (privaudit drew the membership).
     """
 
     conventions: tuple[Convention, ...] = dataclasses.field(default=(), kw_only=True)
@@ -122,6 +124,8 @@ class AuditResult(Result):
         inert = self.inert_config_fields()
         if inert and isinstance(out.get("config"), dict):
             out["config"] = {key: value for key, value in out["config"].items() if key not in inert}
+        if out.get("blind_baseline", 0) is None:  # privaudit drew the membership: results.json stays as it was before the field
+            del out["blind_baseline"]
         return out
 
     @classmethod

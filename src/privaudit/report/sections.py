@@ -168,9 +168,10 @@ def section_for(data: dict, directory=None) -> ReportSection:
         section = adapter(data, None if directory is None else Path(directory))
     except (AttributeError, TypeError, KeyError) as error:  # a partial file whose fields have the wrong JSON types
         raise ValueError(f"`run`: a results field has the wrong type for a {family_of(data)} audit ({type(error).__name__}: {error})") from None
+    from .blind import blind_rows
     from .verdict import verdict_lines
 
-    section = dataclasses.replace(section, verdict=verdict_lines(data))
+    section = dataclasses.replace(section, verdict=verdict_lines(data), details=tuple(section.details) + blind_rows(data))
     if headline is None:
         return section
     return dataclasses.replace(section, **headline_fields(headline))

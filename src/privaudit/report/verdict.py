@@ -84,6 +84,10 @@ def console_lines(data: dict[str, Any]) -> tuple[str, ...]:
     'warning: no signal'
     """
     lines: list[str] = []
+    if data.get("blind_baseline"):  # only then: `privaudit bound` prints these lines too, and the baseline's statistics cost an import
+        from .blind import blind_rows
+
+        lines.extend(f"{name}: {value}" for name, value in blind_rows(data))
     ceiling = data.get("ceiling")
     if isinstance(ceiling, dict):
         note = ceiling_note(_number(ceiling["bound"]), _number(ceiling["value"]), raise_with=str(ceiling.get("raise_with", "a larger design")))

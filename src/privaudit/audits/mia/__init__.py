@@ -55,7 +55,7 @@ from .training import (
     user_target_draws,
     vote_resolution,
 )
-from .user import target_conventions, user_references, user_target
+from .user import pool_table, target_conventions, user_references, user_target
 
 __all__ = [
     "ATTACKS",
@@ -103,6 +103,7 @@ __all__ = [
     "model_signals",
     "most_vulnerable",
     "pool_of",
+    "pool_table",
     "preflight",
     "read_members",
     "read_reference_models",

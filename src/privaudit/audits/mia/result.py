@@ -13,6 +13,7 @@ from ...stats.mia import loss_scores, rmia_fractions
 from ...stats.mia_stream import lira_scores_streamed, rmia_ratios_streamed
 from ...stats.one_run_combined import OneRunLowerBound
 from ..base import AuditResult, Headline
+from ..blind import BlindBaseline
 from .augment import augmented_attack_scores
 from .config import THREAT_MODEL, MIAConfig
 from .summaries import FRACTION_KEYS, HEADLINE_ATTACK, AttackSummary, VulnerableRecord
@@ -118,6 +119,7 @@ class MIAResult(AuditResult):
     # (log ratio, records) of each tie that decides the table's order: records equal in online RMIA's log ratio and online LiRA's score
     ties: tuple[tuple[float, int], ...] = ()
     bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
+    blind_baseline: BlindBaseline | None = None  # the user gave the membership: how well the records alone tell it (privaudit.audits.blind)
 
     @property
     def num_runs(self) -> int:

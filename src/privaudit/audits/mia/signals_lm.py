@@ -39,6 +39,7 @@ from ...models.hf import HFCausalLMScorer, quiet_loading
 from ...models.loading import load_model
 from ...stats.mia import check_membership, logit_confidence_from_loss
 from ..base import AuditRun, no_progress
+from ..blind_text import blind_text_baseline
 from .result import MIAResult, evaluate, threat_model
 from .summaries import HEADLINE_ATTACK, attack_summaries, most_vulnerable, top_ties
 from .training import read_members, user_target_draws
@@ -129,6 +130,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     population, in_target = user_target_draws(config.seed, members, num_population)
     observations = evaluate(target, reference, membership, population, in_target, config)
     scores, is_member, rows = observations["scores"], observations["is_member"], observations["record_ids"]
+    blind = blind_text_baseline(texts, is_member, seed=config.seed)  # the user gave the membership: do the texts alone tell it?
     given = (
         default("record id", "row index in the pool (from 0)", "a text pool has one record a line"),
         explicit("target membership", "rows listed in --members", "--members"),
@@ -151,5 +153,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
         backend="local",
         config=config,
         conventions=given + conventions,
+        blind_baseline=blind,
+        sanity_warnings=() if blind.warning() is None else (str(blind.warning()),),
     )
     return AuditRun("mia", config, result, observations=observations)

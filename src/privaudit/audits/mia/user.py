@@ -13,7 +13,7 @@ from ...stats.mia import logit_confidence_from_loss
 from .augment import augment_spec, signals_on_views
 from .training import clip_votes, pool_of, read_reference_models, target_members, user_target_draws
 
-__all__ = ["target_conventions", "user_references", "user_target"]
+__all__ = ["pool_table", "target_conventions", "user_references", "user_target"]
 
 
 def target_conventions(output: Convention, membership: Convention) -> tuple[Convention, ...]:
@@ -57,3 +57,17 @@ def user_references(config: Any, pool: Any) -> tuple[np.ndarray, np.ndarray]:
         trusted=config.trusted,
         views=augment_spec(config, pool),
     )
+
+
+def pool_table(pool: Any, config: Any) -> dict[str, np.ndarray]:
+    """The records as the blind baseline sees them: each feature by its file's name (``x[i]`` without a header) and the label as a category.
+
+    >>> from .training import Pool
+    >>> table = pool_table(Pool(np.zeros((2, 2), np.float32), np.array([0, 1]), "p.npz"), None)
+    >>> list(table), table["label"].tolist()
+    (['x[0]', 'x[1]', 'label'], ['0', '1'])
+    """
+    names = pool.feature_names or tuple(f"x[{i}]" for i in range(pool.x.shape[1]))
+    table = {str(name): pool.x[:, i] for i, name in enumerate(names)}
+    table[getattr(config, "label_col", None) or "label"] = pool.y.astype(str)  # a class, not a quantity
+    return table

@@ -23,6 +23,7 @@ from ..._core.seeding import child_seeds
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
+from ..blind import blind_baseline
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import GENERATOR_CLAIM, generator_bound, generator_claim
 from .generation import generate, load_generator, make_canaries, probe_generator
@@ -230,6 +231,9 @@ def run_synthetic_data(
     )
     if bound is not None:
         result = dataclasses.replace(result, sanity_warnings=tuple(result.sanity_warnings) + _stated_claim_note(config, function))
+    if config.train is not None:  # the user's split: can the records alone, without the synthetic table, tell --train from --holdout?
+        blind = blind_baseline(_concat(train, holdout), np.arange(len(train) + len(holdout)) < len(train), seed=config.seed)
+        result = dataclasses.replace(result, blind_baseline=blind, sanity_warnings=(*result.sanity_warnings, *filter(None, [blind.warning()])))
     observations = {"curves": curves}
     return AuditRun("synthetic-data", config, result, observations=observations)
 
