@@ -83,6 +83,7 @@ class MIAResult(AuditResult):
     # (log ratio, records) of each tie that decides the table's order: records equal in online RMIA's log ratio and online LiRA's score
     ties: tuple[tuple[float, int], ...] = ()
     bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
+    resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
 
     @property
     def num_runs(self) -> int:

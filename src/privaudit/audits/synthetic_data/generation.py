@@ -13,11 +13,13 @@ adapters' detected sdtypes), recorded among the result's conventions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..._core.usercode import call_user
 from ...models.loading import import_callable
 from .table import Table, check_same_schema, read_frame
 
@@ -28,8 +30,19 @@ PROBE_N = 10
 
 
 def load_generator(path: str) -> Callable[..., Any]:
-    """The user's generator ``package.module:fn``; a ValueError naming ``--generator`` when it cannot be imported."""
-    return import_callable(path, "--generator")
+    """The user's generator ``package.module:fn``; a ValueError naming ``--generator`` when it cannot be imported.
+
+    Every call goes through :func:`~privaudit._core.usercode.call_user`: an
+    exception, ``sys.exit`` or ``os._exit`` in the generator is one error
+    line naming it. Its attributes (``conventions``, ``claim``) stay readable.
+    """
+    function = import_callable(path, "--generator")
+
+    @functools.wraps(function)
+    def generator(*args: Any, **kwargs: Any) -> Any:
+        return call_user("--generator", path, function, *args, **kwargs)
+
+    return generator
 
 
 def generate(function: Callable[..., Any], train: Any, schema_of: Table, *, seed: int, n: int) -> Table:
