@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import privaudit
+
 pd = pytest.importorskip("pandas")
 pytest.importorskip("sklearn")
 pytest.importorskip("pyarrow")
@@ -30,6 +32,7 @@ pytest.importorskip("pyarrow")
 from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+SRC = Path(privaudit.__file__).resolve().parent.parent  # the privaudit under test, for the commands run here
 SHADOWS, TARGETS = 4, 2
 RUNS = SHADOWS * TARGETS
 
@@ -150,7 +153,7 @@ MIA_HELPER = "C_VALUE = 100.0\n"
 def _mia(folder: Path, log: Path) -> tuple[str, dict]:
     argv = [sys.executable, "-m", "privaudit", "audit", "mia", "--data", "dd.csv", "--train", "mytrain:train_logged", "--label-col", "label"]
     argv += ["--references", "4", "--output", "O", "--no-history", "--workers", "1", "--seed", "3"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PRIVAUDIT_TEST_TRAIN_LOG=str(log), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(SRC), PRIVAUDIT_TEST_TRAIN_LOG=str(log), OMP_NUM_THREADS="1")
     done = subprocess.run(argv, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     calls = [line.split() for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
