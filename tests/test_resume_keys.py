@@ -103,7 +103,7 @@ def _table_rows(path: Path) -> set[tuple]:
 
 def test_edited_generator_or_a_module_it_imports_regenerates_every_shadow_and_nothing_else_does(folder):
     first, calls = _run(folder)
-    assert calls == RUNS and first.num_trained == RUNS and first.resume_note == ""
+    assert calls == RUNS and first.num_trained == RUNS
 
     with open(folder / "gen_helper.py", "a", encoding="utf-8") as helper:  # the module the generator imports
         helper.write("# the user edited the helper\n")

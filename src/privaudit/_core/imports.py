@@ -37,6 +37,7 @@ import site
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 __all__ = ["check_not_shadowed", "directory_last", "drop_working_directory", "user_files"]
 
@@ -65,7 +66,7 @@ def directory_last(directory: str | None = None) -> None:
     sys.path[:] = [entry for entry in sys.path if entry not in ("", directory)] + [directory]
 
 
-def _module_file(spec) -> Path | None:
+def _module_file(spec: Any) -> Path | None:
     origin = getattr(spec, "origin", None)
     return Path(origin) if origin and os.path.isfile(origin) else None
 
