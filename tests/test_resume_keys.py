@@ -183,3 +183,29 @@ def test_mia_retrains_when_a_module_the_train_module_imports_is_edited(tmp_path)
     line = " ".join(stdout.split())
     assert f"ran {models} stored runs again: the source of 'mytrain_helper' (--train's code) changed" in line
     shutil.rmtree(tmp_path / "O" / "runs")  # (keeps the folder small; the rerun above is what is tested)
+
+
+def test_the_users_code_is_the_module_and_every_module_of_the_users_tree_it_imports(tmp_path, monkeypatch):
+    from privaudit.runner.digests import code_sha256
+
+    files = {
+        "app.py": "import json\nimport numpy\nfrom privaudit import stats\nimport pkg.sub\nfrom pkg import other\n",
+        "pkg/__init__.py": "from .deep import value\n",
+        "pkg/deep.py": "value = 1\n",
+        "pkg/sub.py": "def f():\n    import helpers  # an import inside a function counts too\n",
+        "pkg/other.py": "from . import deep\n",
+        "helpers.py": "X = 1\n",
+        "unused.py": "Y = 2\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    key = code_sha256("app:main")
+    assert sorted(key) == ["app", "helpers", "pkg", "pkg.deep", "pkg.other", "pkg.sub"]  # by hand: no json, numpy or privaudit, no unused
+    (tmp_path / "unused.py").write_text("Y = 3\n", encoding="utf-8")
+    assert code_sha256("app:main") == key
+    (tmp_path / "helpers.py").write_text("X = 2\n", encoding="utf-8")
+    changed = code_sha256("app:main")
+    assert [name for name in key if key[name] != changed[name]] == ["helpers"]
+    assert code_sha256("privaudit.audits.synthetic_data.generators:gaussian_copula") == {}
