@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.capture import capture_library_output
-from .._core.imports import directory_last
 from .._core.resources import threads_per_worker, usable_cpus
 
 __all__ = ["WARNINGS_KEY", "RunsInterrupted", "WorkerDiedError", "call_task", "die_with_parent", "run_local"]
@@ -83,7 +82,7 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="privaudit-parent-watch", daemon=True).start()
 
 
-def call_task(task: Callable[[dict], dict], config: dict[str, Any], threads: int = 1, directory: str | None = None) -> dict[str, Any]:
+def call_task(task: Callable[[dict], dict], config: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     """Run ``task(config)`` in a worker, with PyTorch (if importable) and the BLAS/OpenMP pools loaded so far limited to ``threads``.
 
     Several workers each running a multi-threaded PyTorch or BLAS would
@@ -92,16 +91,9 @@ def call_task(task: Callable[[dict], dict], config: dict[str, Any], threads: int
     ``torch.set_num_threads(threads)`` and ``threadpoolctl.threadpool_limits(threads)``
     (when installed).
 
-    ``directory`` (the command's current directory, when the user's code is
-    found there) is put last on this worker's ``sys.path``, as in the command
-    (:func:`~privaudit._core.imports.directory_last`): a Ray worker does not
-    inherit the command's ``sys.path``; a local one does.
-
     >>> call_task(dict, {"seed": 1})
     {'seed': 1}
     """
-    if directory is not None:
-        directory_last(directory)
     try:
         import torch
     except ImportError:  # pragma: no cover - depends on the environment

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -55,9 +53,7 @@ def run_ray(
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(call_task)
         task_ref = ray.put(task)
-        here = os.getcwd()
-        directory = here if here in sys.path else None  # the user's modules of the current directory, found the same way in the workers
-        pending = {remote.remote(task_ref, config, 1, directory): index for index, config in jobs}
+        pending = {remote.remote(task_ref, config): index for index, config in jobs}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
