@@ -5,7 +5,11 @@ Whatever the user's function does — raise ``KeyError``, ``MemoryError``,
 :class:`UserCodeError` (a ValueError, so the CLI prints one ``error:`` line
 and exits 2) naming the option, the function and the exception. The original
 exception stays the error's ``__cause__``; ``--verbose`` prints its traceback.
-Only Ctrl-C (``KeyboardInterrupt``) passes through.
+Only Ctrl-C (``KeyboardInterrupt``) passes through. While the user's
+function runs, ``os._exit`` called from its thread is refused the same way
+(the process would otherwise end at once, with exit status 0 and nothing
+written); a function that bound ``os._exit`` before the call, or another
+thread, still ends the process, which the runner reports as a dead worker.
 
 >>> def train(x, *, seed):
 ...     return {"a": 1}[x]
@@ -18,11 +22,19 @@ privaudit._core.usercode.UserCodeError: `--train` 'mytrain:train' raised KeyErro
 Traceback (most recent call last):
 ...
 privaudit._core.usercode.UserCodeError: `--mechanism` 'm:run' called sys.exit(0); it must return, not exit the process
+>>> import os
+>>> call_user("--generator", "g:fn", lambda: os._exit(0))
+Traceback (most recent call last):
+...
+privaudit._core.usercode.UserCodeError: `--generator` 'g:fn' called os._exit(0); it must return, not exit the process
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["UserCodeError", "call_user", "exception_line", "raised_by_user"]
@@ -33,6 +45,31 @@ _MESSAGE_LIMIT = 300
 
 class UserCodeError(ValueError):
     """The user's own code failed or exited; the message names the option, the function and what happened."""
+
+
+class _ProcessExit(BaseException):
+    """``os._exit(code)`` called by the user's function: raised in its place so the process lives to say so."""
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _os_exit_refused() -> Iterator[None]:
+    """``os._exit`` raises :class:`_ProcessExit` in this thread (other threads still exit), restored afterwards."""
+    real, caller = os._exit, threading.get_ident()
+
+    def refuse(code: int) -> None:
+        if threading.get_ident() != caller:
+            real(code)
+        raise _ProcessExit(code)
+
+    os._exit = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 def exception_line(error: BaseException) -> str:
@@ -52,15 +89,17 @@ def exception_line(error: BaseException) -> str:
 
 def raised_by_user(option: str, path: str, error: BaseException, context: str = "") -> UserCodeError:
     """The :class:`UserCodeError` for ``error`` raised (or ``sys.exit`` called) by the user's ``path`` given as ``option``."""
-    if isinstance(error, SystemExit):
-        return UserCodeError(f"`{option}` {path!r} called sys.exit({error.code!r}){context}; it must return, not exit the process")
+    if isinstance(error, (SystemExit, _ProcessExit)):
+        call = "sys.exit" if isinstance(error, SystemExit) else "os._exit"
+        return UserCodeError(f"`{option}` {path!r} called {call}({error.code!r}){context}; it must return, not exit the process")
     return UserCodeError(f"`{option}` {path!r} raised {exception_line(error)}{context}")
 
 
 def call_user(option: str, path: str, function: Callable[..., Any], *args: Any, context: str = "", **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, the user's code given as ``option`` ``path``; any failure or exit is a :class:`UserCodeError`."""
     try:
-        return function(*args, **kwargs)
+        with _os_exit_refused():
+            return function(*args, **kwargs)
     except (KeyboardInterrupt, UserCodeError):
         raise
     except BaseException as error:  # noqa: BLE001 - the user's code: SystemExit and MemoryError included, never a silent exit

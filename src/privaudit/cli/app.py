@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import sys
 import traceback
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -28,13 +29,25 @@ class CommandInterrupted(Exception):
     """Ctrl-C during a command, carried past typer (which turns a KeyboardInterrupt into a silent exit 130); the message says what was kept."""
 
 
+def _kept_runs(runs: Path | None) -> str:
+    """ "8 finished runs are kept in 'out/runs'" for the finished runs under ``runs``; "" when there are none."""
+    if runs is None or not runs.is_dir():
+        return ""
+    count = sum(1 for _ in runs.rglob("run-*.json"))
+    return f"{count} finished run{'s are' if count != 1 else ' is'} kept in {str(runs)!r}" if count else ""
+
+
 @contextlib.contextmanager
-def interruptible():
-    """Turn Ctrl-C inside a command into :class:`CommandInterrupted`: one line saying what was kept and how to resume, exit 130."""
+def interruptible(runs: Path | None = None):
+    """Turn Ctrl-C inside a command into :class:`CommandInterrupted`: one line saying what was kept and how to resume, exit 130.
+
+    The runner's own message says what it kept; Ctrl-C after the runs (while
+    scoring, or writing the report) counts the finished runs under ``runs``.
+    """
     try:
         yield
     except KeyboardInterrupt as error:
-        kept = " ".join(str(error).split())
+        kept = " ".join(str(error).split()) or _kept_runs(runs)
         resume = f"{kept}; run the same command again to resume them" if kept else "stopped before anything was finished"
         raise CommandInterrupted(resume) from None
 

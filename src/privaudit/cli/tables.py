@@ -211,13 +211,17 @@ def verdict_table(result: Any) -> str:
 
 
 def _reused(result: Any, output: Path) -> str:
-    """How many finished runs a resumable audit took from ``output`` instead of training them ("" when it trained them all)."""
+    """How many finished runs a resumable audit took from ``output`` instead of training them, and why stored runs ran again ("" when neither)."""
     trained = getattr(result, "num_trained", None)
     if trained is None:
         return ""
     total = result.num_runs  # every resumable result says how many runs it rests on
     reused = total - trained
-    return f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings and input contents)\n" if reused > 0 else ""
+    lines = [f"reused {reused} of {total} finished runs from {output / 'runs'} (same settings, input contents and code)"] if reused > 0 else []
+    note = getattr(result, "resume_note", "")  # why stored runs ran again: what their key says changed
+    if note:
+        lines.append(f"{note}; {trained} of {total} runs made now")
+    return "".join(line + "\n" for line in lines)
 
 
 def table_for(run: Any, output: Path) -> str:
@@ -229,4 +233,7 @@ def table_for(run: Any, output: Path) -> str:
         text = render_table(
             f"{run.audit}, results in {output}", ["quantity", "value"], [[headline.label, format_value(headline.value)], ["kind", headline.kind]]
         )
-    return text + _reused(run.result, output) + verdict_table(run.result)
+    reused = _reused(run.result, output)
+    if reused and not text.endswith("\n"):  # a family's table that ends in a sentence: the resume lines start their own
+        text += "\n"
+    return text + reused + verdict_table(run.result)

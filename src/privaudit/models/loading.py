@@ -33,6 +33,7 @@ import numpy as np
 
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
+from .._core.imports import check_not_shadowed
 from .._core.usercode import call_user, raised_by_user
 from .._core.validation import check_choice
 from .device import seeded_torch
@@ -203,6 +204,7 @@ def import_callable(path: str, name: str = "factory"):
     """The callable that the import path ``package.module:attribute`` names; ValueError naming ``name`` when it cannot be imported or called."""
     check_import_path(path, name)
     module_name, _, attribute = path.partition(":")
+    check_not_shadowed(module_name, name, path)  # ./utils.py named, the installed utils found: refused, never swapped
     try:
         target = importlib.import_module(module_name)
     except ImportError as error:

@@ -15,6 +15,7 @@ own seed, so a run gives the same result wherever and whenever it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,19 @@ from .digests import input_digests
 from .local import WARNINGS_KEY, RunsInterrupted, WorkerDiedError, call_task, run_local
 from .store import RunStore
 
-__all__ = ["BACKENDS", "RunStore", "RunsInterrupted", "WorkerDiedError", "call_task", "check_backend", "input_digests", "reusable_runs", "run_all"]
+__all__ = [
+    "BACKENDS",
+    "ResumePlan",
+    "RunStore",
+    "RunsInterrupted",
+    "WorkerDiedError",
+    "call_task",
+    "check_backend",
+    "input_digests",
+    "resume_plan",
+    "reusable_runs",
+    "run_all",
+]
 
 BACKENDS = ("local", "ray")
 
@@ -54,6 +67,72 @@ def _normalised(config: Any) -> Any:
     return json.loads(json.dumps(config, sort_keys=True))
 
 
+def _changed_keys(stored: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted keys where two stored configs differ (``inputs.train.helpers``: that module's source)."""
+    if isinstance(stored, dict) and isinstance(new, dict):
+        keys = sorted(set(stored) | set(new))
+        return [key for name in keys for key in _changed_keys(stored.get(name), new.get(name), f"{prefix}{name}.")]
+    return [] if stored == new else [prefix.rstrip(".")]
+
+
+#: inputs of a run's key that are not a flag's file
+_INPUT_NAMES = {"pool": "the shadow pool (the records of --train and --holdout it is drawn from)"}
+
+
+def _what_changed(key: str) -> str:
+    """A changed key in words: an input's contents, a module of the user's code, or a setting."""
+    parts = key.split(".")
+    if parts[0] == "inputs" and len(parts) >= 3:
+        return f"the source of {'.'.join(parts[2:])!r} (--{parts[1]}'s code)"
+    if parts[0] == "inputs" and len(parts) == 2:
+        return _INPUT_NAMES.get(parts[1], f"the contents of --{parts[1]}")
+    return f"the setting {parts[0]!r}"  # a nested setting (the encoder's fitted scales) by its name
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumePlan:
+    """Which stored runs are reused (their key, the whole config, is unchanged) and why the others run again.
+
+    ``rerun`` maps what changed (in words) to how many stored runs it made stale.
+    """
+
+    reused: frozenset[int]
+    rerun: dict[str, int]
+
+    def explanation(self) -> str:
+        """``"ran 8 stored runs again: the source of 'gen' (--generator's code) changed"``, or "" when none was stale."""
+        if not self.rerun:
+            return ""
+        count = sum(self.rerun.values())
+        reasons = sorted(self.rerun, key=lambda reason: (-self.rerun[reason], reason))
+        shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+        return f"ran {count} stored run{'s' if count != 1 else ''} again: {shown}"
+
+
+def resume_plan(store: RunStore, configs: list[dict]) -> ResumePlan:
+    """The runs of ``store`` that :func:`run_all` reuses for ``configs``, and what changed for each stored run it runs again.
+
+    >>> import tempfile
+    >>> store = RunStore(tempfile.mkdtemp())
+    >>> _ = run_all(dict, [{"seed": 0, "inputs": {"data": "aa"}}], store=store, max_workers=1)
+    >>> resume_plan(store, [{"seed": 0, "inputs": {"data": "bb"}}]).explanation()
+    'ran 1 stored run again: the contents of --data changed'
+    """
+    reused: set[int] = set()
+    rerun: dict[str, int] = {}
+    for index in sorted(store.done()):
+        if index >= len(configs):
+            continue
+        stored, new = store.load_config(index), _normalised(configs[index])
+        if stored is None or stored == new:  # None: stored without its config
+            reused.add(index)
+            continue
+        changed = sorted({_what_changed(key) for key in _changed_keys(stored, new)}, key=lambda what: (what.startswith("the setting"), what))
+        reason = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "") + " changed"
+        rerun[reason] = rerun.get(reason, 0) + 1
+    return ResumePlan(frozenset(reused), rerun)
+
+
 def reusable_runs(store: RunStore, configs: list[dict]) -> set[int]:
     """The indices of ``configs`` whose run ``store`` holds with the same config: those :func:`run_all` reuses instead of running.
 
@@ -63,8 +142,7 @@ def reusable_runs(store: RunStore, configs: list[dict]) -> set[int]:
     >>> sorted(reusable_runs(store, [{"seed": 0}, {"seed": 5}]))
     [0]
     """
-    done = (index for index in store.done() if index < len(configs))
-    return {index for index in done if store.load_config(index) in (None, _normalised(configs[index]))}  # None: stored without its config
+    return set(resume_plan(store, configs).reused)
 
 
 def run_all(

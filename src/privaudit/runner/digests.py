@@ -1,9 +1,10 @@
 """Content hashes of what a run reads, for the runner's resume key: a changed input is a new run, never a stale one reused.
 
 A run is resumed only when its stored config equals the new one; putting the
-SHA-256 of the data file, the model file or directory and the training
-function's module source in that config makes "the same path, other
-contents" a different run.
+SHA-256 of the data file, the model file or directory and the user's code
+(the training function's module and every module of the user's tree it
+imports, :func:`privaudit._core.imports.user_files`) in that config makes
+"the same path, other contents" a different run.
 
 >>> import tempfile, os
 >>> folder = tempfile.mkdtemp()
@@ -18,11 +19,12 @@ False
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 from pathlib import Path
 
-__all__ = ["content_sha256", "input_digests", "source_sha256"]
+from .._core.imports import user_files
+
+__all__ = ["code_sha256", "content_sha256", "input_digests"]
 
 _CHUNK = 1 << 20
 
@@ -55,24 +57,29 @@ def content_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def source_sha256(import_path: str) -> str | None:
-    """SHA-256 of the source file of the module that ``package.module:function`` names; None when it has no file."""
+def code_sha256(import_path: str) -> dict[str, str]:
+    """SHA-256 of each file of the user's code behind ``package.module:function``, by module name; {} for code outside the user's tree.
+
+    The module's own file and every module of the user's tree it imports
+    (:func:`~privaudit._core.imports.user_files`); privaudit's own
+    generators and an installed package's functions give {}.
+
+    >>> code_sha256("json:loads")
+    {}
+    """
     module = import_path.partition(":")[0]
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    origin = spec.origin if spec is not None else None
-    return content_sha256(origin) if origin and os.path.isfile(origin) else None
+    return {name: content_sha256(file) for name, file in sorted(user_files(module).items())}
 
 
-def input_digests(*, files: dict[str, object] | None = None, functions: dict[str, object] | None = None) -> dict[str, str | None]:
-    """The content hash of each given input: ``files`` (data, model: a file or directory) and ``functions`` (import paths); None values skipped."""
-    digests: dict[str, str | None] = {}
+def input_digests(*, files: dict[str, object] | None = None, functions: dict[str, object] | None = None) -> dict[str, object]:
+    """The content hash of each given input: ``files`` (data, model: a file or directory) and ``functions`` (import paths: :func:`code_sha256`); None values skipped."""
+    digests: dict[str, object] = {}
     for name, path in (files or {}).items():
         if path is not None and os.path.exists(str(path)):
             digests[name] = content_sha256(path)
     for name, import_path in (functions or {}).items():
         if import_path is not None:
-            digests[name] = source_sha256(str(import_path))
+            code = code_sha256(str(import_path))
+            if code:  # privaudit's own functions and installed packages: nothing of the user's to hash
+                digests[name] = code
     return digests

@@ -60,7 +60,7 @@ from ..._core.usercode import call_user
 from ...data.tabular import load_dataset, load_dataset_file
 from ...models.classifiers import build_classifier
 from ...models.loading import import_callable
-from ...runner import RunStore, check_backend, input_digests, reusable_runs, run_all
+from ...runner import RunStore, check_backend, input_digests, resume_plan, run_all
 from ...stats.bounds import epsilon_lower_bound
 from ...stats.conversions import gaussian_epsilon
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
@@ -271,7 +271,7 @@ def run_blackbox_audit(
         check_train_function(config.train)
     store = RunStore(directory)
     configs = run_configs(config)
-    already = len(reusable_runs(store, configs))
+    plan = resume_plan(store, configs)
     start = time.perf_counter()
     who = f"`--train` {config.train!r}" if config.train else "the built-in DP-SGD training"
     results = run_all(train_one, configs, store=store, backend=backend, max_workers=max_workers, address=address, who=who)
@@ -282,7 +282,7 @@ def run_blackbox_audit(
     gdp = epsilon_lower_bound(in_scores, out_scores, method="gdp", **common)
     eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
-    trained = len(configs) - already
+    trained = len(configs) - len(plan.reused)
     result = BlackBoxResult(
         epsilon_lower_bound=gdp.epsilon,
         epsilon_lower_bound_eps_delta=eps_delta.epsilon,
@@ -302,6 +302,7 @@ def run_blackbox_audit(
         bound_eps_delta=eps_delta,
         config=config,
         conventions=dataset_conventions(config),
+        resume_note=plan.explanation(),
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
     return bound_verdict(result, gdp, claim=claim, raise_with="more trained models per side (num_models_per_side)")

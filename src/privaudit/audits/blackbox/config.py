@@ -110,6 +110,7 @@ class BlackBoxResult(AuditResult):
     bound: EpsilonLowerBound
     bound_eps_delta: EpsilonLowerBound
     config: BlackBoxConfig
+    resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
 
     @property
     def num_runs(self) -> int:

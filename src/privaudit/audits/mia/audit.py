@@ -39,7 +39,7 @@ import numpy as np
 
 from ..._core.conventions import Convention
 from ..._core.extras import require
-from ...runner import RunStore, WorkerDiedError, reusable_runs, run_all
+from ...runner import RunStore, WorkerDiedError, resume_plan, run_all
 from ...stats.mia_stream import DEFAULT_CHUNK_RECORDS, working_bytes
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
@@ -94,7 +94,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     start = time.perf_counter()  # the whole audit's wall time, reused models included (a rerun's own time, not only its training's)
     store = RunStore(directory)
     jobs = _jobs(config)
-    already = len(reusable_runs(store, jobs))
+    plan = resume_plan(store, jobs)
     results = run_all(train_and_score, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=trainer_name(config))
     pool = pool_of(config)
     num_population = int(round(config.population_fraction * len(pool.y)))
@@ -128,7 +128,8 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
         confidence=config.confidence,
         threat_model=threat_model(config),
         seeds=tuple(int(result["seed"]) for result in results),
-        num_trained=len(jobs) - already,
+        num_trained=len(jobs) - len(plan.reused),
+        resume_note=plan.explanation(),
         wall_time_s=wall,
         backend=backend,
         config=config,

@@ -75,7 +75,7 @@ from ..._core.conventions import Convention, default, explicit
 from ..._core.seeding import child_seeds
 from ..._core.validation import check_count
 from ...observation.one_run import draw_inclusion
-from ...runner import RunStore, reusable_runs, run_all
+from ...runner import RunStore, resume_plan, run_all
 from ...stats.ceiling import make_ceiling, one_run_ceiling
 from ...stats.metrics import auc_null_margin
 from ...stats.one_run_combined import OneRunLowerBound
@@ -322,7 +322,7 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     check_bound_pool(config, len(pool.y), num_population)
     jobs = _jobs(config, num_population)
     store = RunStore(directory)
-    already = len(reusable_runs(store, jobs))
+    plan = resume_plan(store, jobs)
     who = f"`--train` {config.train!r}" if config.train else "the built-in MLP"
     results = run_all(train_and_score_design, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=who)
     design = _design(jobs[0])
@@ -348,7 +348,8 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
         confidence=config.confidence,
         threat_model=THREAT_MODELS[config.mode],
         seeds=tuple(int(result["seed"]) for result in results),
-        num_trained=len(jobs) - already,
+        num_trained=len(jobs) - len(plan.reused),
+        resume_note=plan.explanation(),
         wall_time_s=wall,
         backend=backend,
         config=config,

@@ -120,6 +120,7 @@ class MIAResult(AuditResult):
     ties: tuple[tuple[float, int], ...] = ()
     bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
     blind_baseline: BlindBaseline | None = None  # the user gave the membership: how well the records alone tell it (privaudit.audits.blind)
+    resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
 
     @property
     def num_runs(self) -> int:

@@ -10,9 +10,11 @@ generator, its retraining on shadow data.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
+from ..._core.usercode import call_user
+from ...runner import WorkerDiedError
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
@@ -165,14 +169,14 @@ def run_synthetic_data(
     dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
-    shadow_generated = 0
+    shadow_generated, resume_note = 0, ""
     if generator is not None and config.num_shadows:
         half = config.num_shadow_targets // 2
         by_outlier = np.argsort(-outlying, kind="stable")
         shadow_rows = np.concatenate([by_outlier[member[by_outlier]][: config.num_shadow_targets - half], by_outlier[~member[by_outlier]][:half]])
         report("running the shadow generators", detail=f"{config.num_shadows} per target, {len(shadow_rows)} targets, backend {backend}")
-        with tempfile.TemporaryDirectory() as scratch:
-            shadow_values, shadow_generated = shadow_scores(
+        with tempfile.TemporaryDirectory() as scratch, _worker_death_as_error():
+            shadow_values, plan = shadow_scores(
                 reference=reference,
                 targets=_rows(records, shadow_rows),
                 released=released,
@@ -186,6 +190,7 @@ def run_synthetic_data(
                 max_workers=max_workers,
                 address=address,
             )
+        shadow_generated, resume_note = len(shadow_rows) * config.num_shadows - len(plan.reused), plan.explanation()
         summaries.append(_summary("shadow", shadow_values, member[shadow_rows], config.confidence))
         curves["shadow"] = (shadow_values, member[shadow_rows])
     bound = None
@@ -227,6 +232,7 @@ def run_synthetic_data(
         seconds=time.perf_counter() - started,
         num_shadow_runs=len(shadow_rows) * config.num_shadows if len(shadow_rows) else 0,
         num_trained=shadow_generated,
+        resume_note=resume_note,
         conventions=_conventions(config, train, encoder, generator, function, bound),
     )
     if bound is not None:
@@ -236,6 +242,15 @@ def run_synthetic_data(
         result = dataclasses.replace(result, blind_baseline=blind, sanity_warnings=(*result.sanity_warnings, *filter(None, [blind.warning()])))
     observations = {"curves": curves}
     return AuditRun("synthetic-data", config, result, observations=observations)
+
+
+@contextlib.contextmanager
+def _worker_death_as_error() -> Iterator[None]:
+    """A shadow worker the generator ended (``os._exit`` bound before the call, a crash) is one error line; the finished runs stay."""
+    try:
+        yield
+    except WorkerDiedError as error:
+        raise ValueError(str(error)) from error
 
 
 def _claim(config: SyntheticDataConfig) -> Claim | None:
@@ -325,7 +340,10 @@ def _conventions(
         )
         own = getattr(function, "conventions", None)  # what the generator decided on the table itself (SDV's detected sdtypes)
         if callable(own):
-            conventions.extend(own(train.frame.copy()))
+            decided = call_user("--generator", f"{generator} (its conventions attribute)", own, train.frame.copy())
+            if not isinstance(decided, (tuple, list)) or not all(isinstance(item, Convention) for item in decided):
+                raise ValueError(f"`--generator` {generator!r}: its conventions attribute must return a tuple of Convention, got {type(decided).__name__}")
+            conventions.extend(decided)
     if config.num_canaries or config.canary_records is not None:
         conventions.append(
             default(

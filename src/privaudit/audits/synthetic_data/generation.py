@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._core.usercode import call_user
 from ...models.loading import import_callable
 from .table import Table, check_same_schema, read_frame
 
@@ -27,9 +28,34 @@ PROBE_ROWS = 50
 PROBE_N = 10
 
 
+class _Generator:
+    """The user's generator, each call through :func:`~privaudit._core.usercode.call_user`; its attributes (``conventions``, ``claim``) read through."""
+
+    def __init__(self, path: str, function: Callable[..., Any]) -> None:
+        self._path, self._function = path, function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return call_user("--generator", self._path, self._function, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_path", "_function"):
+            raise AttributeError(name)
+        return getattr(self._function, name)
+
+
 def load_generator(path: str) -> Callable[..., Any]:
-    """The user's generator ``package.module:fn``; a ValueError naming ``--generator`` when it cannot be imported."""
-    return import_callable(path, "--generator")
+    """The user's generator ``package.module:fn``; a ValueError naming ``--generator`` when it cannot be imported.
+
+    Every call goes through :func:`~privaudit._core.usercode.call_user`: an
+    exception, ``sys.exit`` or ``os._exit`` in the generator is one error
+    line naming it. Its attributes (``conventions``, ``claim``) stay readable.
+
+    >>> load_generator("json:loads")("{", seed=0, n=1)
+    Traceback (most recent call last):
+    ...
+    privaudit._core.usercode.UserCodeError: `--generator` 'json:loads' raised TypeError: JSONDecoder.__init__() got an unexpected keyword argument 'seed'
+    """
+    return _Generator(path, import_callable(path, "--generator"))
 
 
 def generate(function: Callable[..., Any], train: Any, schema_of: Table, *, seed: int, n: int) -> Table:

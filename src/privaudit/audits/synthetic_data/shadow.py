@@ -9,18 +9,27 @@ Each synthetic table is summarised relative to the target by
 :func:`shadow_features` (nearest-neighbour counts and marginal query
 answers); a logistic regression trained on the shadows' features and
 in/out labels scores the released table.
+
+Every shadow run is keyed by what it is made from (the runner reuses a
+stored run only under the same key): the content of the shadow pool (the
+reference rows and the targets, from --train and --holdout: the file is
+named by its SHA-256, so another pool is another file), the rows drawn, the
+encoder, ``n``, the seed, and the source of the generator's module and of
+every module of the user's it imports (:func:`privaudit.runner.input_digests`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...runner import RunStore, reusable_runs, run_all
+from ...runner import ResumePlan, RunStore, input_digests, resume_plan, run_all
 from .attacks import dcr_distances, log_kde
 from .generation import generate, load_generator
 from .table import Encoder, Table, read_frame
@@ -53,18 +62,41 @@ def shadow_features(synthetic: Table, target: Table, encoder: Encoder) -> np.nda
     return np.array(features)
 
 
+def pool_file(directory: Path, digest: str) -> Path:
+    """The shadow pool's file in ``directory``: named by the SHA-256 of its content, so another pool never takes its place."""
+    return Path(directory) / f"shadow-pool-{digest[:16]}.parquet"
+
+
 @functools.lru_cache(maxsize=4)
-def _pool(path: str, digest: str) -> Any:
+def _pool(directory: str, digest: str) -> Any:
     import pandas as pd  # optional (the parquet extra)
 
-    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
-        raise ValueError(f"the shadow pool {path!r} changed since its jobs were made; use a fresh --output")
+    path = pool_file(Path(directory), digest)
+    if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        raise ValueError(f"the shadow pool {str(path)!r} changed since its jobs were made; use a fresh --output")
     return pd.read_parquet(path)
+
+
+def write_pool(directory: Path, pool: Any) -> str:
+    """Write the shadow pool (a DataFrame) into ``directory`` under its content's name; its SHA-256."""
+    buffer = io.BytesIO()
+    pool.to_parquet(buffer, index=False)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    path = pool_file(directory, digest)
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        temporary = path.with_name(f".{path.name}.tmp")  # whole or absent, as a killed run may leave it
+        try:
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+    return digest
 
 
 def shadow_task(config: dict) -> dict:
     """One shadow generation (a runner job): the generator on the pool's ``rows``, its table's features around the pool's ``target``."""
-    pool = _pool(config["pool"], config["pool_sha256"])
+    pool = _pool(config["pool_dir"], config["inputs"]["pool"])
     encoder = Encoder.from_dict(config["encoder"])
     rows = list(config["rows"]) + ([config["target"]] if config["with_target"] else [])
     train = read_frame(pool.iloc[rows].reset_index(drop=True), "the shadow training set")
@@ -74,10 +106,14 @@ def shadow_task(config: dict) -> dict:
 
 
 def shadow_jobs(
-    *, pool_file: Path, num_reference: int, targets: list[int], encoder: Encoder, generator: str, num_shadows: int, size: int, n: int, seed: int
+    *, directory: Path, digest: str, num_reference: int, targets: list[int], encoder: Encoder, generator: str, num_shadows: int, size: int, n: int, seed: int
 ) -> list[dict]:
-    """The runner's jobs: per target, ``num_shadows`` shadow sets of ``size`` reference rows, the target (pool row) in the first half's."""
-    digest = hashlib.sha256(pool_file.read_bytes()).hexdigest()
+    """The runner's jobs: per target, ``num_shadows`` shadow sets of ``size`` reference rows, the target (pool row) in the first half's.
+
+    Each job's ``inputs`` (part of its resume key) hold the pool's SHA-256
+    ``digest`` and the generator's code digests.
+    """
+    inputs = {"pool": digest, **input_digests(functions={"generator": generator})}
     rng = np.random.default_rng(seed)
     jobs = []
     for target in targets:
@@ -85,8 +121,8 @@ def shadow_jobs(
             rows = np.sort(rng.choice(num_reference, size=size, replace=False)).tolist()
             jobs.append(
                 {
-                    "pool": str(pool_file),
-                    "pool_sha256": digest,
+                    "pool_dir": str(directory),
+                    "inputs": inputs,
                     "encoder": encoder.to_dict(),
                     "generator": generator,
                     "rows": rows,
@@ -113,9 +149,9 @@ def shadow_scores(
     backend: str = "local",
     max_workers: int | None = None,
     address: str | None = None,
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, ResumePlan]:
     """Each target's probability of being in the released table's training set, by a classifier trained on its shadows,
-    and how many shadow releases this call generated (the others were finished runs in ``directory``, reused).
+    and the resume plan: which finished runs in ``directory`` were reused, and why the others ran again.
 
     The shadow sets hold ``len(reference) - 1`` reference rows (one slot
     left for the target), so a shadow set with the target is as large as
@@ -128,13 +164,12 @@ def shadow_scores(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    pool_file = directory / "shadow-pool.parquet"
     pool = pd.concat([reference.frame, targets.frame], ignore_index=True)
-    if not pool_file.exists():
-        pool.to_parquet(pool_file, index=False)
+    digest = write_pool(directory, pool)
     rows = list(range(len(reference), len(pool)))
     jobs = shadow_jobs(
-        pool_file=pool_file,
+        directory=directory,
+        digest=digest,
         num_reference=len(reference),
         targets=rows,
         encoder=encoder,
@@ -145,8 +180,11 @@ def shadow_scores(
         seed=seed,
     )
     store = RunStore(directory / "shadows")
-    generated = len(jobs) - len(reusable_runs(store, jobs))
-    results = run_all(shadow_task, jobs, store=store, backend=backend, max_workers=max_workers, address=address)
+    plan = resume_plan(store, jobs)
+    results = run_all(shadow_task, jobs, store=store, backend=backend, max_workers=max_workers, address=address, who=f"`--generator` {generator!r}")
+    for stale in directory.glob("shadow-pool*.parquet"):  # pools of earlier runs: no job of this key reads them
+        if stale != pool_file(directory, digest):
+            stale.unlink(missing_ok=True)
     scores = np.empty(len(rows))
     for i, row in enumerate(rows):
         features = np.array([results[i * num_shadows + k]["features"] for k in range(num_shadows)])
@@ -155,4 +193,4 @@ def shadow_scores(
         classifier.fit(features, labels)
         target = read_frame(pool.iloc[[row]].reset_index(drop=True), "the target")
         scores[i] = classifier.predict_proba(shadow_features(released, target, encoder)[None, :])[0, 1]
-    return scores, generated
+    return scores, plan

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..._core.files import check_output_apart, check_output_dir
+from ..._core.imports import directory_last
 from ..._core.resources import check_memory
 from ...audits.base import run_capturing
 from ...audits.registry import get_audit, names
@@ -118,19 +119,6 @@ _IMPORT_PATH_OPTIONS = {
 }
 
 
-def _current_directory_importable() -> None:
-    """Let an import path name a module in the current directory, as uvicorn's ``app:app`` does.
-
-    ``python -m privaudit`` has the current directory on ``sys.path``, but the console script does not.
-    Local worker processes inherit ``sys.path``.
-    """
-    import os
-    import sys
-
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-
-
 def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict[str, Any], options: dict[str, Any]) -> None:
     """Merge the config, run the audit into ``--output``, record it and print its table."""
     from ...report.runs import write_run
@@ -149,7 +137,7 @@ def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict
     given = [("--config", options["config"])] + [(flag.option, options[flag.parameter]) for flag in flags if isinstance(options[flag.parameter], Path)]
     check_output_apart(output, given)  # never written over the user's data, model or config
     if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
-        _current_directory_importable()
+        directory_last()  # a module of the current directory is found, after every installed one: never in its place
     check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
     record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"], output)
     with progress_bars() as progress:
@@ -190,7 +178,7 @@ def make_audit_command(name: str) -> Callable[..., None]:
             for flag in flags
             if flag.config and options[flag.parameter] is not None and options[flag.parameter] is not False
         }
-        with interruptible(), flags_in_messages(flags, options["config"]):
+        with interruptible(Path(options["output"]) / "runs" if audit.checkpointed else None), flags_in_messages(flags, options["config"]):
             _run_command(name, audit, flags, overrides, options)
 
     common = [
