@@ -138,7 +138,9 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         ),
         not_meaning=(
             "ε_est is an estimate, not a bound: it assumes the cosines are Gaussian (checked by Anderson–Darling) and "
-            "can fall below the true ε. It measures random canary clients, not the most vulnerable real client."
+            "can fall below the true ε. It measures random canary clients, not the most vulnerable real client. One run's "
+            "ε_est moves with the seed and with the CPU it trained on: read it beside its spread over seeds (the README "
+            "gives the demo's)."
         ),
         threat_model="; ".join(result.threat_models.values()) or "final model / all iterates",
         details=tuple(details),

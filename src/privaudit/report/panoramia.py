@@ -116,7 +116,9 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         ),
         not_meaning=(
             "ε̃ is an estimate and is not a lower bound on ε: it is conditional on the generator's closeness c, which is "
-            "itself only bounded from below. No retraining is involved, so it says nothing about worst-case data."
+            "itself only bounded from below. No retraining is involved, so it says nothing about worst-case data. One run's ε̃ "
+            "moves with the seed and with the CPU the models trained on (float32 training): read it beside its spread over "
+            "seeds (the README gives the demo's)."
         ),
         threat_model="Black-box access to the target's losses; the auditor holds part of the training data and trains a generator on it.",
         details=tuple(details),
