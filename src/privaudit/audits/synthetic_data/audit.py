@@ -20,11 +20,12 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
+from ..._core.stated_claims import describe, stated_claim, stated_warning
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import GENERATOR_CLAIM, generator_bound, generator_claim
+from .bound import generator_bound
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .marginals import cells_of, marginal_scores
 from .sdmetrics_dcr import sdmetrics_dcr
@@ -238,7 +239,7 @@ def _claim(config: SyntheticDataConfig) -> Claim | None:
     """The claim the bound is held against: the user's ``--claimed-epsilon`` (and ``--claimed-delta``), else None.
 
     A claim is never read from the generator under audit: its own ``claim``
-    attribute (dpmm's adapters) is only named in a note (:func:`_stated_claim_note`).
+    attribute (dpmm's adapters) is only named in a warning (:func:`_stated_claim_note`).
     """
     if config.claimed_epsilon is None:
         return None
@@ -249,13 +250,17 @@ def _claim(config: SyntheticDataConfig) -> Claim | None:
 
 
 def _stated_claim_note(config: SyntheticDataConfig, function: Any) -> tuple[str, ...]:
-    """With no --claimed-epsilon, the ε a generator states for itself, and how to hold the bound against it (never done unasked)."""
-    stated = generator_claim(function) if config.claimed_epsilon is None else None
-    if stated is None:
+    """The (ε, δ) a generator states for itself, named as evidence: with no --claimed-epsilon, with the flags that would test it; else when it differs from yours."""
+    if config.claimed_epsilon is not None:
+        delta = config.delta if config.claimed_delta is None else config.claimed_delta
+        warning = stated_warning(function, "your --generator", user_epsilon=config.claimed_epsilon, user_delta=delta)
+        return () if warning is None else (warning,)
+    stated = stated_claim(function)
+    if stated is None or "epsilon" not in stated:
         return ()
     return (
-        f"no verdict: your --generator states ε = {stated.epsilon:g}, δ = {stated.delta:g} per release ({GENERATOR_CLAIM}), but a claim is "
-        f"yours to give, never read from what is audited: pass --claimed-epsilon {stated.epsilon:g} --claimed-delta {stated.delta:g} to compare",
+        f"no verdict: your --generator states {describe(stated)} per release in its own `claim` attribute, but a claim is "
+        f"yours to give, never read from what is audited: pass --claimed-epsilon {stated['epsilon']:g} --claimed-delta {stated.get('delta', 0.0):g} to compare",
     )
 
 
