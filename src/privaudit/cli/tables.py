@@ -150,6 +150,7 @@ def _lm_one_run(result: Any, output: Path) -> str:
 
 
 def _synthetic_data(result: Any, output: Path) -> str:
+    from ..audits.synthetic_data.kinds import kinds_note
     from ..report.mia import tpr_cell
     from ..report.synthetic_data import dcr_gap_note
     from ..stats.verdict import describe_verdict
@@ -171,7 +172,9 @@ def _synthetic_data(result: Any, output: Path) -> str:
         rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
         rows.insert(2, ["verdict (per release)", describe_verdict(b.verdict)])
     rows.append(["most exposed (DOMIAS)", ", ".join(r.record_id for r in result.most_exposed[:5])])
-    return render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+    note = kinds_note(result.conventions)
+    table = render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+    return table + ("\n" + note if note else "")
 
 
 _TABLES = {

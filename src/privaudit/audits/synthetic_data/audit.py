@@ -27,8 +27,9 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import generator_bound
 from .generation import generate, load_generator, make_canaries, probe_generator
+from .kinds import kind_conventions, with_kinds
 from .marginals import cells_of, marginal_scores
-from .sdmetrics_dcr import sdmetrics_dcr
+from .sdmetrics_dcr import sdmetrics_dcr, sdmetrics_installed
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
 from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, CanaryBound, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
@@ -68,7 +69,9 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
         train, holdout = embedded_tables(config.seed)
     else:
         train = read_table(config.train, "--train", id_col=config.id_col)
-        holdout = check_same_schema(train, read_table(config.holdout, "--holdout", id_col=config.id_col), "--holdout")
+        holdout = read_table(config.holdout, "--holdout", id_col=config.id_col)
+    train = with_kinds(train, config.categorical, config.numeric, "--train")
+    holdout = check_same_schema(train, _kinds(config, holdout, "--holdout"), "--holdout")
     if len(train) < MIN_TRAIN or len(holdout) < MIN_HOLDOUT:
         raise ValueError(f"`--train` must hold >= {MIN_TRAIN} records and `--holdout` >= {MIN_HOLDOUT}, got {len(train)} and {len(holdout)}")
     for ids, name in ((train.ids, "--train"), (holdout.ids, "--holdout")):
@@ -80,14 +83,19 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
 
         raw = read_table(config.synthetic, "--synthetic")
         frame = raw.frame.drop(columns=[config.id_col]) if config.id_col is not None and config.id_col in raw.frame.columns else raw.frame
-        released = check_same_schema(train, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic")
+        released = check_same_schema(train, _kinds(config, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic"), "--synthetic")
     generator = config.generator or (BUILTIN_GENERATOR if config.synthetic is None else None)
     canaries = None
     if config.canary_records is not None:
-        canaries = check_same_schema(train, read_table(config.canary_records, "--canary-records"), "--canary-records")
+        canaries = check_same_schema(train, _kinds(config, read_table(config.canary_records, "--canary-records"), "--canary-records"), "--canary-records")
         if len(canaries) < MIN_CANARIES:
             raise ValueError(f"`--canary-records` must hold >= {MIN_CANARIES} records, got {len(canaries)}")
     return train, holdout, released, generator, canaries
+
+
+def _kinds(config: SyntheticDataConfig, table: Table, name: str) -> Table:
+    """``table`` read with the user's --categorical/--numeric, as --train was (its columns are checked against --train's next)."""
+    return with_kinds(table, config.categorical, config.numeric, name, check_names=False)
 
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
@@ -161,8 +169,12 @@ def run_synthetic_data(
     dcr = dcr_statistics(
         encoder.dcr_arrays(released), encoder.dcr_arrays(train), encoder.dcr_arrays(holdout), num_categories, np.random.default_rng(seeds["dcr"])
     )
-    sdmetrics_baseline, sdmetrics_overfitting = sdmetrics_dcr(train, holdout, released, seed=seeds["dcr"])
-    dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
+    if config.sdmetrics and sdmetrics_installed():
+        report(
+            "sdmetrics' DCR scores", detail=f"its own DCRBaselineProtection and DCROverfittingProtection on {len(released)} rows (--no-sdmetrics skips them)"
+        )
+        sdmetrics_baseline, sdmetrics_overfitting = sdmetrics_dcr(train, holdout, released, seed=seeds["dcr"])
+        dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
     shadow_generated = 0
@@ -309,6 +321,7 @@ def _conventions(
 ) -> tuple[Convention, ...]:
     source = "--synthetic" if config.synthetic is not None else "the generator's output"
     conventions = list(schema_conventions(train, encoder, id_col=config.id_col, reference_fraction=config.reference_fraction, source=source))
+    conventions.extend(kind_conventions(train, config.categorical, config.numeric))
     conventions.append(default("score direction", "higher is member", "each attack's score is built so (density ratio, minus a distance, a probability)"))
     if generator is not None:
         how = (
