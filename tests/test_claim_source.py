@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import mechanisms_reference
 import numpy as np
@@ -132,3 +133,23 @@ def test_no_verdict_claim_anywhere_has_a_source_other_than_the_users_and_no_code
                         sources.append((path.relative_to(SOURCE).as_posix(), ast.unparse(keyword.value)))
     assert readers == ["_core/stated_claims.py"], readers
     assert sources and all(source in ALLOWED_SOURCES for _, source in sources), sources
+
+
+class _CountedCopulaAs(_CopulaAs):
+    calls: ClassVar[list[int]] = []
+
+    def __call__(self, train_df, *, seed, n):
+        type(self).calls.append(len(train_df))
+        return super().__call__(train_df, seed=seed, n=n)
+
+
+counted_mst = _CountedCopulaAs("mst", 1.0)
+
+
+def test_a_dpmm_adapter_is_not_probed_its_fit_costs_the_domain_not_the_rows():
+    """The release is the only call (no 50-row probe first), and the contract convention says why."""
+    _CountedCopulaAs.calls.clear()
+    result = SYNTHETIC.run(SyntheticDataConfig(generator="test_claim_source:counted_mst", num_shadows=0, seed=0)).result
+    assert _CountedCopulaAs.calls == [result.num_train]
+    (contract,) = [c for c in result.conventions if c.name == "generator contract"]
+    assert "no probe: privaudit's dpmm adapter" in contract.evidence
