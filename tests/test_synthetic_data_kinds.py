@@ -82,6 +82,11 @@ def test_integer_codes_are_named_on_the_console_as_numbers_with_the_flag_that_re
     assert {c["name"]: c["kind"] for c in data["schema"]}["rate_marriage"] == "numeric"
     low, high = _brute_share_closer(tables, categorical=False)
     assert low <= data["dcr"]["share_closer_to_training"] <= high
+    # the console shows each attack's TPR at FPR 0 (members above every non-member, counted) beside its TPR at 1% FPR
+    for attack in data["attacks"]:
+        found = round(attack["tpr"][attack["fpr"].index(0.0)] * attack["num_members"])
+        (row,) = [line for line in stdout.splitlines() if f" {attack['attack']}: TPR at FPR 0, at 1% FPR" in line]
+        assert f"{found} of {attack['num_members']} above every non-member" in row
 
 
 def test_categorical_reads_the_codes_as_categories_and_dcr_follows(tables, tmp_path):
