@@ -60,3 +60,22 @@ def test_core_dependencies_are_not_optional():
     core = {_name(requirement) for requirement in _project()["dependencies"]}
     optional = {DISTRIBUTIONS.get(package, package).lower() for package in EXTRAS}
     assert not core & optional, f"core dependencies mapped to an extra: {sorted(core & optional)}"
+
+
+def test_the_dpmm_extra_installs_what_the_report_draws_with():
+    assert "matplotlib" in _installs("dpmm", _project()["optional-dependencies"])
+
+
+def test_an_audit_without_matplotlib_is_refused_before_the_work(tmp_path, monkeypatch, capsys):
+    """The report's figures are drawn after the audit: a missing matplotlib is named, with its extra, before any sampling."""
+    import importlib.util
+
+    from privaudit.cli import main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "matplotlib" else found(name, *args))
+    with pytest.raises(SystemExit) as code:
+        main(["audit", "mechanism", "--epsilon", "1", "--samples", "200", "--pilot-samples", "100", "--output", str(tmp_path / "out"), "--no-history"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code.value.code == 2 and len(lines) == 1 and "pip install 'privaudit[plots]'" in lines[0], lines
+    assert not (tmp_path / "out").exists()

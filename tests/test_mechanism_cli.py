@@ -37,7 +37,19 @@ def test_exit_status_is_0_when_the_claim_stands_and_1_when_it_is_rejected(files,
 
 def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files, tmp_path):
     dataset, _ = files
-    argv = ["audit", "mechanism", "--mechanism", "mechanisms_reference:cli_laplace", "--dataset", dataset, "--output", tmp_path / "out", *SMALL]
+    argv = [
+        "audit",
+        "mechanism",
+        "--mechanism",
+        "mechanisms_reference:cli_laplace",
+        "--dataset",
+        dataset,
+        "--epsilon",
+        "1",
+        "--output",
+        tmp_path / "out",
+        *SMALL,
+    ]
     code, _, stderr = run_cli(argv)
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert code == 0, stderr
@@ -49,7 +61,20 @@ def test_the_neighbour_is_searched_under_the_mechanisms_declared_relation(files,
 
 def test_domain_on_the_command_line_bounds_the_searched_records(files, tmp_path):
     dataset, _ = files
-    argv = ["audit", "mechanism", "--mechanism", "mechanisms_reference:cli_laplace", "--dataset", dataset, "--domain", "-3,4", "--search-steps", "0"]
+    argv = [
+        "audit",
+        "mechanism",
+        "--mechanism",
+        "mechanisms_reference:cli_laplace",
+        "--dataset",
+        dataset,
+        "--epsilon",
+        "1",
+        "--domain",
+        "-3,4",
+        "--search-steps",
+        "0",
+    ]
     code, _, stderr = run_cli([*argv, "--output", tmp_path / "out", *SMALL])
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert code == 0, stderr
@@ -66,12 +91,21 @@ def test_domain_on_the_command_line_bounds_the_searched_records(files, tmp_path)
         ("no_such_module:fn", ["--epsilon", "1"], "`--mechanism` 'no_such_module:fn': cannot import 'no_such_module'"),
         ("mechanisms_reference:wrong_shape", ["--epsilon", "1"], "`--mechanism` must return `size` = 2 outputs along the first axis, got shape (3,)"),
         ("mechanisms_reference:returns_nan", ["--epsilon", "1"], "`--mechanism` must return finite numbers"),
+        (
+            "mechanisms_reference:cli_laplace",
+            [],
+            "`--epsilon` or `--rho` must be given (the claim under test is yours); `--mechanism` mechanisms_reference:cli_laplace states ε = 1, δ = 0",
+        ),
         ("mechanisms_reference:cli_laplace", ["--epsilon", "0"], "`--epsilon` must be > 0, got 0"),
         ("mechanisms_reference:cli_laplace", ["--epsilon", "-1"], "`--epsilon` must be > 0, got -1"),
-        ("mechanisms_reference:cli_laplace", ["--samples", str(10**12)], "needs about"),
+        ("mechanisms_reference:cli_laplace", ["--epsilon", "1", "--samples", str(10**12)], "needs about"),
         ("mechanisms_reference:cli_laplace_half", [], "`--epsilon` or `--rho` must be given"),
-        ("mechanisms_reference:cli_laplace", ["--domain", "1,0"], "`--domain` must be two comma-separated numbers LOW,HIGH with LOW < HIGH, got '1,0'"),
-        ("mechanisms_reference:cli_laplace", ["--domain", "low,5"], "`--domain` must be two comma-separated numbers"),
+        (
+            "mechanisms_reference:cli_laplace",
+            ["--epsilon", "1", "--domain", "1,0"],
+            "`--domain` must be two comma-separated numbers LOW,HIGH with LOW < HIGH, got '1,0'",
+        ),
+        ("mechanisms_reference:cli_laplace", ["--epsilon", "1", "--domain", "low,5"], "`--domain` must be two comma-separated numbers"),
     ],
 )
 def test_bad_input_is_refused_with_one_line_before_any_sampling(mechanism, extra, match, files, tmp_path):

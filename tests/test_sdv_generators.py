@@ -248,3 +248,64 @@ def test_without_sdv_the_command_names_the_sdv_extra_in_one_line_before_any_gene
     argv = ["audit", "synthetic-data", "--train", tmp_path / "train.csv", "--holdout", tmp_path / "holdout.csv", "--shadows", "0"]
     argv += ["--generator", "privaudit.audits.synthetic_data.sdv_generators:ctgan", "--output", tmp_path / "out", "--no-history"]
     assert_refused(argv, tmp_path / "out", "privaudit[sdv]")
+
+
+def _fair_slices(folder, copies: int):
+    """statsmodels' fair with its codes as integers (as users hold it): 150 training and 150 holdout rows, and a release of 150 other rows
+    of which the first ``copies`` are replaced by training rows, verbatim."""
+    pytest.importorskip("statsmodels")
+    from statsmodels.datasets import fair
+
+    codes = ("rate_marriage", "religious", "educ", "occupation", "occupation_husb")
+    frame = fair.load_pandas().data.astype({column: int for column in codes})
+    rows = np.random.default_rng(1).permutation(len(frame))
+    train, holdout, release = (frame.iloc[np.sort(rows[i * 150 : (i + 1) * 150])].reset_index(drop=True) for i in range(3))
+    release.iloc[:copies] = train.iloc[:copies].to_numpy()
+    for name, table in (("train", train), ("holdout", holdout), (f"release-{copies}", release)):
+        table.to_csv(folder / f"{name}.csv", index=False)
+    return codes, train, holdout, release
+
+
+@needs_sdv
+@pytest.mark.parametrize("copies", [0, 120])
+def test_integer_codes_read_as_categories_give_sdmetrics_dcr_verdict(tmp_path, copies):
+    """With --categorical on the codes, privaudit's DCR verdict is the one sdmetrics' own DCR distances give (the same binomial test on its share closer to training)."""
+    from scipy import stats
+
+    codes, train, holdout, release = _fair_slices(tmp_path, copies)
+    metadata = {"columns": {c: {"sdtype": "categorical" if c in codes else "numerical"} for c in train.columns}}
+    argv = [
+        "audit",
+        "synthetic-data",
+        "--train",
+        tmp_path / "train.csv",
+        "--holdout",
+        tmp_path / "holdout.csv",
+        "--synthetic",
+        tmp_path / f"release-{copies}.csv",
+    ]
+    code, _, stderr = run_cli([*argv, "--categorical", ",".join(codes), "--output", tmp_path / "out", "--no-history"])
+    assert code == 0, stderr
+    dcr = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["dcr"]
+    to_train = calculate_dcr(release.astype({c: str for c in codes}), train.astype({c: str for c in codes}), metadata).to_numpy()
+    to_holdout = calculate_dcr(release.astype({c: str for c in codes}), holdout.astype({c: str for c in codes}), metadata).to_numpy()
+    closer = int(np.sum(to_train < to_holdout))
+    sdmetrics_passes = stats.binomtest(closer, len(to_train), 0.5, alternative="greater").pvalue >= 0.05
+    assert dcr["passes"] == sdmetrics_passes and dcr["passes"] == (copies == 0)
+    expected = DCROverfittingProtection.compute(
+        train.astype({c: str for c in codes}), release.astype({c: str for c in codes}), holdout.astype({c: str for c in codes}), metadata, table_name=None
+    )
+    assert dcr["sdmetrics_overfitting_protection"] == pytest.approx(expected, abs=1e-12)
+
+
+@needs_sdv
+def test_no_sdmetrics_skips_sdmetrics_scores(tmp_path):
+    _, *_ = _fair_slices(tmp_path, 0)
+    argv = ["audit", "synthetic-data", "--train", tmp_path / "train.csv", "--holdout", tmp_path / "holdout.csv", "--synthetic", tmp_path / "release-0.csv"]
+    code, stdout, stderr = run_cli([*argv, "--no-sdmetrics", "--output", tmp_path / "skipped", "--no-history"])
+    assert code == 0, stderr
+    dcr = json.loads((tmp_path / "skipped" / "results.json").read_text(encoding="utf-8"))["dcr"]
+    assert dcr["sdmetrics_overfitting_protection"] is None and dcr["sdmetrics_baseline_protection"] is None
+    assert "sdmetrics' DCROverfittingProtection" not in stdout
+    code, stdout, stderr = run_cli([*argv, "--output", tmp_path / "scored", "--no-history"])
+    assert code == 0 and "sdmetrics' DCROverfittingProtection" in stdout, stderr

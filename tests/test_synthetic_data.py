@@ -295,7 +295,7 @@ stating_copula = _StatingCopula()
 
 
 def test_a_generators_own_claim_is_named_but_never_used_as_the_claim(global_seed):
-    """No --claimed-epsilon: no verdict, and a warning naming the generator's stated ε with the flags that compare it; given, it is the claim."""
+    """No --claimed-epsilon: no verdict, and a warning naming the generator's stated ε with the flags that compare it; given, it is the claim, the stated one named beside it."""
     base = SyntheticDataConfig(generator="test_synthetic_data:stating_copula", num_shadows=0, num_canaries=20, seed=global_seed)
     unclaimed = AUDIT.run(base).result
     assert unclaimed.bound is not None and unclaimed.bound.verdict is None
@@ -303,4 +303,5 @@ def test_a_generators_own_claim_is_named_but_never_used_as_the_claim(global_seed
     assert "ε = 0.01, δ = 1e-05" in note and "--claimed-epsilon 0.01 --claimed-delta 1e-05" in note
     claimed = AUDIT.run(dataclasses.replace(base, claimed_epsilon=0.5, claimed_delta=1e-5)).result
     assert claimed.bound.verdict.claim.epsilon == 0.5 and claimed.bound.verdict.claim.source == "user"
-    assert not any("states" in w for w in claimed.sanity_warnings)
+    (named,) = [w for w in claimed.sanity_warnings if "states" in w]
+    assert "ε = 0.01, δ = 1e-05" in named and "yours, ε = 0.5, δ = 1e-05" in named

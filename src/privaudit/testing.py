@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._core.stated_claims import missing_claim
 from ._core.validation import check_choice, check_count, check_positive, check_probability
 from .canaries.gradient import GradientCanary
 from .observation.gradient import collect_gradient_observations
@@ -150,7 +151,9 @@ def assert_mechanism_dp(
     ``mechanism(dataset, size, rng)`` returns ``size`` outputs on one
     dataset (:mod:`privaudit.mechanisms`); ``neighbour`` is searched when
     None (then pass ``relation="add-remove"`` or ``"replace"``). The claim is
-    rejected at ``confidence`` (Bonferroni over every test), so a correct
+    yours: ``epsilon=`` (or ``rho=``) and ``delta=``; without one the check
+    raises, naming what the mechanism states in its own ``claim`` attribute
+    (evidence, never the yardstick). The claim is rejected at ``confidence`` (Bonferroni over every test), so a correct
     mechanism fails with probability at most 1 - confidence. Returns the
     audit's result when the check passes; other ``settings`` are
     :class:`privaudit.audits.mechanism.config.MechanismAuditConfig` fields.
@@ -165,9 +168,16 @@ def assert_mechanism_dp(
     Traceback (most recent call last):
     ...
     AssertionError: privacy claim rejected: ε >= ... at 95% confidence, claimed (0.25, 0)-DP; pair: given: D plus the record (0.0,); 5000 held-out samples per side
+    >>> laplace_count.claim = {"epsilon": 1.0, "delta": 0.0}  # what the mechanism says of itself
+    >>> assert_mechanism_dp(laplace_count, np.zeros(5), np.zeros(6))
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` or `rho` must be given (the claim under test is yours); `mechanism` states ε = 1, δ = 0 in its own `claim` attribute, evidence only: pass epsilon=1, delta=0 to test it
     """
     from .audits.mechanism.audit import audit_mechanism
 
+    if epsilon is None and rho is None:  # the mechanism's own `claim` would vouch for itself
+        raise ValueError(missing_claim(mechanism, "`mechanism`", epsilon_flag="epsilon=", delta_flag="delta=", rho_flag="rho="))
     if dataset is None:  # the audit's own default dataset would be tested instead of the user's: a silent wrong answer
         raise ValueError("`dataset` must be the records your mechanism runs on (an array), got None")
     result = audit_mechanism(

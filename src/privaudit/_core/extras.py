@@ -14,9 +14,10 @@ privaudit._core.extras.MissingExtraError: missing dependency `surely_not_a_packa
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
-__all__ = ["EXTRAS", "MissingExtraError", "missing_extra_message", "require"]
+__all__ = ["EXTRAS", "MissingExtraError", "check_installed", "missing_extra_message", "require"]
 
 # import name -> extra of pyproject.toml that installs it
 EXTRAS: dict[str, str] = {
@@ -68,3 +69,14 @@ def require(package: str, *, purpose: str | None = None) -> ModuleType:
         if message is None:
             message = f"missing dependency `{package}`" + (f" (needed by {purpose})" if purpose else "")
         raise MissingExtraError(message, name=package.split(".")[0]) from error
+
+
+def check_installed(packages: tuple[str, ...], *, purpose: str) -> None:
+    """Raise :class:`MissingExtraError` naming the extra when one of ``packages`` is not installed; nothing is imported (a check before the work).
+
+    >>> check_installed(("importlib",), purpose="a check")
+    """
+    for package in packages:
+        if importlib.util.find_spec(package.split(".")[0]) is None:
+            message = missing_extra_message(package, purpose) or f"missing dependency `{package}` (needed by {purpose})"
+            raise MissingExtraError(message, name=package.split(".")[0])

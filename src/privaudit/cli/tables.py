@@ -149,12 +149,25 @@ def _lm_one_run(result: Any, output: Path) -> str:
     return render_table(f"{title}, results in {output}", ["quantity", "value"], rows)
 
 
+def _above_all(attack: Any) -> str:
+    """The members an attack ranks above every non-member (its TPR at FPR 0), as a count and a rate."""
+    tpr = attack.tpr_at(0.0)
+    if tpr is None:
+        return "n/a"
+    found = int(round(float(tpr) * attack.num_members))
+    return f"{found} of {attack.num_members} above every non-member ({format_value(float(tpr))})"
+
+
 def _synthetic_data(result: Any, output: Path) -> str:
+    from ..audits.synthetic_data.kinds import kinds_note
     from ..report.mia import tpr_cell
     from ..report.synthetic_data import dcr_gap_note
     from ..stats.verdict import describe_verdict
 
-    rows = [[f"{s.attack}: TPR at 1% FPR (AUC)", f"{tpr_cell(s.tpr_at(0.01), 0.01, s.num_non_members)} ({format_value(float(s.auc))})"] for s in result.attacks]
+    rows = [
+        [f"{s.attack}: TPR at FPR 0, at 1% FPR (AUC)", f"{_above_all(s)}; {tpr_cell(s.tpr_at(0.01), 0.01, s.num_non_members)} ({format_value(float(s.auc))})"]
+        for s in result.attacks
+    ]
     rows.append(
         ["DCR holdout test", f"{'passes' if result.dcr.passes else 'fails'} (overfitting protection {format_value(float(result.dcr.overfitting_protection))})"]
     )
@@ -171,7 +184,9 @@ def _synthetic_data(result: Any, output: Path) -> str:
         rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
         rows.insert(2, ["verdict (per release)", describe_verdict(b.verdict)])
     rows.append(["most exposed (DOMIAS)", ", ".join(r.record_id for r in result.most_exposed[:5])])
-    return render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+    note = kinds_note(result.conventions)
+    table = render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+    return table + ("\n" + note if note else "")
 
 
 _TABLES = {

@@ -1,9 +1,12 @@
 """DP libraries' mechanisms in the contract ``fn(dataset, size, rng) -> samples``: thin adapters, imported lazily.
 
-Each adapter returns a mechanism with two attributes the audit reads:
-``neighbouring`` (the relation the library's guarantee is stated under) and
-``claim`` (the (ε, δ) the library gives for these settings, from its own
-privacy map where it has one, so the claim is the library's, not a guess).
+Each adapter returns a mechanism with two attributes: ``neighbouring`` (the
+relation the library's guarantee is stated under, which the pair search
+reads) and ``claim`` (the (ε, δ) the library gives for these settings, from
+its own privacy map where it has one). The claim is evidence, never the
+yardstick: the audit tests the claim you pass (``**mechanism.claim`` tests
+the library's own statement, by your choice) and refuses to run without one
+(:mod:`privaudit._core.stated_claims`).
 
 ================================  ==========================  =======================================
 adapter                           library (extra)             query and noise

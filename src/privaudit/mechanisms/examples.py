@@ -1,7 +1,8 @@
 """Correct mechanisms that ship with privaudit, in the contract ``fn(dataset, size, rng) -> samples``.
 
-They are the default audit's mechanism and examples to copy. Each declares
-its claim (``claim``, read when no ``epsilon`` or ``rho`` is given) and the
+They are the default audit's mechanism and examples to copy. Each states
+its claim (``claim``: evidence, named in a warning and in the refusal when
+no ``epsilon`` or ``rho`` is given, never the claim tested) and the
 neighbouring relation the claim is made under (``neighbouring``, read when
 the neighbour is searched rather than given).
 

@@ -120,23 +120,29 @@ def run_mechanism_audit(config: MechanismAuditConfig, prepared: Prepared, progre
         total_samples=total,
         conventions=prepared.conventions,
     )
-    return _with_verdict(result, claim, config), _figure_data(outcome_test, claim)
+    return _with_verdict(result, claim, prepared.warnings), _figure_data(outcome_test, claim)
 
 
-def _with_verdict(result: MechanismAuditResult, claim: Any, config: MechanismAuditConfig) -> MechanismAuditResult:
-    """The claim's verdict as every family records it (per release, at the claim's δ), and the best ceiling of the tests.
+def _with_verdict(result: MechanismAuditResult, claim: Any, warnings: tuple[str, ...]) -> MechanismAuditResult:
+    """The claim's verdict as every family records it (per release, at the claim's δ), the best ceiling of the tests, the warnings.
 
-    The claim is the user's (``--epsilon``/``--claimed-epsilon``) or the
-    mechanism's own ``claim`` attribute, which the user's code declares.
+    The claim is the user's (``--epsilon``/``--rho`` and ``--delta``); what
+    the mechanism states of itself is only named in ``warnings``.
     """
-    source = "user" if config.epsilon is not None or config.rho is not None else "the mechanism's own `claim` attribute"
-    verdict_claim = VerdictClaim(epsilon=claim.tested_epsilon, delta=claim.delta, quantity="per-release", source=source)
+    verdict_claim = VerdictClaim(epsilon=claim.tested_epsilon, delta=claim.delta, quantity="per-release")
     conversion = f"the ρ = {claim.rho:g} zCDP claim read as (ε, δ)-DP at δ = {claim.delta:g}" if claim.rho is not None else None
     ceilings = [bound_ceiling(test.bound, raise_with="more held-out samples (--samples)") for test in result.tests]
     best = max((item for item in ceilings if item is not None), key=lambda item: item.value, default=None)
     ceiling = None if best is None else dataclasses.replace(best, bound=result.epsilon, at_ceiling=at_ceiling(result.epsilon, best.value))
     return with_verdict(
-        result, bound=result.epsilon, bound_delta=claim.delta, quantity="per-release", claim=verdict_claim, conversion=conversion, ceiling=ceiling
+        result,
+        bound=result.epsilon,
+        bound_delta=claim.delta,
+        quantity="per-release",
+        claim=verdict_claim,
+        conversion=conversion,
+        ceiling=ceiling,
+        warnings=warnings,
     )
 
 
@@ -220,7 +226,7 @@ class MechanismAudit(Audit):
     config_type = MechanismAuditConfig
     result_type = MechanismAuditResult
     default_resource = "mechanism.json"
-    tiny_overrides = {"samples": 500, "pilot_samples": 200, "search_samples": 100}
+    tiny_overrides = {"samples": 500, "pilot_samples": 200, "search_samples": 100, "epsilon": 1.0}
 
     def memory_estimate(self, config: MechanismAuditConfig) -> tuple[int, str]:
         prepare(config)  # refuses a mechanism, dataset, pair or budget before any sampling

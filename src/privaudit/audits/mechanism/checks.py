@@ -2,7 +2,9 @@
 
 :func:`prepare` makes every check that can be made before the audit draws
 its samples, so that bad input is refused (one line, exit status 2) before
-any work: the claim (the config's or the mechanism's ``claim`` attribute),
+any work: the claim (the config's: the user's ``epsilon``/``rho`` and
+``delta``; a mechanism's own ``claim`` attribute is evidence, named in a
+warning, never the yardstick: :mod:`privaudit._core.stated_claims`),
 the neighbouring relation (the given pair's, the config's, or the
 mechanism's ``neighbouring`` attribute), the datasets, the mechanism's
 output on ``PROBE_SIZE`` samples per dataset, and the memory the budget needs.
@@ -17,8 +19,8 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.resources import check_memory
+from ..._core.stated_claims import missing_claim, stated_warning
 from ..._core.validation import as_real_array, check_choice
-from ...mechanisms.claims import Claim
 from ...mechanisms.data import read_dataset
 from ...mechanisms.examples import DEFAULT_DATASET
 from ...mechanisms.neighbours import RELATIONS, check_pair, widened_domain
@@ -44,21 +46,20 @@ class Prepared:
     given_pair: tuple[tuple[float, ...], str] | None
     claim: Any
     conventions: tuple[Convention, ...]
+    warnings: tuple[str, ...] = ()
 
 
-def _claim(config: MechanismAuditConfig, mechanism: Any) -> tuple[Any, Convention]:
-    """The claim under test: the config's, else the mechanism's own ``claim`` attribute (a dict of Claim's fields)."""
-    if config.epsilon is not None or config.rho is not None:
-        claim = config.claim()
-        return claim, explicit("claim", claim.describe(), "`epsilon`/`rho` and `delta` (--epsilon/--rho, --delta)")
-    declared = getattr(mechanism, "claim", None)
-    if isinstance(declared, dict):
-        try:
-            claim = Claim(**declared)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"the `claim` attribute of `--mechanism` must hold epsilon or rho, and delta: {error}") from None
-        return claim, explicit("claim", claim.describe(), f"the `claim` attribute of {config.mechanism}")
-    raise ValueError("`epsilon` or `rho` must be given (the claim under test; the mechanism declares no `claim`), got neither")
+def _claim(config: MechanismAuditConfig, mechanism: Any) -> tuple[Any, Convention, tuple[str, ...]]:
+    """The claim under test: the user's (``epsilon``/``rho`` and ``delta``), and a warning when the mechanism states another of itself.
+
+    The mechanism's own ``claim`` attribute is never the yardstick: without a
+    user's claim the audit is refused, naming what the mechanism states.
+    """
+    if config.epsilon is None and config.rho is None:
+        raise ValueError(missing_claim(mechanism, f"`mechanism` {config.mechanism}", epsilon_flag="`epsilon`", delta_flag="`delta`", rho_flag="`rho`"))
+    claim = config.claim()
+    warning = stated_warning(mechanism, config.mechanism, user_epsilon=claim.epsilon, user_delta=claim.delta, user_rho=claim.rho)
+    return claim, explicit("claim", claim.describe(), "`epsilon`/`rho` and `delta` (--epsilon/--rho, --delta)"), () if warning is None else (warning,)
 
 
 def _relation(config: MechanismAuditConfig, mechanism: Any, given: str | None) -> tuple[str, Convention]:
@@ -107,7 +108,7 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
     if neighbour is not None:
         relation_seen, record, how = check_pair(dataset, neighbour, "--neighbour")
         given_pair = (record, how)
-    claim, stated = _claim(config, mechanism)
+    claim, stated, warnings = _claim(config, mechanism)
     relation, convention = _relation(config, mechanism, relation_seen)
     conventions += [stated, convention]
     low, high, domain = _domain(config, mechanism, dataset)
@@ -115,7 +116,7 @@ def prepare(config: MechanismAuditConfig, *, mechanism: Any = None, dataset: Any
         conventions.append(domain)
     shape = probe(mechanism, dataset, dataset if neighbour is None else neighbour, "--mechanism")
     conventions.append(checked("output shape", str(shape), "probed on both datasets: the same shape, finite numbers"))
-    prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, claim, tuple(conventions))
+    prepared = Prepared(mechanism, dataset, neighbour, relation, shape, low, high, given_pair, claim, tuple(conventions), warnings)
     check_memory(_memory(config, shape), f"`samples` + `pilot_samples` = {config.samples} + {config.pilot_samples} outputs of shape {shape} per side")
     return prepared
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
 from ..._core.seeding import child_seeds
+from ..._core.stated_claims import describe, stated_claim, stated_warning
 from ..._core.usercode import call_user
 from ...runner import WorkerDiedError
 from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
@@ -29,10 +30,11 @@ from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import GENERATOR_CLAIM, generator_bound, generator_claim
+from .bound import generator_bound
 from .generation import generate, load_generator, make_canaries, probe_generator
+from .kinds import kind_conventions, with_kinds
 from .marginals import cells_of, marginal_scores
-from .sdmetrics_dcr import sdmetrics_dcr
+from .sdmetrics_dcr import sdmetrics_dcr, sdmetrics_installed
 from .shadow import shadow_scores
 from .table import Encoder, Table, check_same_schema, read_frame, read_table, schema_conventions
 from .types import ATTACKS, BUILTIN_GENERATOR, HEADLINE_ATTACK, CanaryBound, ExposedRecord, SyntheticAttack, SyntheticDataConfig, SyntheticDataResult
@@ -72,7 +74,9 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
         train, holdout = embedded_tables(config.seed)
     else:
         train = read_table(config.train, "--train", id_col=config.id_col)
-        holdout = check_same_schema(train, read_table(config.holdout, "--holdout", id_col=config.id_col), "--holdout")
+        holdout = read_table(config.holdout, "--holdout", id_col=config.id_col)
+    train = with_kinds(train, config.categorical, config.numeric, "--train")
+    holdout = check_same_schema(train, _kinds(config, holdout, "--holdout"), "--holdout")
     if len(train) < MIN_TRAIN or len(holdout) < MIN_HOLDOUT:
         raise ValueError(f"`--train` must hold >= {MIN_TRAIN} records and `--holdout` >= {MIN_HOLDOUT}, got {len(train)} and {len(holdout)}")
     for ids, name in ((train.ids, "--train"), (holdout.ids, "--holdout")):
@@ -84,14 +88,19 @@ def _inputs(config: SyntheticDataConfig) -> tuple[Table, Table, Table | None, st
 
         raw = read_table(config.synthetic, "--synthetic")
         frame = raw.frame.drop(columns=[config.id_col]) if config.id_col is not None and config.id_col in raw.frame.columns else raw.frame
-        released = check_same_schema(train, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic")
+        released = check_same_schema(train, _kinds(config, read_frame(pd.DataFrame(frame), "--synthetic"), "--synthetic"), "--synthetic")
     generator = config.generator or (BUILTIN_GENERATOR if config.synthetic is None else None)
     canaries = None
     if config.canary_records is not None:
-        canaries = check_same_schema(train, read_table(config.canary_records, "--canary-records"), "--canary-records")
+        canaries = check_same_schema(train, _kinds(config, read_table(config.canary_records, "--canary-records"), "--canary-records"), "--canary-records")
         if len(canaries) < MIN_CANARIES:
             raise ValueError(f"`--canary-records` must hold >= {MIN_CANARIES} records, got {len(canaries)}")
     return train, holdout, released, generator, canaries
+
+
+def _kinds(config: SyntheticDataConfig, table: Table, name: str) -> Table:
+    """``table`` read with the user's --categorical/--numeric, as --train was (its columns are checked against --train's next)."""
+    return with_kinds(table, config.categorical, config.numeric, name, check_names=False)
 
 
 def _summary(name: str, scores: np.ndarray, member: np.ndarray, confidence: float) -> SyntheticAttack:
@@ -132,8 +141,9 @@ def run_synthetic_data(
         function = load_generator(generator)
         if config.num_canaries or user_canaries is not None:
             _claim(config)  # a claim the bound cannot be held against is refused before any generation
-        report("probing your generator", detail="one call on at most 50 training rows")
-        probe_generator(function, train, seed=seeds["probe"])
+        if getattr(function, "known_contract", None) is None:  # privaudit's own adapters keep the contract; their fits cost the domain, not the rows
+            report("probing your generator", detail="one call on at most 50 training rows")
+            probe_generator(function, train, seed=seeds["probe"])
     n = config.num_synthetic or len(train)
     if released is None:
         assert function is not None
@@ -165,8 +175,12 @@ def run_synthetic_data(
     dcr = dcr_statistics(
         encoder.dcr_arrays(released), encoder.dcr_arrays(train), encoder.dcr_arrays(holdout), num_categories, np.random.default_rng(seeds["dcr"])
     )
-    sdmetrics_baseline, sdmetrics_overfitting = sdmetrics_dcr(train, holdout, released, seed=seeds["dcr"])
-    dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
+    if config.sdmetrics and sdmetrics_installed():
+        report(
+            "sdmetrics' DCR scores", detail=f"its own DCRBaselineProtection and DCROverfittingProtection on {len(released)} rows (--no-sdmetrics skips them)"
+        )
+        sdmetrics_baseline, sdmetrics_overfitting = sdmetrics_dcr(train, holdout, released, seed=seeds["dcr"])
+        dcr = dataclasses.replace(dcr, sdmetrics_baseline_protection=sdmetrics_baseline, sdmetrics_overfitting_protection=sdmetrics_overfitting)
     shadow_rows: np.ndarray = np.zeros(0, dtype=np.int64)
     shadow_values = np.zeros(0)
     shadow_generated, resume_note = 0, ""
@@ -257,7 +271,7 @@ def _claim(config: SyntheticDataConfig) -> Claim | None:
     """The claim the bound is held against: the user's ``--claimed-epsilon`` (and ``--claimed-delta``), else None.
 
     A claim is never read from the generator under audit: its own ``claim``
-    attribute (dpmm's adapters) is only named in a note (:func:`_stated_claim_note`).
+    attribute (dpmm's adapters) is only named in a warning (:func:`_stated_claim_note`).
     """
     if config.claimed_epsilon is None:
         return None
@@ -268,13 +282,17 @@ def _claim(config: SyntheticDataConfig) -> Claim | None:
 
 
 def _stated_claim_note(config: SyntheticDataConfig, function: Any) -> tuple[str, ...]:
-    """With no --claimed-epsilon, the ε a generator states for itself, and how to hold the bound against it (never done unasked)."""
-    stated = generator_claim(function) if config.claimed_epsilon is None else None
-    if stated is None:
+    """The (ε, δ) a generator states for itself, named as evidence: with no --claimed-epsilon, with the flags that would test it; else when it differs from yours."""
+    if config.claimed_epsilon is not None:
+        delta = config.delta if config.claimed_delta is None else config.claimed_delta
+        warning = stated_warning(function, "your --generator", user_epsilon=config.claimed_epsilon, user_delta=delta)
+        return () if warning is None else (warning,)
+    stated = stated_claim(function)
+    if stated is None or "epsilon" not in stated:
         return ()
     return (
-        f"no verdict: your --generator states ε = {stated.epsilon:g}, δ = {stated.delta:g} per release ({GENERATOR_CLAIM}), but a claim is "
-        f"yours to give, never read from what is audited: pass --claimed-epsilon {stated.epsilon:g} --claimed-delta {stated.delta:g} to compare",
+        f"no verdict: your --generator states {describe(stated)} per release in its own `claim` attribute, but a claim is "
+        f"yours to give, never read from what is audited: pass --claimed-epsilon {stated['epsilon']:g} --claimed-delta {stated.get('delta', 0.0):g} to compare",
     )
 
 
@@ -323,6 +341,7 @@ def _conventions(
 ) -> tuple[Convention, ...]:
     source = "--synthetic" if config.synthetic is not None else "the generator's output"
     conventions = list(schema_conventions(train, encoder, id_col=config.id_col, reference_fraction=config.reference_fraction, source=source))
+    conventions.extend(kind_conventions(train, config.categorical, config.numeric))
     conventions.append(default("score direction", "higher is member", "each attack's score is built so (density ratio, minus a distance, a probability)"))
     if generator is not None:
         how = (
@@ -331,11 +350,12 @@ def _conventions(
             else default("generator", generator, "the embedded default's built-in Gaussian copula")
         )
         conventions.append(how)
+        known = getattr(function, "known_contract", None)
         conventions.append(
             checked(
                 "generator contract",
                 "fn(train_df, *, seed, n) -> a table of train_df's columns and kinds, n rows",
-                "one probe call on <= 50 rows, then every call",
+                "one probe call on <= 50 rows, then every call" if known is None else f"every call (no probe: {known})",
             )
         )
         own = getattr(function, "conventions", None)  # what the generator decided on the table itself (SDV's detected sdtypes)

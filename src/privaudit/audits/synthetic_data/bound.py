@@ -27,9 +27,7 @@ from .generation import generate
 from .table import Encoder, Table, read_frame
 from .types import CanaryBound
 
-__all__ = ["GENERATOR_CLAIM", "SIGNAL", "canary_bound", "canary_scores", "generator_bound", "generator_claim"]
-
-GENERATOR_CLAIM = "the --generator's own `claim` attribute (its ε and δ)"
+__all__ = ["SIGNAL", "canary_bound", "canary_scores", "generator_bound"]
 
 SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on the training table and every canary, before the coins)"
 
@@ -53,17 +51,6 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
         coins_seed=coins_seed,
         signal=SIGNAL,
     )
-
-
-def generator_claim(function: Any) -> Claim | None:
-    """The per-release claim a generator declares in its ``claim`` attribute (a dict of ``epsilon`` and ``delta``, as dpmm's adapters have); None without one."""
-    declared = getattr(function, "claim", None)
-    if not isinstance(declared, dict):
-        return None
-    try:
-        return Claim(float(declared["epsilon"]), float(declared.get("delta", 0.0)), quantity="per-release", source=GENERATOR_CLAIM)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"the `claim` attribute of `--generator` must hold epsilon and delta: {error}") from None
 
 
 def generator_bound(

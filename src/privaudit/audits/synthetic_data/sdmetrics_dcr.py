@@ -17,7 +17,12 @@ from typing import Any
 
 from .table import Table
 
-__all__ = ["sdmetrics_dcr", "sdmetrics_metadata"]
+__all__ = ["sdmetrics_dcr", "sdmetrics_installed", "sdmetrics_metadata"]
+
+
+def sdmetrics_installed() -> bool:
+    """Whether sdmetrics can be imported here (the ``sdv`` extra)."""
+    return importlib.util.find_spec("sdmetrics") is not None
 
 
 def sdmetrics_metadata(table: Table) -> dict[str, Any]:
@@ -39,7 +44,7 @@ def sdmetrics_dcr(train: Table, holdout: Table, released: Table, *, seed: int) -
     the global generator): a subclass fixes ``_seed`` to ``seed``, so the
     same seed gives the same score.
     """
-    if importlib.util.find_spec("sdmetrics") is None:
+    if not sdmetrics_installed():
         return None, None
     from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection  # optional (the sdv extra)
 

@@ -70,8 +70,18 @@ class SyntheticDataConfig:
     confidence: float = 0.95
     num_vulnerable: int = 10
     seed: int = 0
+    categorical: tuple[str, ...] = ()  # columns read as categories whatever their dtype (integer codes)
+    numeric: tuple[str, ...] = ()  # columns read as numbers (text holding numbers)
+    sdmetrics: bool = True  # sdmetrics' own two DCR scores beside privaudit's, where sdmetrics is installed
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "categorical", tuple(self.categorical))
+        object.__setattr__(self, "numeric", tuple(self.numeric))
+        both = sorted(set(self.categorical) & set(self.numeric))
+        if both:
+            raise ValueError(f"`categorical` and `numeric` both name {both}: a column is read one way")
+        if not isinstance(self.sdmetrics, bool):
+            raise ValueError(f"`sdmetrics` must be true or false, got {self.sdmetrics!r}")
         if self.synthetic is not None and self.generator is not None:
             raise ValueError("`--synthetic` and `--generator` exclude each other: audit the released table (no-box) or retrain your generator, not both")
         if self.generator is not None:

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..._core.extras import check_installed
 from ..._core.files import check_output_apart, check_output_dir
 from ..._core.imports import directory_last
 from ..._core.resources import check_memory
@@ -139,6 +140,7 @@ def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict
     if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
         directory_last()  # a module of the current directory is found, after every installed one: never in its place
     check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
+    check_installed(("matplotlib",), purpose="the report's figures, drawn after the audit")  # refused before the work, not after it
     record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"], output)
     with progress_bars() as progress:
         if audit.checkpointed:  # finished pieces are kept under the output and resumed on a rerun

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .flags import Flag, _import_path, backend_flags, delta_flag, path_flag
+from .flags import Flag, _import_path, _names, backend_flags, delta_flag, path_flag
 
 __all__ = ["FLAGS"]
+
+
+def _off(given: bool) -> bool:
+    """``--no-sdmetrics`` given: the config's ``sdmetrics`` is false."""
+    return not given
+
 
 FLAGS: tuple[Flag, ...] = (
     path_flag("--train", "Your real training table (.csv or .parquet): categorical string and numeric columns, missing values allowed.", "train"),
@@ -25,6 +31,20 @@ FLAGS: tuple[Flag, ...] = (
         Optional[str],
         "A column of --train and --holdout holding each record's id (any text; not a feature, never given to the generator).",
         config="id_col",
+    ),
+    Flag(
+        "--categorical",
+        Optional[str],
+        "Columns read as categories whatever their dtype, comma-separated (integer codes: a party id 0-6, an income bracket 1-24).",
+        config="categorical",
+        parse=_names,
+    ),
+    Flag(
+        "--numeric",
+        Optional[str],
+        "Columns read as numbers, comma-separated (whole numbers with few values are numbers unless --categorical).",
+        config="numeric",
+        parse=_names,
     ),
     Flag("--num-synthetic", Optional[int], "Rows your generator makes (>= 10; default: as many as --train).", config="num_synthetic"),
     Flag(
@@ -54,5 +74,12 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--claimed-delta", Optional[float], "The δ of your generator's claim (default: --delta); the bound's --delta must be >= it.", config="claimed_delta"),
     delta_flag("δ of the bound, in (0, 1) (default 1e-5)."),
+    Flag(
+        "--no-sdmetrics",
+        bool,
+        "Skip sdmetrics' own two DCR scores (computed beside privaudit's where sdmetrics is installed; slow on large tables).",
+        config="sdmetrics",
+        parse=_off,
+    ),
     *backend_flags(": where the shadow generators run"),
 )
