@@ -163,7 +163,10 @@ def history_path(path=None, *, enabled: bool = True) -> Path | None:
         path = os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_PATH
         if str(path).strip().lower() in _OFF:
             return None
-    return Path(path).expanduser()
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # '~nouser/...': no such user, or no home directory to expand
+        raise ValueError(f"`--history` {printable(repr(str(path)))}: cannot expand its '~' (no such user or no home directory)") from None
 
 
 def check_label(value, name: str) -> str | None:

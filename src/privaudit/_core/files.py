@@ -29,6 +29,7 @@ __all__ = [
     "check_own_file",
     "check_output_dir",
     "check_output_file",
+    "not_a_file",
     "read_json",
     "read_text_limited",
     "remove_stale_staging",
@@ -50,6 +51,26 @@ _WRITTEN = ("results.json", "report.html", "provenance.json")
 def _shown(path: StrPath) -> str:
     """A path quoted for a message: whole (the file name matters), control characters escaped."""
     return printable(repr(str(path)))
+
+
+def not_a_file(path: StrPath) -> str:
+    """Why ``path``, which is not a regular file, cannot be read: "is a directory", "is a FIFO (named pipe), not a file", ... or "file not found".
+
+    >>> not_a_file(tempfile.mkdtemp()), not_a_file("/no/such/file")
+    ('is a directory, not a file', 'file not found')
+    """
+    import stat
+
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        if path.is_symlink():
+            return "is a symlink that leads nowhere (a loop or a missing target)"
+        return "file not found" if isinstance(error, FileNotFoundError) else f"cannot be opened: {error.strerror or error}"
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"))
+    kind = next((text for test, text in kinds if test(mode)), "a block device" if stat.S_ISBLK(mode) else "not a regular file")
+    return f"is {kind}, not a file" if not kind.startswith("not") else f"is {kind}"
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -98,13 +119,55 @@ def check_output_dir(path: StrPath | None, name: str = "--output") -> Path:
     if path is None or not str(path).strip():
         raise ValueError(f"`{name}` must be a directory path, got {describe_value(path)}")
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise ValueError(f"`{name}` {_shown(path)} is a symlink that leads nowhere (a loop or a missing target); give a real directory")
     if path.exists() and not path.is_dir():
         raise ValueError(f"`{name}` must be a directory, got the file {_shown(path)}")
     _check_location(path, name, "a directory")
-    for written in _WRITTEN:  # a folder where a command writes its file would fail the write after the work
-        if (path / written).is_dir():
-            raise ValueError(f"`{name}` holds a folder named {written!r} where the command writes that file; remove it or choose another {name}")
+    if path.is_dir():
+        _check_replaced_files(path, name)
     return path
+
+
+def _written_here(entry: str) -> bool:
+    """Whether a command may write a file named ``entry`` at the top of its output directory (results, report, figures)."""
+    return entry in _WRITTEN or entry.lower().endswith(".png")
+
+
+def _from_a_run(path: Path) -> bool:
+    """Whether ``path`` is the results.json of a privaudit run: a JSON object carrying ``schema_version`` (so the folder is a run's)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
+            return False
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "schema_version" in data and "audit" in data
+
+
+def _check_replaced_files(path: Path, name: str) -> None:
+    """Refuse, before the work, an output folder whose entries the run would replace or fail to replace.
+
+    A folder (or a symlink, a FIFO) named like a file the command writes would
+    fail its move after the work; the user's own report.html or roc.png,
+    in a folder that holds no results.json of a previous run, would be replaced.
+    """
+    try:
+        entries = sorted(os.scandir(path), key=lambda entry: entry.name)
+    except OSError as error:
+        raise ValueError(f"`{name}`: cannot list {_shown(path)}: {error.strerror or error}") from None
+    for entry in entries:
+        if _written_here(entry.name) and not entry.is_file(follow_symlinks=False):
+            kind = "folder" if entry.is_dir(follow_symlinks=False) else "symlink" if entry.is_symlink() else "special file"
+            raise ValueError(
+                f"`{name}` holds a {kind} named {printable(repr(entry.name))} where the command writes that file; remove it or choose another {name}"
+            )
+    theirs = [entry.name for entry in entries if _written_here(entry.name)]
+    if theirs and not _from_a_run(path / "results.json"):
+        raise ValueError(
+            f"`{name}` {_shown(path)} holds {printable(', '.join(theirs[:5]))}{' …' if len(theirs) > 5 else ''} but no results.json of a "
+            f"privaudit run: the run would replace them; choose another {name} or move them"
+        )
 
 
 def check_output_file(path: StrPath | None, name: str = "--output") -> Path:
@@ -306,6 +369,10 @@ def staged_output(output: StrPath) -> Iterator[Path]:
         lock_fd = _hold_lock(scratch / _LOCK)
         yield scratch
         final.mkdir(exist_ok=True)
+        for item in scratch.iterdir():  # every move checked before the first: a folder in the way must not cost the old files
+            target = final / item.name
+            if item.name != _LOCK and target.is_dir() and not target.is_symlink() and not item.is_dir():
+                raise ValueError(f"`--output` holds a folder named {printable(repr(item.name))} where the command writes that file; remove it")
         for item in scratch.iterdir():
             if item.name != _LOCK:
                 item.replace(final / item.name)
@@ -352,8 +419,7 @@ def read_text_limited(path: StrPath, name: str, *, max_bytes: int = MAX_JSON_BYT
     path = Path(path)
     shown = _shown(path)
     if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
-        raise ValueError(f"`{name}`: cannot read {shown}: {reason}")
+        raise ValueError(f"`{name}`: cannot read {shown}: {not_a_file(path)}")
     try:
         with open(path, "rb") as file:
             raw = file.read(max_bytes + 1)

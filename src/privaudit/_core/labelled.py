@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .conventions import Convention, checked, explicit
+from .files import not_a_file
 from .messages import describe_value
 from .readers import MAX_TEXT_BYTES, read_npz
 
@@ -74,6 +75,7 @@ class _Table:
     lines: list[int]
     positions: tuple[int, ...] = ()  # each column's index in the file (empty: as listed), so messages count columns as the user does
     width: int = 0  # the file's number of columns (0: as listed)
+    respelled: dict[int, tuple[str, str]] = dataclasses.field(default_factory=dict)  # file column -> two spellings of one number ('01', '1')
 
     def where(self, index: int) -> str:
         """ "'diagnosis' (column 5 of 10)": a column named as in the file, counted among all of its columns."""
@@ -86,7 +88,11 @@ class _Table:
         keep = [index for index in range(len(self.columns)) if index not in drop]
         positions = tuple(self.positions[index] if self.positions else index for index in keep)
         header = None if self.header is None else [self.header[index] for index in keep]
-        return _Table(header, [self.columns[index] for index in keep], self.lines, positions, self.width or len(self.columns))
+        return _Table(header, [self.columns[index] for index in keep], self.lines, positions, self.width or len(self.columns), self.respelled)
+
+    def position(self, index: int) -> int:
+        """The file's index of column ``index``."""
+        return self.positions[index] if self.positions else index
 
     def text(self) -> set[int]:
         return {index for index, column in enumerate(self.columns) if column.dtype == object}
@@ -145,7 +151,16 @@ def _read_csv_table(path: Path, name: str, text_cols: tuple[str, ...] = ()) -> _
     lines = [line for line, _ in rows]
     as_text = [header is not None and header[index] in text_cols for index in range(width)]
     columns = [_typed_column([row[index] for _, row in rows], lines, header, index, width, path, name, as_text[index]) for index in range(width)]
-    return _Table(header, columns, lines)
+    respelled = {}
+    for index, column in enumerate(columns):  # '01' and '1' are one number but may be two classes to the user: never merged silently
+        if column.dtype != object:
+            spellings: dict[float, str] = {}
+            for (_, row), value in zip(rows, column):
+                first = spellings.setdefault(float(value), row[index].strip().strip('"'))
+                if first != row[index].strip().strip('"'):
+                    respelled[index] = (first, row[index].strip().strip('"'))
+                    break
+    return _Table(header, columns, lines, respelled=respelled)
 
 
 def _read_parquet_table(path: Path, name: str, text_cols: tuple[str, ...] = ()) -> _Table:
@@ -344,7 +359,7 @@ def read_labelled(
     if suffix not in LABELLED_SUFFIXES:
         raise ValueError(f"`{name}` must be a .npz, .csv or .parquet file, got {str(path)!r}")
     if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
+        reason = not_a_file(path)
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
     feature_names: tuple[str, ...] | None = None
     classes: tuple[str, ...] = ()
@@ -361,6 +376,12 @@ def read_labelled(
         if not table.columns:
             raise ValueError(f"`{name}` must hold features and a label column besides {describe_value(list(other_cols))} in {str(path)!r}")
         column, label = _decide_label(table, path, name, label_col)
+        if table.position(column) in table.respelled:
+            first, other = table.respelled[table.position(column)]
+            raise ValueError(
+                f"`{name}` label column {table.where(column)} writes one number two ways ({describe_value(first)} and {describe_value(other)}) "
+                f"in {str(path)!r}: are they one class or two? Write each class one way"
+            )
         y, label, classes = _labels(table.columns[column], label)
         features = table.without({column})
         if features.header is not None and features.columns:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MAX_ECHO", "describe_value", "has_control_characters", "printable"]
+__all__ = ["MAX_ECHO", "describe_value", "error_line", "has_control_characters", "printable"]
 
 MAX_ECHO = 80
 
@@ -66,3 +66,18 @@ def printable(text: Any) -> str:
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _UNPRINTABLE.sub(escape, text)  # lone surrogates too: a UTF-8 terminal cannot encode them
+
+
+def error_line(text: Any) -> str:
+    """``text`` as one terminal-safe line: whitespace runs (newlines included) made one space, control and bidi characters escaped.
+
+    Every ``error: ...`` line the command line prints goes through it, so a
+    CSV header or a file name holding ``ESC[2J`` or U+202E cannot repaint
+    or reorder the user's terminal.
+
+    >>> error_line("`--data` has no column 'a\\x1b[2Jb'\\n  (line 2)")
+    "`--data` has no column 'a\\\\x1b[2Jb' (line 2)"
+    >>> error_line("column 'abc\\u202etxt.exe'")
+    "column 'abc\\\\u202etxt.exe'"
+    """
+    return printable(" ".join(str(text).split()))

@@ -31,6 +31,7 @@ from typing import IO
 
 import numpy as np
 
+from .files import not_a_file
 from .messages import describe_value, printable
 from .validation import as_scores
 
@@ -118,7 +119,7 @@ def read_npz(path: str | os.PathLike[str], name: str, keys: tuple[str, ...]) -> 
     """
     path = Path(path)
     if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
+        reason = not_a_file(path)
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
     arrays = {}
     try:
@@ -216,7 +217,7 @@ def read_numbers(path: str | os.PathLike[str], name: str) -> np.ndarray:
     """
     path = Path(path)
     if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
+        reason = not_a_file(path)
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
     try:
         if path.suffix.lower() == ".npy":
@@ -254,7 +255,7 @@ def read_csv_rows(path: str | Path, name: str) -> tuple[list[str], list[list[str
 
     path = Path(path)
     if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "file not found"
+        reason = not_a_file(path)
         raise ValueError(f"`{name}`: cannot read {str(path)!r}: {reason}")
     if path.stat().st_size > MAX_TEXT_BYTES:
         raise ValueError(f"`{name}`: {str(path)!r} is larger than {MAX_TEXT_BYTES} bytes")

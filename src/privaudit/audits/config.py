@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 
 from .._core.extras import require
 from .._core.files import read_json, read_text_limited
+from .._core.messages import printable
 from .._core.results import to_plain
 
 __all__ = ["config_from_dict", "config_to_dict", "default_config", "config_text", "load_config", "parse_config_text", "read_config_values", "with_overrides"]
@@ -53,6 +55,7 @@ _EXPECTED = {
     "finite_number": "a finite number",
 }
 _MAX_ECHO = 80
+MAX_YAML_BYTES = 2**20  # PyYAML reads about 1 MB a second; a config is a few hundred bytes
 
 
 def _echo(value: Any) -> str:
@@ -162,7 +165,59 @@ def _plain_yaml_loader(yaml: Any, source: str, name: str) -> Any:
                 )
             return super().compose_node(parent, index)
 
+        def construct_document(self, node: Any) -> Any:
+            _check_yaml_nodes(yaml, node, source, name)
+            return super().construct_document(node)
+
     return PlainLoader
+
+
+# plain scalars that YAML 1.1 reads as something other than what a reader of YAML 1.2 (or JSON) sees
+_YAML11_INT = re.compile(r"^[-+]?(0[0-7_]+|0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*(:[0-5]?[0-9])+|[0-9]+_[0-9_]*)$")
+_YAML11_FLOAT = re.compile(r"^[-+]?([0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|[0-9]*_[0-9_]*\.[0-9_]*)$")
+_YAML_BOOLEANS = {"true", "false"}
+
+
+def _check_yaml_nodes(yaml: Any, root: Any, source: str, name: str) -> None:
+    """Refuse a duplicate key (naming its path) and the YAML 1.1 readings that differ from YAML 1.2's.
+
+    ``1:30`` (sexagesimal 90), ``010`` (octal 8), ``0x10`` (16), ``1_000``
+    and ``yes``/``on``/``off`` are read by PyYAML as numbers and booleans
+    that the text does not say; privaudit asks for them quoted or written
+    plainly. Iterative, so a deep document cannot overflow the stack.
+    """
+    stack = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        where = f"key {printable(repr(path))}" if path else "the top level"
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is not None and key in seen:
+                    raise ValueError(
+                        f"`{name}`: {source!r} gives {where} the key {printable(repr(key))} twice (lines {seen[key]} and "
+                        f"{key_node.start_mark.line + 1}); keep one"
+                    )
+                if key is not None:
+                    seen[key] = key_node.start_mark.line + 1
+                stack.append((value_node, f"{path}.{key}" if path else str(key)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}.{index}") for index, item in enumerate(node.value))
+        elif isinstance(node, yaml.ScalarNode) and node.style is None:
+            text, tag = node.value, node.tag.rsplit(":", 1)[-1]
+            ambiguous = (
+                (tag == "int" and _YAML11_INT.match(text))
+                or (tag == "float" and _YAML11_FLOAT.match(text))
+                or (tag == "bool" and text.lower() not in _YAML_BOOLEANS)
+            )
+            if ambiguous:
+                kind = "a boolean" if tag == "bool" else "a number"
+                raise ValueError(
+                    f"`{name}`: {source!r} line {line}, {where}: {printable(repr(text))} is read by YAML 1.1 as {kind} the text does not say "
+                    "(sexagesimal, octal, hexadecimal, underscores or yes/no/on/off); quote it, or write the number in decimal or true/false"
+                )
 
 
 def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
@@ -185,8 +240,8 @@ def parse_config_text(text: str, source: str, name: str = "--config") -> Any:
 
 def read_config_values(path: Any, name: str = "--config") -> Any:
     """The plain values of a JSON or YAML config file, before any check (for merging with command-line flags)."""
-    if str(path).lower().endswith((".yaml", ".yml")):
-        return parse_config_text(read_text_limited(path, name), str(path), name)
+    if str(path).lower().endswith((".yaml", ".yml")):  # a config is a few lines: the limit comes before PyYAML's slow parser
+        return parse_config_text(read_text_limited(path, name, max_bytes=MAX_YAML_BYTES), str(path), name)
     return read_json(path, name)
 
 

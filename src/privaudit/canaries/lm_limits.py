@@ -34,7 +34,7 @@ def model_sizes(directory) -> tuple[int | None, int | None]:
     """(context length, hidden size) from a save_pretrained directory's ``config.json``; None where it does not say."""
     try:
         config = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # refused, naming the option, when the directory is checked before loading
         return None, None
 
     def first(keys: tuple[str, ...]) -> int | None:

@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 import privaudit
 
 from .._core.extras import MissingExtraError, missing_extra_message
+from .._core.messages import error_line
 
 __all__ = ["CommandInterrupted", "app", "audit_app", "interruptible"]
 
@@ -83,18 +84,18 @@ class OneLineErrors(TyperGroup):
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[misc]
         except CommandInterrupted as error:  # Ctrl-C: the runner stopped its workers and kept every finished run
-            typer.echo(f"interrupted: {error}", err=True)
+            typer.echo(f"interrupted: {error_line(error)}", err=True)
             sys.exit(130)
         except ValueError as error:
             if verbose:  # the traceback of the user's code (or of privaudit) behind the one line
                 traceback.print_exception(error, file=sys.stderr)
-            typer.echo(f"error: {' '.join(str(error).split())}", err=True)
+            typer.echo(f"error: {error_line(error)}", err=True)
             sys.exit(2)
         except ImportError as error:
             line = _missing_extra_line(error)
             if line is None:
                 raise
-            typer.echo(f"error: {line}", err=True)
+            typer.echo(f"error: {error_line(line)}", err=True)
             sys.exit(2)
         except typer.Abort:
             typer.echo("error: aborted", err=True)
@@ -108,7 +109,7 @@ class OneLineErrors(TyperGroup):
                 if usage.format_message().strip():  # empty when rich already printed the help
                     typer.echo(usage.format_message(), err=True)
             else:
-                typer.echo(f"error: {line}", err=True)
+                typer.echo(f"error: {error_line(line)}", err=True)
             sys.exit(usage.exit_code)
         if code == 130:  # typer's silent exit for a Ctrl-C that no command turned into CommandInterrupted
             typer.echo("interrupted: the command stopped before it finished; run it again", err=True)

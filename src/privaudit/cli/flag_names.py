@@ -41,9 +41,10 @@ def flag_text(message: str, flags: tuple[Flag, ...], keys_in_file: set[str] = fr
     '`--canaries` must be in [20, 170], got 300'
     """
     for flag in flags:
-        if flag.config and flag.config not in keys_in_file:
+        key = flag.config or flag.run  # a key of the config, or an argument of the audit's run
+        if key and key not in keys_in_file:
             flagged = f"`{flag.option}`"
-            message = message.replace(f"`{flag.config}`", flagged)
+            message = message.replace(f"`{key} ({flag.option})`", flagged).replace(f"`{key}`", flagged)
             # "`--label-col` (`label_col`)" and "--label-col (config `label_col`)" already name the flag once
             for twice in (f"{flagged} ({flagged})", f"{flag.option} (config {flagged})", f"{flag.option} ({flagged})"):
                 message = message.replace(twice, flagged if twice.startswith("`") else flag.option)

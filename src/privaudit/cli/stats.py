@@ -84,7 +84,14 @@ def exposure(
             raise ValueError(f"`--insertions` must be an integer >= 1, got {insertions}")
         counts = [insertions] * canary_losses.size
     reference_losses = read_numbers(references, "--references")
-    named = flags_for(confidence="--confidence", insertions="--insertions" if insertions is not None else "--insertions-col", reference_losses="--references")
+    named = flags_for(
+        confidence="--confidence",
+        insertions="--insertions" if insertions is not None else "--insertions-col",
+        reference_losses="--references",
+        canary_losses="--canaries",
+        claimed_epsilon="--claimed-epsilon",
+        claimed_delta="--claimed-delta",
+    )
     run = _run_and_write(
         "the training",
         named,
@@ -293,6 +300,8 @@ def bound(
         quantity="--quantity",
         claim_sampling_rate="--claim-sampling-rate",
         claim_steps="--claim-steps",
+        claimed_epsilon="--claimed-epsilon",
+        claimed_delta="--claimed-delta",
         sampling_prob="--sampling-prob",
         num_steps="--steps",
         in_scores=typed,

@@ -34,6 +34,7 @@ import numpy as np
 from .._core.conventions import Convention, checked, explicit
 from .._core.extras import require
 from .._core.imports import check_not_shadowed
+from .._core.messages import describe_value
 from .._core.usercode import call_user, raised_by_user
 from .._core.validation import check_choice
 from .device import seeded_torch
@@ -41,6 +42,7 @@ from .model_files import (
     HF_LOAD_OPTIONS,
     SAVE_ADVICE,
     check_hf_directory,
+    check_safetensors,
     check_weights_present,
     existing_file,
     is_safetensors,
@@ -230,7 +232,11 @@ def _state_dict(path: Path) -> dict:
     torch = require("torch", purpose="loading PyTorch weights")
     if is_safetensors(path):
         safetensors_torch = require("safetensors.torch", purpose="loading safetensors weights")
-        return safetensors_torch.load_file(str(path))
+        check_safetensors(path, "weights")  # a forged header (a 4 TB tensor) refused before anything is allocated
+        try:
+            return safetensors_torch.load_file(str(path))
+        except Exception as error:  # noqa: BLE001 - safetensors' own error type for a damaged file
+            raise ValueError(f"{str(path)!r} is not readable safetensors: {describe_value(str(error))}") from None
     if not any(name.endswith("data.pkl") for name in zip_names(path)):
         raise not_of_kind(path, "torch weights", "safetensors, or a state dict saved with torch.save")
     try:
@@ -336,7 +342,10 @@ def _load_skops(path, trusted) -> LoadedModel:
     if "schema.json" not in zip_names(path):
         raise not_of_kind(path, "skops", f"skops.io.dump writes a zip archive with schema.json; {SAVE_ADVICE['skops']}")
     allowed = TRUSTED_SKOPS_TYPES + tuple(trusted)
-    untrusted = skops_io.get_untrusted_types(file=str(path))
+    try:
+        untrusted = skops_io.get_untrusted_types(file=str(path))
+    except Exception as error:  # noqa: BLE001 - skops raises many types for a damaged archive or schema
+        raise ValueError(f"{str(path)!r} is not a readable skops file ({type(error).__name__}: {describe_value(str(error))}); {SAVE_ADVICE['skops']}") from None
     refused = [name for name in untrusted if not any(name == rule or (rule.endswith(".") and name.startswith(rule)) for rule in allowed)]
     if refused:
         shown = " ".join(f"--trusted {name}" for name in refused[:5])
@@ -344,7 +353,10 @@ def _load_skops(path, trusted) -> LoadedModel:
             f"{str(path)!r} holds types outside the trusted list: {', '.join(refused[:5])}; if you trust the file, allow them with "
             f"{shown} on the command line (trusted=[...] in load_model)"
         )
-    model = skops_io.load(str(path), trusted=list(untrusted))
+    try:
+        model = skops_io.load(str(path), trusted=list(untrusted))
+    except Exception as error:  # noqa: BLE001 - a schema that lists types but does not rebuild them
+        raise ValueError(f"{str(path)!r} is not a readable skops file ({type(error).__name__}: {describe_value(str(error))}); {SAVE_ADVICE['skops']}") from None
     if not hasattr(model, "predict_proba"):
         raise ValueError(f"the model in {str(path)!r} must have predict_proba, got {type(model).__name__}")
     convention = checked("output kind", "probabilities", f"scikit-learn's predict_proba API ({type(model).__name__}.predict_proba) returns probabilities")

@@ -25,6 +25,7 @@ __all__ = [
     "SAVE_ADVICE",
     "WEIGHT_PATTERNS",
     "check_hf_directory",
+    "check_safetensors",
     "check_weights_present",
     "existing_file",
     "is_pickle",
@@ -39,7 +40,15 @@ __all__ = [
 HF_LOAD_OPTIONS = {"local_files_only": True, "trust_remote_code": False}
 # the keys by which a save_pretrained directory asks for its own code (peft's `auto_mapping` names an installed library's class: no code of the directory's)
 _CODE_KEYS = ("auto_map", "custom_pipelines")
-_CONFIG_FILES = ("config.json", "tokenizer_config.json", "adapter_config.json", "preprocessor_config.json", "processor_config.json")
+_CONFIG_FILES = (
+    "config.json",
+    "tokenizer_config.json",
+    "adapter_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "generation_config.json",
+    "special_tokens_map.json",
+)
 _PICKLE_SUFFIXES = (".bin", ".pkl", ".pt", ".pth", ".ckpt", ".pickle")
 
 
@@ -145,10 +154,7 @@ def check_hf_directory(directory, option: str) -> Path:
         path = directory / name
         if not path.is_file():
             continue
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ValueError(f"`{option}`: {str(path)!r} is not readable JSON: {error}") from None
+        config = _read_config(path, option)
         found = [key for key in _CODE_KEYS if isinstance(config, dict) and config.get(key)]
         if found:
             raise ValueError(
@@ -161,4 +167,94 @@ def check_hf_directory(directory, option: str) -> Path:
                 f"`{option}`: {str(item)!r} is a pickle file (torch.save), which can run code when loaded, and privaudit never unpickles; "
                 f"it accepts safetensors weights: {SAVE_ADVICE['huggingface']}"
             )
+        if item.is_file() and item.suffix == ".safetensors":
+            check_safetensors(item, option)
     return directory
+
+
+#: the deepest a model's JSON config may nest (transformers' configs nest 2 or 3 levels: a text_config in a model config)
+MAX_CONFIG_DEPTH = 16
+_MAX_CONFIG_BYTES = 64 * 2**20
+_MAX_HEADER_BYTES = 100 * 2**20  # safetensors' own limit on its JSON header
+_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2, "U32": 4, "I32": 4, "F32": 4}
+_DTYPE_BYTES.update({"U64": 8, "I64": 8, "F64": 8})
+
+
+def _depth(value: object) -> int:
+    """How deep ``value`` nests (iterative: a hostile depth cannot overflow the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _read_config(path: Path, option: str) -> object:
+    """A model directory's JSON file, bounded in size and depth; a one-line ValueError naming ``option`` otherwise."""
+    if path.stat().st_size > _MAX_CONFIG_BYTES:
+        raise ValueError(f"`{option}`: {str(path)!r} is larger than {_MAX_CONFIG_BYTES} bytes")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError(f"`{option}`: {str(path)!r} is nested too deeply to read") from None
+    except (OSError, ValueError) as error:
+        raise ValueError(f"`{option}`: {str(path)!r} is not readable JSON: {error}") from None
+    if _depth(config) > MAX_CONFIG_DEPTH:
+        raise ValueError(f"`{option}`: {str(path)!r} nests more than {MAX_CONFIG_DEPTH} levels deep; a model config nests two or three")
+    if isinstance(config, dict) and "text_config" in config:
+        text_config = config["text_config"]
+        if text_config is not None and not isinstance(text_config, dict) or isinstance(text_config, dict) and "text_config" in text_config:
+            raise ValueError(f"`{option}`: {str(path)!r} has a `text_config` that is not one plain object of settings (got it nested or of another type)")
+    return config
+
+
+def check_safetensors(path: Path, option: str) -> None:
+    """Refuse, before safetensors or torch allocates anything, a ``.safetensors`` file whose header does not fit the file.
+
+    A pickle under that name, a header length beyond the file (2^63), and a
+    tensor declared larger than the bytes the file holds (4 TB) are each a
+    one-line ValueError naming ``option``.
+
+    >>> import tempfile, os, struct
+    >>> file = Path(tempfile.mkdtemp()) / "model.safetensors"
+    >>> _ = file.write_bytes(struct.pack("<Q", 2**63) + b"{}")
+    >>> check_safetensors(file, "--model")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--model`: '...model.safetensors' declares a header of 9223372036854775808 bytes but the file holds 10 bytes (truncated or forged)
+    """
+    size = path.stat().st_size
+    if is_pickle(path):
+        raise ValueError(f"`{option}`: {str(path)!r} is a pickle file under a .safetensors name; privaudit never unpickles: {SAVE_ADVICE['huggingface']}")
+    head = read_head(path, 8)
+    if len(head) < 8:
+        raise ValueError(f"`{option}`: {str(path)!r} is too short to be safetensors ({size} bytes)")
+    (length,) = struct.unpack("<Q", head)
+    if length > min(size - 8, _MAX_HEADER_BYTES):
+        raise ValueError(f"`{option}`: {str(path)!r} declares a header of {length} bytes but the file holds {size} bytes (truncated or forged)")
+    with open(path, "rb") as handle:
+        handle.seek(8)
+        raw = handle.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise ValueError(f"`{option}`: {str(path)!r} does not start with a safetensors header (8 bytes of length, then JSON)") from None
+    available = size - 8 - length
+    for name, entry in header.items() if isinstance(header, dict) else ():
+        if name == "__metadata__":
+            continue
+        try:
+            begin, end = (int(offset) for offset in entry["data_offsets"])
+            count = 1
+            for extent in entry["shape"]:
+                count *= int(extent)
+            needed = count * _DTYPE_BYTES.get(str(entry["dtype"]), 1)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"`{option}`: {str(path)!r} has a malformed entry for tensor {name[:80]!r} in its header") from None
+        if not 0 <= begin <= end <= available or needed > available:
+            raise ValueError(
+                f"`{option}`: {str(path)!r} declares tensor {name[:80]!r} of {max(needed, end - begin)} bytes but holds {available} bytes of data "
+                "(truncated or forged)"
+            )

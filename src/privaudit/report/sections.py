@@ -136,8 +136,8 @@ def typed_result(result_type, data: dict):
         if all(problem["type"] in tolerated for problem in problems):
             return None  # a partial or older results file: the family's section reads what it has
         problem = next(problem for problem in problems if problem["type"] not in tolerated)
-        where = ".".join(str(part) for part in problem["loc"])
-        raise ValueError(f"`run`: results field `{where}`: {problem['msg']}") from None
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem["loc"]).lstrip(".")  # conventions[8].value
+        raise ValueError(f"`run`: its results.json holds a wrong value at `{where}`: {problem['msg']}") from None
 
 
 def headline_of(data: dict):

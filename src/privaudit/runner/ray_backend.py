@@ -8,12 +8,38 @@ from typing import Any
 from .._core.extras import require
 from .local import call_task
 
-__all__ = ["require_ray", "run_ray"]
+__all__ = ["check_address", "require_ray", "run_ray"]
 
 
 def require_ray():
     """Import Ray lazily, with an actionable error when it is missing."""
     return require("ray", purpose="the 'ray' backend")
+
+
+def check_address(address: str | None, name: str = "--address", *, timeout: float = 3.0) -> None:
+    """Refuse, within ``timeout`` seconds, a ``host:port`` (or ``ray://host:port``) where nothing accepts a connection.
+
+    Ray itself retries an unreachable cluster for minutes before it fails;
+    ``auto``, ``local`` and addresses without a port are left to Ray.
+
+    >>> check_address("127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--address` '127.0.0.1:1': nothing accepts a connection there (...); start the Ray cluster or check the address
+    """
+    import socket
+
+    if address is None:
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return
+    except (OSError, ValueError, OverflowError) as error:
+        reason = f"no answer within {timeout:g} s" if isinstance(error, TimeoutError) else (getattr(error, "strerror", None) or str(error))
+        raise ValueError(f"`{name}` {address!r}: nothing accepts a connection there ({reason}); start the Ray cluster or check the address") from None
 
 
 def run_ray(

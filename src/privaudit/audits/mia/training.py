@@ -115,6 +115,9 @@ def load_pool(dataset: str, data: str | None, label_col: str | None, columns: tu
     the label; they need ``data``.
     """
     if data is not None:
+        for option, column in (("--id-col", id_col), ("--members-col", columns[-1] if len(columns) > (1 if id_col else 0) else None)):
+            if column is not None and column == label_col:
+                raise ValueError(f"`--label-col` and `{option}` both name the column {column!r} of `--data`: a column is the label or {option[2:]}, not both")
         read = read_labelled(data, "--data", label_col=label_col, other_cols=columns, text_cols=(id_col,) if id_col else ())
         classes = np.unique(read.y)
         if classes.size < 2:  # no model learns anything to attack: a wrong --label-col (an id or a constant column) most likely

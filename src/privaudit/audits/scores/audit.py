@@ -233,6 +233,14 @@ def direction_warning(result: ScoresResult, options: tuple[str, str] = ("directi
     )
 
 
+def _reason(error: ValueError) -> str:
+    """The accountant's reason, without its own argument names (``noise_multiplier``, ``sampling_prob``, ``num_steps``)."""
+    text = str(error)
+    for internal in ("`noise_multiplier`", "`sampling_prob`", "`num_steps`", "`--sampling-prob`", "`--steps`"):
+        text = text.replace(internal, "")
+    return text[text.index("needs") :] if "needs" in text else text
+
+
 def _scores_claim(
     claimed_epsilon: float | None, claimed_delta: float | None, quantity: str | None, rate: float | None, steps: int | None, *, delta: float
 ) -> tuple[Claim | None, str | None]:
@@ -241,6 +249,12 @@ def _scores_claim(
     if quantity is not None:
         check_choice(quantity, "quantity", QUANTITIES)
     if claimed_epsilon is None:
+        ignored = [option for option, value in (("--quantity", quantity), ("--claim-sampling-rate", rate), ("--claim-steps", steps)) if value is not None]
+        if ignored:  # a claim's details without the claim would be dropped without a word
+            raise ValueError(
+                f"`{'`, `'.join(ignored)}` {'describe' if len(ignored) > 1 else 'describes'} a claim: give `--claimed-epsilon` with "
+                f"{'them' if len(ignored) > 1 else 'it'}, or leave {'them' if len(ignored) > 1 else 'it'} out"
+            )
         return None, None
     if quantity is None:
         raise ValueError(
@@ -249,6 +263,8 @@ def _scores_claim(
         )
     claim = claim_of(claimed_epsilon, claimed_delta, delta=delta)
     assert claim is not None
+    if quantity == "end-to-end" and (rate is not None or steps is not None):
+        raise ValueError("`--claim-sampling-rate` and `--claim-steps` convert a claim to one step: they go with `--quantity per-step`, not end-to-end")
     if quantity == "end-to-end":
         return claim, None
     if quantity != "per-step" or rate is None or steps is None:
@@ -264,7 +280,13 @@ def _scores_claim(
     if rate > 1.0:
         raise ValueError(f"`--claim-sampling-rate` must be in (0, 1], got {rate:g}")
     steps = check_count(steps, "claim_steps", minimum=1)
-    step = per_step_claim(claim, sampling_rate=rate, num_steps=steps, canary_rate=1.0, delta=delta)
+    try:
+        step = per_step_claim(claim, sampling_rate=rate, num_steps=steps, canary_rate=1.0, delta=delta)
+    except ValueError as error:  # the accountant names its own arguments (noise_multiplier, --steps); the user typed the claim's flags
+        raise ValueError(
+            f"`--claimed-epsilon` {claimed_epsilon:g} with `--claim-sampling-rate` {rate:g} and `--claim-steps` {steps} cannot be converted to one step: "
+            f"{_reason(error)}"
+        ) from None
     return step, conversion_text(claim, step, sampling_rate=rate, num_steps=steps, canary_rate=1.0)
 
 

@@ -19,6 +19,7 @@ missing-indicator column) and is at distance 1 from any number in DCR.
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,15 @@ from typing import Any
 import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
+from ..._core.messages import describe_value, printable
 from .types import ColumnSchema
 
 __all__ = ["MISSING", "Encoder", "Table", "check_same_schema", "read_frame", "read_table", "schema_conventions"]
 
 MISSING = "<missing>"  # the category a missing categorical value becomes
 SUFFIXES = (".csv", ".parquet")
+MAX_TABLE_BYTES = 256 * 2**20
+MAX_COLUMNS = 1000
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -50,16 +54,46 @@ def read_table(path: Any, name: str, *, id_col: str | None = None) -> Table:
     """The ``.csv`` or ``.parquet`` table at ``path``; a ValueError naming the option ``name`` when it cannot be read."""
     import pandas as pd  # optional (the parquet extra): only this family reads tables
 
+    from ..._core.files import not_a_file
+
     path = Path(path)
     if not str(path).lower().endswith(SUFFIXES):
         raise ValueError(f"`{name}` must be a .csv or .parquet file, got {str(path)!r}")
     if not path.is_file():
-        raise ValueError(f"`{name}` {str(path)!r} does not exist")
+        raise ValueError(f"`{name}` {printable(repr(str(path)))} {not_a_file(path)}")
+    if path.stat().st_size > MAX_TABLE_BYTES:
+        raise ValueError(f"`{name}` {printable(repr(str(path)))} is larger than {MAX_TABLE_BYTES} bytes")
     try:
-        frame = pd.read_parquet(path) if str(path).lower().endswith(".parquet") else pd.read_csv(path)
+        if str(path).lower().endswith(".parquet"):
+            frame = pd.read_parquet(path)
+        else:  # an id column read as text, as written: never via float ("45.0", 2^53 + 1 == 2^53)
+            frame = pd.read_csv(path, dtype=None if id_col is None else {unicodedata.normalize("NFC", id_col): str}, keep_default_na=True)
     except Exception as error:  # pandas raises many types for a malformed file
-        raise ValueError(f"`{name}` {str(path)!r} cannot be read as a table: {error}") from None
+        raise ValueError(f"`{name}` {printable(repr(str(path)))} cannot be read as a table: {describe_value(str(error))}") from None
+    if len(frame) == 0:  # said of this file, before another table's schema is compared with its columns of no kind
+        raise ValueError(f"`{name}` {printable(repr(str(path)))} has a header but no records")
     return read_frame(frame, name, id_col=id_col)
+
+
+def _check_cells(frame: Any, name: str) -> None:
+    """Refuse a column holding lists, dicts or arrays (a nested parquet), or an infinity: a record's cell is one finite number or one category."""
+    for column in frame.columns:
+        if _kind(frame[column]) == "numeric":
+            infinite = np.isinf(frame[column].to_numpy(dtype=np.float64, na_value=np.nan))
+            if infinite.any():
+                row = int(np.flatnonzero(infinite)[0])
+                raise ValueError(
+                    f"`{name}` column {printable(repr(column))} holds an infinity in data row {row + 1}: a number must be finite "
+                    "(leave the cell empty for a missing value)"
+                )
+        if frame[column].dtype == object:
+            nested = frame[column].map(lambda value: isinstance(value, (list, tuple, dict, set, np.ndarray))).to_numpy()
+            if nested.any():
+                row = int(np.flatnonzero(nested)[0])
+                raise ValueError(
+                    f"`{name}` column {printable(repr(column))} holds nested values ({type(frame[column].iloc[row]).__name__} in row {row + 1}); "
+                    "each cell must be one number or one category"
+                )
 
 
 def read_frame(frame: Any, name: str, *, id_col: str | None = None) -> Table:
@@ -69,16 +103,27 @@ def read_frame(frame: Any, name: str, *, id_col: str | None = None) -> Table:
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"`{name}` must be a table (a pandas DataFrame), got {type(frame).__name__}")
     frame = frame.copy()
-    if any(not isinstance(column, str) for column in frame.columns) or len(set(frame.columns)) != len(frame.columns):
-        raise ValueError(f"`{name}` must have unique string column names, got {list(frame.columns)!r}")
+    if any(not isinstance(column, str) for column in frame.columns):
+        raise ValueError(f"`{name}` must have unique string column names, got {describe_value(list(frame.columns))}")
+    frame.columns = [unicodedata.normalize("NFC", column) for column in frame.columns]  # 'café' typed or decomposed is one column
+    if len(set(frame.columns)) != len(frame.columns):
+        raise ValueError(f"`{name}` must have unique string column names, got {describe_value(list(frame.columns))}")
+    if frame.shape[1] > MAX_COLUMNS:
+        raise ValueError(f"`{name}` has {frame.shape[1]} columns; the audit takes at most {MAX_COLUMNS} (its marginal attack scores every pair of columns)")
     if id_col is not None:
+        id_col = unicodedata.normalize("NFC", id_col)
         if id_col not in frame.columns:
-            raise ValueError(f"`--id-col` {id_col!r} is not a column of `{name}` (columns: {', '.join(frame.columns)})")
-        ids = frame.pop(id_col).astype(str).to_numpy()
+            raise ValueError(f"`--id-col` {printable(repr(id_col))} is not a column of `{name}` (columns: {printable(', '.join(frame.columns))})")
+        column = frame.pop(id_col)
+        if column.isna().any():
+            row = int(np.flatnonzero(column.isna().to_numpy())[0])
+            raise ValueError(f"`--id-col` {printable(repr(id_col))} of `{name}` has an empty cell in data row {row + 1}: every record needs its id")
+        ids = np.array([value if isinstance(value, str) else str(value) for value in column], dtype=object).astype(str)
     else:
         ids = np.array([str(i) for i in range(len(frame))])
     if frame.shape[1] == 0:
         raise ValueError(f"`{name}` has no columns besides its id")
+    _check_cells(frame, name)
     schema = tuple(
         ColumnSchema(
             column,

@@ -39,6 +39,10 @@ BUILTIN_GENERATOR = "privaudit.audits.synthetic_data.generators:gaussian_copula"
 # no reported figure uses (docs/guide-synthetic-data.md), never per dataset
 ATTACKS = ("robust-dcr", "domias", "domias-kde", "marginals", "dcr", "shadow")
 HEADLINE_ATTACK = "robust-dcr"
+# limits checked before any work: a count of 10^12 is a typo, not a plan (7 TiB of canary rows, shadow runs that never end)
+MAX_SHADOWS = 1000
+MAX_CANARIES = 100_000
+MAX_SYNTHETIC_ROWS = 10_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +101,11 @@ class SyntheticDataConfig:
         if self.num_canaries and self.canary_records is not None:
             raise ValueError("`--canaries` and `--canary-records` exclude each other: privaudit's outliers, or your own records")
         if self.num_synthetic is not None:
+            if self.synthetic is not None:
+                raise ValueError("`--num-synthetic` sets how many rows `--generator` makes; `--synthetic` is a released table whose rows are given")
             check_count(self.num_synthetic, "num_synthetic (--num-synthetic)", minimum=10)
+            if self.num_synthetic > MAX_SYNTHETIC_ROWS:
+                raise ValueError(f"`num_synthetic` (--num-synthetic) must be at most {MAX_SYNTHETIC_ROWS:,}, got {self.num_synthetic:,}")
         fraction = check_fraction(self.reference_fraction, "reference_fraction (--reference-fraction)")
         if not 0.0 < fraction < 1.0:
             raise ValueError(f"`reference_fraction` (--reference-fraction) must be in (0, 1), got {fraction:g}")
@@ -109,17 +117,27 @@ class SyntheticDataConfig:
             or self.num_shadows < 0
         ):
             raise ValueError(f"`num_shadows` (--shadows) must be 0 or an even integer >= 4, got {self.num_shadows!r}")
+        if self.num_shadows > MAX_SHADOWS:  # each is a generator trained on the pool: refused before the first, not after days
+            raise ValueError(f"`num_shadows` (--shadows) must be at most {MAX_SHADOWS}, got {self.num_shadows:,}")
         check_count(self.num_shadow_targets, "num_shadow_targets (--shadow-targets)", minimum=2)
         canaries = check_count(self.num_canaries, "num_canaries (--canaries)")
         if 0 < canaries < 10:
             raise ValueError(f"`num_canaries` (--canaries) must be 0 or >= 10, got {canaries}")
+        if canaries > MAX_CANARIES:  # a row each in every release: refused before anything is allocated
+            raise ValueError(f"`num_canaries` (--canaries) must be at most {MAX_CANARIES:,}, got {canaries:,}")
         if self.claimed_epsilon is not None:
             check_positive(self.claimed_epsilon, "claimed_epsilon (--claimed-epsilon)")
+            if not canaries and self.canary_records is None:  # without canaries there is no bound, so nothing to compare the claim with
+                raise ValueError(
+                    "`--claimed-epsilon` is compared with the ε lower bound, which needs `--canaries` (with `--generator`) or `--canary-records`; "
+                    "without them there is no bound and no verdict"
+                )
         check_probability(self.delta, "delta (--delta)")
         if self.claimed_delta is not None:
             if self.claimed_epsilon is None:
                 raise ValueError("`--claimed-delta` needs `--claimed-epsilon`")
-            check_probability(self.claimed_delta, "claimed_delta (--claimed-delta)")
+            if isinstance(self.claimed_delta, bool) or not isinstance(self.claimed_delta, (int, float)) or not 0.0 <= self.claimed_delta < 1.0:
+                raise ValueError(f"`claimed_delta` (--claimed-delta) must be in [0, 1), got {self.claimed_delta!r}")  # 0: a pure-ε claim
             if self.delta < self.claimed_delta:
                 raise ValueError(f"`--delta` ({self.delta:g}) must be >= `--claimed-delta` ({self.claimed_delta:g}): the claim says nothing at a smaller δ")
         check_probability(self.confidence, "confidence")

@@ -139,6 +139,10 @@ def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict
     check_output_apart(output, given)  # never written over the user's data, model or config
     if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
         directory_last()  # a module of the current directory is found, after every installed one: never in its place
+    if run_options.get("address") and run_options.get("backend") == "ray":  # Ray retries an unreachable cluster for minutes: say so within seconds
+        from ...runner.ray_backend import check_address
+
+        check_address(run_options["address"])
     check_memory(*audit.memory_estimate(config))  # refused up front, with the estimate
     check_installed(("matplotlib",), purpose="the report's figures, drawn after the audit")  # refused before the work, not after it
     record = history_recorder(options["history"], options["no_history"], options["model_id"], options["release"], output)
