@@ -199,9 +199,18 @@ def _pmf_deltas(pmf: Any, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _other_side_masses(probs: NDArray[np.float64], losses: NDArray[np.float64]) -> NDArray[np.float64]:
-    """p e^-ℓ as sign(p) exp(log|p| - ℓ): a tiny mass at a very negative loss cannot overflow (FFT leaves tiny negative p)."""
-    with np.errstate(divide="ignore"):
-        return np.asarray(np.sign(probs) * np.exp(np.log(np.abs(probs)) - losses))
+    """p e^-ℓ as sign(p) exp(log|p| - ℓ), within [-1, 1]: the other side's mass is a probability.
+
+    FFT leaves noise of about 1e-16 in every p, also where the true p is below
+    e^ℓ; at a very negative loss that noise times e^-ℓ would overflow. Only
+    those noise terms exceed 1 in size, and only sums over losses below the ε
+    asked for include them.
+
+    >>> _other_side_masses(np.array([5e-16, -1e-18, 0.25]), np.array([-802.0, -900.0, 0.0])).tolist()
+    [1.0, -1.0, 0.25]
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.asarray(np.clip(np.sign(probs) * np.exp(np.log(np.abs(probs)) - losses), -1.0, 1.0))
 
 
 def deltas_for_epsilons(pld: Any, epsilons: Any) -> NDArray[np.float64]:
