@@ -34,7 +34,10 @@ What the numbers are, all at ``confidence`` and ``delta``:
   observations (:func:`privaudit.stats.one_run_gaussian.epsilon_one_run_gaussian`),
   exact when canaries are in every step (the observations are then Gaussian),
   asymptotic and labelled so otherwise;
-* ``bound`` (the headline): :func:`privaudit.one_run_lower_bound` over the
+* ``bound`` (the headline): white box with ``methods`` unset, the
+  order-statistics test against the claim's own DP-SGD family, compared
+  like for like (:mod:`.family`); otherwise
+  :func:`privaudit.one_run_lower_bound` over the
   methods fixed in advance (``methods``, default every method whose bound is
   exact here), Bonferroni-corrected over all their tests. Each side-by-side
   figure is valid alone; only ``bound`` may be read as the best of them.
