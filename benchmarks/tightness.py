@@ -236,11 +236,12 @@ def mechanism_rows(seeds: int, budgets: dict[str, dict], only: str | None = None
     return rows
 
 
-def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
-    """DP-SGD white box end to end: the one-run audit's headline ÷ the accountant's ε, as benchmarks/one_run_dpsgd.py runs it."""
+def dpsgd_rows(seeds: int, epsilons: tuple[float, ...], canaries: int | None = None) -> list[dict]:
+    """DP-SGD white box end to end: the one-run audit's headline ÷ the accountant's ε, as benchmarks/one_run_dpsgd.py runs it (``canaries``: m, default the audit's)."""
     from privaudit.audits.one_run.audit import AUDIT, run_one_run_audit
 
     base = AUDIT.default_config()
+    base = base if canaries is None else dataclasses.replace(base, num_canaries=canaries)
     rows = []
     for epsilon in epsilons:
         sigma = privaudit.gaussian_noise_multiplier(epsilon, 1e-5, sampling_prob=base.sampling_rate, num_steps=base.num_steps)
@@ -253,7 +254,12 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...]) -> list[dict]:
             "case": f"DP-SGD white box end to end (one run), digits MLP, ε = {epsilon:g}",
             "truth": epsilon,
             "truth_how": "the accountant (an upper bound)",
-            "default": {"ratio": _summary(ratios), "seconds_per_run": (time.perf_counter() - started) / seeds, "canaries": base.num_canaries},
+            "default": {
+                "ratio": _summary(ratios),
+                "seconds_per_run": (time.perf_counter() - started) / seeds,
+                "canaries": base.num_canaries,
+                "headline": f"{result.bound.method}: {result.bound.refuted or result.bound.family}",
+            },
             "10x": {"not_measured": "10× the canaries (m = 10,000) is not run: each run would take 10× longer on 2 cores"},
         }
         print(f"{row['case']}: bound ÷ ε mean {row['default']['ratio']['mean']:.3f}", flush=True)
@@ -493,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", default=None, help="only the mechanism, mia and dpmm rows whose name contains this text")
     parser.add_argument("--dpmm-seeds", type=int, default=None, help="seeds per dpmm row (default: --heavy-seeds)")
     parser.add_argument("--epsilons", default="1,4,8", help="DP-SGD rows: the claimed ε, comma-separated")
+    parser.add_argument("--dpsgd-canaries", type=int, default=None, help="DP-SGD rows: white-box canaries per run (default: the one-run audit's 1,000)")
     parser.add_argument("--update", action="store_true", help="keep the rows of --output that this run does not measure")
     parser.add_argument("--output", type=Path, default=RESULTS / "tightness.json")
     args = parser.parse_args(argv)
@@ -509,13 +516,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only must name mechanisms, dpsgd, mia, lm or dpmm, got {args.only!r}")
     if args.seeds < 1 or args.heavy_seeds < 1 or (args.dpmm_seeds is not None and args.dpmm_seeds < 1):
         parser.error(f"--seeds, --heavy-seeds and --dpmm-seeds must be >= 1, got {args.seeds}, {args.heavy_seeds} and {args.dpmm_seeds}")
+    if args.dpsgd_canaries is not None and args.dpsgd_canaries < 4:
+        parser.error(f"--dpsgd-canaries must be at least 4, got {args.dpsgd_canaries}")
     seeds = 2 if args.quick else args.seeds
     started = time.perf_counter()
     rows: list[dict] = []
     if "mechanisms" in families:
         rows += mechanism_rows(seeds, {"default": DEFAULT_BUDGET} if args.quick else {label: budgets[label] for label in chosen}, args.case)
     if "dpsgd" in families and not args.quick:
-        rows += dpsgd_rows(args.heavy_seeds, epsilons)
+        rows += dpsgd_rows(args.heavy_seeds, epsilons, args.dpsgd_canaries)
     if "mia" in families and not args.quick:
         rows += mia_rows(args.heavy_seeds, 300, args.case)
     if "dpmm" in families and not args.quick:

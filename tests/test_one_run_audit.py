@@ -45,7 +45,7 @@ def test_tiny_config_runs_and_reports_every_bound_side_by_side(tiny_run):
     result = tiny_run.result
     assert isinstance(result, OneRunAuditResult) and result.config == AUDIT.tiny_config()
     assert set(result.side_by_side()) == {"steinke", "fdp_gdp", "gaussian", "headline"}  # full batch: no PLD family
-    assert result.bound.methods == ("steinke", "fdp", "gaussian") and result.gaussian.exact and result.gaussian.kind == "lower bound"
+    assert result.bound.methods == ("order-statistics",) and result.gaussian.exact and result.gaussian.kind == "lower bound"
     assert result.num_canaries == 100 == len(result.observations) == len(result.included)
     assert result.claimed_epsilon == pytest.approx(float(gdp_epsilon(np.sqrt(3) / result.config.noise_multiplier, 1e-5)), rel=1e-3)
     assert result.headline().value == result.bound.epsilon and result.headline().label.startswith("end-to-end")
@@ -186,3 +186,57 @@ def test_report_holds_the_bounds_against_the_users_claim_not_the_accountants(tin
     assert details["accountant's ε for the settings (evidence)"] == result.claimed_epsilon
     assert _claim_lines(claimed) == {"claim_label": "accountant's ε of the settings", "user_claim": pytest.approx(result.claimed_epsilon / 3)}
     assert details["test accuracy"] == result.test_accuracy
+
+
+def test_white_box_headline_tests_the_runs_own_dpsgd_family_like_for_like(tiny_run):
+    """Canaries in every step: T steps at noise σ are (√T/σ)-GDP; the null refuted is named and the claim is compared in that family."""
+    from privaudit.stats.families import GaussianDP
+
+    result, config = tiny_run.result, tiny_run.result.config
+    mu = np.sqrt(config.num_steps) / config.noise_multiplier
+    assert result.bound.method == "order-statistics" and result.bound.family == "gdp" and result.bound.parameter_name == "mu"
+    assert result.bound.refuted == "nothing refuted" or result.bound.refuted.startswith("not mu-GDP with mu <= ")  # tiny run: little signal
+    assert result.bound.num_tests == 1 and result.ceiling is not None and result.ceiling.value == result.bound.ceiling
+    verdict = result.claim_verdict
+    assert verdict is not None and verdict.conversion.startswith("the claim as DP-SGD: noise sigma >= ")
+    assert verdict.claim.epsilon == GaussianDP(config.delta).epsilon(mu)  # the claim's own curve, by the same code as the bound
+    assert verdict.claim.epsilon == pytest.approx(result.canary_epsilon, rel=1e-3)  # = the accountant's ε (exact GDP)
+    assert verdict.flagged == (result.bound.parameter is not None and result.bound.parameter > mu) and "one test" in result.headline().label
+
+
+def _family_headline(config: OneRunAuditConfig, mu: float, *, seed: int = 0, m: int = 400, accountant: float | None = None):
+    """The family test on simulated white-box sums: canaries exactly mu-GDP (in: mean mu, out: mean 0, unit noise)."""
+    from privaudit.audits.one_run.audit import _family_test
+
+    rng = np.random.default_rng(seed)
+    included = rng.random(m) < 0.5
+    return _family_test(config, mu * included + rng.normal(size=m), included, accountant)
+
+
+def test_a_users_claim_far_below_the_truth_is_refuted_in_its_family():
+    """The claim's own guess count can be powerless (a tiny claim at few canaries); half the canaries is then used and the claim falls."""
+    from privaudit.stats.conversions import gdp_epsilon
+    from privaudit.stats.verdict import compare
+
+    config = OneRunAuditConfig(num_steps=10, noise_multiplier=1.0, claimed_epsilon=1.0)  # truth: sqrt(10)-GDP, ε ≈ 17.9
+    bound, claim, conversion = _family_headline(config, np.sqrt(10.0))
+    assert "the least noise meeting ε = 1" in conversion and claim.source == "user" and claim.epsilon == pytest.approx(1.0, abs=0.01)
+    assert bound.num_tests == 1 and 1.0 < bound.epsilon <= gdp_epsilon(np.sqrt(10.0), 1e-5)
+    assert compare(bound.epsilon, bound_delta=1e-5, quantity="end-to-end", claim=claim).flagged
+
+
+def test_a_true_claim_is_not_refuted_in_its_family():
+    """privaudit's own run: the claim is the noise that ran (sqrt(10)-GDP), and the data are exactly that: refuted about 1 time in 20."""
+    from privaudit.stats.conversions import gdp_epsilon
+
+    config, claim_mu = OneRunAuditConfig(num_steps=10, noise_multiplier=1.0), np.sqrt(10.0)
+    runs = [_family_headline(config, claim_mu, seed=seed, m=200, accountant=float(gdp_epsilon(claim_mu, 1e-5))) for seed in range(20)]
+    assert all(bound.epsilon > 1.0 for bound, _, _ in runs)  # the test has power here ...
+    assert sum(bound.parameter > claim_mu for bound, _, _ in runs) <= 3  # ... and holds at 95%
+
+
+def test_subsampled_canaries_test_dpsgd_composed_and_input_canaries_keep_the_fdp_recursion():
+    bound, claim, _ = _family_headline(OneRunAuditConfig(sampling_rate=0.5, num_steps=2, noise_multiplier=1.0, claimed_epsilon=2.0), 1.0)
+    assert bound.refuted.startswith("not DP-SGD with sigma >= ") and "q = 0.5, T = 2" in bound.refuted and bound.family == "dpsgd"
+    assert _family_headline(OneRunAuditConfig(threat_model="black-box", claimed_epsilon=2.0), 1.0) is None  # input canaries interfere
+    assert _family_headline(OneRunAuditConfig(methods=("steinke", "fdp", "gaussian")), 1.0) is None  # methods asked for are kept

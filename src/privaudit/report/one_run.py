@@ -151,8 +151,12 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         **headline_fields(headline),
         meaning=(
             "One training run with canaries each kept in or out by a recorded coin: with the stated confidence the whole "
-            "training run is no better than ε-DP, end to end, for an example like the canaries. The headline is the best of "
-            "the methods fixed in advance, corrected for the choice."
+            "training run is no better than ε-DP, end to end, for an example like the canaries. "
+            + (
+                f"The headline is one order-statistics test against the claim's own DP-SGD ({result.bound.refuted}), compared with the claim in that family."
+                if result.bound.refuted
+                else "The headline is the best of the methods fixed in advance, corrected for the choice."
+            )
         ),
         not_meaning=(
             "A bound below the claim does not prove the claim: one run with m canaries cannot reach the true ε when it is "

@@ -34,7 +34,10 @@ What the numbers are, all at ``confidence`` and ``delta``:
   observations (:func:`privaudit.stats.one_run_gaussian.epsilon_one_run_gaussian`),
   exact when canaries are in every step (the observations are then Gaussian),
   asymptotic and labelled so otherwise;
-* ``bound`` (the headline): :func:`privaudit.one_run_lower_bound` over the
+* ``bound`` (the headline): white box with ``methods`` unset, the
+  order-statistics test against the claim's own DP-SGD family, compared
+  like for like (:mod:`.family`); otherwise
+  :func:`privaudit.one_run_lower_bound` over the
   methods fixed in advance (``methods``, default every method whose bound is
   exact here), Bonferroni-corrected over all their tests. Each side-by-side
   figure is valid alone; only ``bound`` may be read as the best of them.
@@ -65,6 +68,7 @@ from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ...stats.one_run_fdp import epsilon_one_run_fdp
 from ...stats.one_run_gaussian import epsilon_one_run_gaussian
 from ...stats.pld import SubsampledGaussian
+from ...stats.verdict import OWN_ACCOUNTANT, Claim
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..blackbox.audit import _score, _user_canary_logits, check_train_function
@@ -72,6 +76,7 @@ from ..dpsgd.audit import audited_model_and_data, observation_fits
 from ..dpsgd.config import DPSGDAuditConfig
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
+from .family import dpsgd_null, guess_count
 
 __all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
 
@@ -268,6 +273,10 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
     canary = (
         claimed if rate == config.sampling_rate else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps)
     )
+    accountant = None if config.train is not None else float(canary)
+    tested = _family_test(config, scores, included, accountant)
+    if tested is not None:
+        bounds["bound"] = tested[0]
     result = OneRunAuditResult(
         config=config,
         threat_model=THREAT_MODELS[config.threat_model],
@@ -288,14 +297,48 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         test_accuracy=accuracy,
         model=audited,
     )
-    return _with_verdict(result, config, bounds["bound"], None if config.train is not None else float(canary))
+    return _with_verdict(result, config, bounds["bound"], accountant, None if tested is None else tested[1:])
 
 
-def _with_verdict(result: OneRunAuditResult, config: OneRunAuditConfig, bound: OneRunLowerBound, accountant: float | None) -> OneRunAuditResult:
-    """The end-to-end verdict against the user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries; the ceiling."""
-    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
+def _claim(config: OneRunAuditConfig, accountant: float | None) -> Claim | None:
+    """The user's claim, or, for privaudit's own DP-SGD, its accountant's ε for the canaries."""
+    return own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), accountant, delta=config.delta)
+
+
+def _family_test(config: OneRunAuditConfig, scores: np.ndarray, included: np.ndarray, accountant: float | None) -> tuple[OneRunLowerBound, Claim, str] | None:
+    """The headline against the claim's own family (DP-SGD at the claim's σ), or None where the default methods stay.
+
+    Only white-box canaries (own slots: independent observations, the proven
+    setting, :mod:`.family`), the default headline (``methods`` null) and a
+    claim to take the family from; input canaries interfere and keep the f-DP
+    recursion.
+    """
+    claim = _claim(config, accountant)
+    if config.threat_model != "white-box" or config.methods is not None or config.inclusion_prob != 0.5 or claim is None:
+        return None
+    own = claim.source == OWN_ACCOUNTANT
+    null, parameter, in_family, conversion = dpsgd_null(
+        claim,
+        noise_multiplier=config.noise_multiplier if own else None,
+        sampling_rate=config.sampling_rate,
+        canary_rate=config.effective_canary_rate,
+        num_steps=config.num_steps,
+        delta=config.delta,
+    )
+    r = guess_count(null, parameter, in_family, len(scores), confidence=config.confidence)
+    bound = one_run_lower_bound(scores, included, delta=config.delta, confidence=config.confidence, null=null, claim=parameter, num_guesses=r)
+    return bound, in_family, conversion
+
+
+def _with_verdict(
+    result: OneRunAuditResult, config: OneRunAuditConfig, bound: OneRunLowerBound, accountant: float | None, in_family: tuple[Claim, str] | None = None
+) -> OneRunAuditResult:
+    """The end-to-end verdict and the ceiling; a bound against the claim's family meets the claim in that family (``in_family``: the claim there, the conversion)."""
     family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
-    result = bound_verdict(result, bound, claim=claim, raise_with="more canaries", method=family)
+    if in_family is not None:
+        result = bound_verdict(result, bound, claim=in_family[0], raise_with="more canaries", conversion=in_family[1])
+    else:
+        result = bound_verdict(result, bound, claim=_claim(config, accountant), raise_with="more canaries", method=family)
     return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 

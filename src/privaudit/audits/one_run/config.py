@@ -216,7 +216,11 @@ class OneRunAuditResult(AuditResult):
     def headline(self) -> Headline:
         return Headline(
             value=self.bound.epsilon,
-            label=f"end-to-end ε lower bound from one run (best of {', '.join(self.bound.methods)}; Bonferroni)",
+            label=(
+                f"end-to-end ε lower bound from one run ({self.bound.refuted}; order statistics, one test)"
+                if self.bound.refuted
+                else f"end-to-end ε lower bound from one run (best of {', '.join(self.bound.methods)}; Bonferroni)"
+            ),
             kind=self.bound.kind,
             confidence=self.bound.confidence,
             valid=self.bound.valid,
