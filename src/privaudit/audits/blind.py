@@ -9,16 +9,18 @@ Membership Inference Attacks for Foundation Models" (arXiv:2406.16201).
 
 :func:`blind_baseline` trains gradient-boosted trees (scikit-learn's
 ``HistGradientBoostingClassifier``; text columns as categories) to predict
-membership from the records' columns, cross-validated in stratified,
-seeded folds, and scores each record by the model that never saw it. The
-out-of-fold scores give the AUC with its two-sided interval
+membership from the records' columns, cross-validated in seeded folds, and
+scores each record by the model that never saw it. The out-of-fold scores
+give the AUC with its two-sided interval
 (:func:`privaudit.stats.auc.auc_interval`) and the TPR at 1% FPR with its
-Clopper–Pearson interval (:func:`privaudit.stats.mia_metrics.attack_metrics`).
-When the AUC's interval lies above ½ the result is ``flagged``, and the
-columns that separate the sets are named by permutation importance on the
-held-out folds: the AUC lost when one column is shuffled within each fold.
-It changes no attack number; the attacks are read beside it
-(:meth:`BlindBaseline.advantage`).
+Clopper–Pearson interval (:func:`privaudit.stats.mia_metrics.attack_metrics`),
+the numbers shown. The flag rests on a test whose null is exact instead
+(:func:`split_p_value`): the pooled out-of-fold scores are dependent, so the
+AUC's interval is not. When the test rejects a random split at
+1 - confidence (1%) the result is ``flagged``, and the columns that separate
+the sets are named by permutation importance on the held-out folds: the AUC
+lost when one column is shuffled within each fold. It changes no attack
+number; the attacks are read beside it (:meth:`BlindBaseline.advantage`).
 
 >>> rng = np.random.default_rng(0)
 >>> age, town = rng.normal(50, 10, 400), rng.choice(["north", "south"], 400)
@@ -55,11 +57,15 @@ __all__ = [
     "blind_scores",
     "check_split",
     "encode_columns",
+    "fold_p_values",
+    "one_class_scores",
+    "shuffled_folds",
+    "split_p_value",
 ]
 
-#: The level of the blind baseline's intervals and of its warning: an honest random split is flagged about 1 time in 200 (one side of 99%).
+#: The level of the blind baseline's intervals and of its test: a random split is flagged at most 1 time in 100 (the test rejects at 1 - confidence).
 BLIND_CONFIDENCE = 0.99
-#: Stratified folds of the cross-validation: every record scored by trees trained on the other 80%.
+#: Folds of the cross-validation (shuffled, not stratified): every record scored by trees trained on the other 80%.
 BLIND_FOLDS = 5
 #: The FPR at which the baseline's TPR is read, as the attacks' headline.
 BLIND_FPR = 0.01
@@ -68,7 +74,10 @@ TOP_COLUMNS = 3
 #: Columns shuffled for the warning, at most: a wider table's are the most separating on their own (ties ranked in order).
 MAX_SHUFFLED = 64
 _MAX_CATEGORIES = 255  # HistGradientBoostingClassifier's limit; a text column with more is split on its sorted codes instead
-METHOD = "gradient-boosted trees (scikit-learn HistGradientBoostingClassifier) on the records' columns, stratified k-fold out-of-fold scores"
+METHOD = (
+    "gradient-boosted trees (scikit-learn HistGradientBoostingClassifier) on the records' columns, shuffled k-fold out-of-fold scores; "
+    "flag: one-sided Mann-Whitney test of each held-out fold, Bonferroni over the folds"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +86,10 @@ class BlindBaseline:
 
     ``auc`` with its two-sided ``confidence`` interval [``auc_low``,
     ``auc_high``]; ``tpr`` at ``fpr`` with its Clopper–Pearson interval
-    (None where the non-members are fewer than 1/``fpr``). ``flagged``: the
-    AUC's interval lies above ½, the sets differ by themselves;
+    (None where the non-members are fewer than 1/``fpr``): descriptive
+    numbers. ``p_value``: of the test that the split is random
+    (:func:`split_p_value`; None in a result written before it existed).
+    ``flagged``: ``p_value`` <= 1 - ``confidence``, the sets differ by themselves;
     ``separating`` then holds (column, AUC lost when it is shuffled) of the
     columns that separate them most. ``columns`` is every column it saw.
     """
@@ -99,6 +110,14 @@ class BlindBaseline:
     columns: tuple[str, ...]
     separating: tuple[tuple[str, float], ...] = ()
     method: str = METHOD
+    p_value: float | None = None
+
+    def _rejection(self) -> str:
+        """'random split rejected at 1%: p = …' (or 'not rejected'), the test the flag rests on."""
+        if self.p_value is None:
+            return "random split not tested (a result written before the test)"
+        verb = "rejected" if self.flagged else "not rejected"
+        return f"random split {verb} at {1 - self.confidence:.0%}: p = {self.p_value:.2g}"
 
     def warning(self) -> str | None:
         """The one warning of a flagged baseline (None when not flagged): what separates the sets, and what to do."""
@@ -106,8 +125,9 @@ class BlindBaseline:
             return None
         named = ", ".join(f"{name!r} (AUC -{drop:.3f} when shuffled)" for name, drop in self.separating) or "no single column (they separate together)"
         return (
-            f"the members and non-members you gave differ by themselves: a blind classifier that never sees the model tells them apart "
-            f"with AUC {self.auc:.3f} ({self.confidence:.0%} interval [{self.auc_low:.3f}, {self.auc_high:.3f}], above 0.5); "
+            f"the members and non-members you gave differ by themselves ({self._rejection()}, an exact per-fold rank test): "
+            f"a blind classifier that never sees the model tells them apart with AUC {self.auc:.3f} "
+            f"({self.confidence:.0%} interval [{self.auc_low:.3f}, {self.auc_high:.3f}]); "
             f"the columns that separate them: {named}. The attacks' numbers measure this split as much as the model: read each as its "
             "advantage over the blind baseline, or draw the members at random (or audit with canaries) for numbers of the model alone"
         )
@@ -129,7 +149,8 @@ class BlindBaseline:
             tpr = f"{self.tpr:.4f} [{self.tpr_low:.4f}, {self.tpr_high:.4f}]"
         return (
             f"AUC {self.auc:.4f} [{self.auc_low:.4f}, {self.auc_high:.4f}], TPR at {self.fpr:.1%} FPR {tpr} "
-            f"({self.confidence:.0%} intervals; {self.folds}-fold out-of-fold scores, seed {self.seed}, {self.num_in} members, {self.num_out} non-members)"
+            f"({self.confidence:.0%} intervals; {self.folds}-fold out-of-fold scores, seed {self.seed}, {self.num_in} members, {self.num_out} non-members); "
+            f"{self._rejection()}"
         )
 
 
@@ -204,24 +225,79 @@ def _checked(table: Any, is_member: Any, folds: int, seed: int) -> tuple[np.ndar
     return (x, categorical, *check_split(is_member, x.shape[0], folds, seed))
 
 
-def stratified_folds(member: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train rows, held-out rows) of each of ``folds`` stratified folds, shuffled by ``seed``."""
-    require("sklearn", purpose=_PURPOSE)
-    from sklearn.model_selection import StratifiedKFold
+def shuffled_folds(num_records: int, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train rows, held-out rows) of each of ``folds`` folds of the records shuffled by ``seed`` (scikit-learn's KFold).
 
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    return list(splitter.split(np.zeros((member.size, 1)), member))
+    Not stratified on purpose: the folds never look at the membership, so
+    under a random split the labels of a held-out fold are, given everything
+    outside it, a uniformly random arrangement of its records; the per-fold
+    rank test is then exact (:func:`fold_p_values`). Stratified folds place
+    each member by its rank among the members, so swapping two labels in a
+    fold moves other records between folds, and that breaks.
+
+    >>> [test.size for _, test in shuffled_folds(12, 5, seed=0)]
+    [3, 3, 2, 2, 2]
+    """
+    require("sklearn", purpose=_PURPOSE)
+    from sklearn.model_selection import KFold
+
+    return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros((num_records, 1))))
+
+
+def one_class_scores(member: np.ndarray, size: int) -> np.ndarray | None:
+    """The held-out scores where the training part holds one class only (its share, a constant: no classifier can be fit), else None."""
+    share = float(member.mean())
+    return np.full(size, share) if share in (0.0, 1.0) else None
 
 
 def _cross_validated(x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, list[Any], list[np.ndarray]]:
     scores = np.empty(member.size)
     models, held_out = [], []
-    for train, test in stratified_folds(member, folds, seed):
+    for train, test in shuffled_folds(member.size, folds, seed):
+        constant = one_class_scores(member[train], test.size)
+        if constant is not None:
+            scores[test] = constant
+            continue
         model = _classifier(categorical, seed).fit(x[train], member[train])
         scores[test] = model.predict_proba(x[test])[:, 1]
         models.append(model)
         held_out.append(test)
     return scores, models, held_out
+
+
+def fold_p_values(scores: np.ndarray, member: np.ndarray, held_out: list[np.ndarray]) -> np.ndarray:
+    """Each held-out fold's one-sided p-value that its members score no higher than its non-members (1 where it lacks either).
+
+    Mann–Whitney's U of the fold's out-of-fold scores (scipy.stats.mannwhitneyu:
+    exact without ties in small folds, else the normal approximation with the
+    tie correction and continuity correction). Given the other folds the
+    scores are fixed, and under a random split the fold's labels are a random
+    arrangement (:func:`shuffled_folds`), which is U's null.
+
+    >>> member = np.arange(20) % 2 == 0
+    >>> fold_p_values(np.where(member, 1.0, 0.0) + np.arange(20) / 100, member, [np.arange(10), np.arange(10, 20)]).round(4).tolist()
+    [0.004, 0.004]
+    """
+    from scipy.stats import mannwhitneyu
+
+    values = []
+    for test in held_out:
+        inside, outside = scores[test][member[test]], scores[test][~member[test]]
+        tied = inside.size == 0 or outside.size == 0 or np.ptp(scores[test]) == 0  # U at its mean, or undefined: no evidence
+        values.append(1.0 if tied else float(mannwhitneyu(inside, outside, alternative="greater").pvalue))
+    return np.asarray(values)
+
+
+def split_p_value(fold_p: np.ndarray) -> float:
+    """The p-value that the split is random from the folds' (Bonferroni: the folds' smallest times their number, at most 1).
+
+    The folds' tests are dependent (they share training records); Bonferroni
+    holds under any dependence: P(some fold's p <= level / folds) <= level.
+
+    >>> split_p_value(np.array([0.3, 0.001, 0.5, 0.9, 0.2]))
+    0.005
+    """
+    return float(min(1.0, fold_p.size * float(np.min(fold_p))))
 
 
 def _candidates(x: np.ndarray, member: np.ndarray) -> np.ndarray:
@@ -269,10 +345,10 @@ def blind_baseline(
     is_member : array of bool
         True for each record the user says the model was trained on.
     folds : int >= 2
-        Stratified folds (shuffled by ``seed``).
+        Folds of the records shuffled by ``seed`` (not stratified, see :func:`shuffled_folds`).
     confidence : float in (0, 1)
         Level of the two-sided intervals; the baseline is flagged when the
-        AUC's interval lies above ½.
+        test rejects a random split at 1 - ``confidence``.
     fpr : float in (0, 1)
         Where the TPR is read.
     """
@@ -284,7 +360,7 @@ def blind_baseline(
     x, categorical, member, folds, seed = _checked(table, is_member, folds, seed)
     scores, models, held_out = _cross_validated(x, categorical, member, folds, seed)
     return baseline_from_scores(
-        scores, member, folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=names,
+        scores, member, [test for _, test in shuffled_folds(member.size, folds, seed)], folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=names,
         separating=lambda: _separating(x, member, scores, models, held_out, names, seed),
     )  # fmt: skip
 
@@ -292,6 +368,7 @@ def blind_baseline(
 def baseline_from_scores(
     scores: np.ndarray,
     member: np.ndarray,
+    held_out: list[np.ndarray],
     *,
     folds: int,
     seed: int,
@@ -301,11 +378,12 @@ def baseline_from_scores(
     separating: Callable[[], tuple[tuple[str, float], ...]],
     method: str = METHOD,
 ) -> BlindBaseline:
-    """The result of any blind classifier's out-of-fold ``scores``: AUC and TPR with intervals, and ``separating()`` called only when flagged."""
+    """The result of any blind classifier's out-of-fold ``scores`` (``held_out``: each fold's rows): AUC and TPR with intervals, the test, ``separating()`` when flagged."""
     interval = auc_interval(scores[member], scores[~member], confidence=confidence)
     metrics = attack_metrics(scores, member, fpr=(fpr,), confidence=confidence)
     shown = supported_fpr(fpr, metrics.num_out)
-    flagged = interval.low > 0.5
+    p_value = split_p_value(fold_p_values(scores, member, held_out))
+    flagged = p_value <= 1.0 - confidence
     return BlindBaseline(
         auc=interval.auc,
         auc_low=interval.low,
@@ -323,4 +401,5 @@ def baseline_from_scores(
         columns=columns,
         separating=separating() if flagged else (),
         method=method,
+        p_value=p_value,
     )

@@ -4,9 +4,10 @@ The texts' counterpart of :func:`privaudit.audits.blind.blind_baseline`, after
 Das, Zhang and Tramèr (arXiv:2406.16201), whose blind attacks are n-gram
 classifiers: a logistic regression on TF-IDF word 1–2-grams, character 3–5-grams
 (within word boundaries) and the standardised lengths in characters and words,
-cross-validated in stratified, seeded folds; each fold's vocabulary is learnt on
-its training part only. The out-of-fold scores give the same result object,
-flagged when the AUC's interval lies above ½; a flagged result names the
+cross-validated in seeded folds; each fold's vocabulary is learnt on its training
+part only. The out-of-fold scores give the same result object, flagged when the
+exact per-fold rank test rejects a random split at 1%
+(:func:`privaudit.audits.blind.split_p_value`); a flagged result names the
 features with the largest weights of a model fitted on every text (which side
 they point to).
 
@@ -25,11 +26,14 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.validation import check_probability
-from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, stratified_folds
+from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, one_class_scores, shuffled_folds
 
 __all__ = ["TEXT_METHOD", "blind_text_baseline"]
 
-TEXT_METHOD = "logistic regression on TF-IDF word 1-2-grams, character 3-5-grams and the texts' lengths (scikit-learn), stratified k-fold out-of-fold scores"
+TEXT_METHOD = (
+    "logistic regression on TF-IDF word 1-2-grams, character 3-5-grams and the texts' lengths (scikit-learn), shuffled k-fold out-of-fold scores; "
+    "flag: one-sided Mann-Whitney test of each held-out fold, Bonferroni over the folds"
+)
 _PURPOSE = "the blind baseline of a text pool (n-gram logistic regression)"
 _LENGTHS = ("length in characters", "length in words")
 
@@ -80,10 +84,15 @@ def blind_text_baseline(
     texts = [str(text) for text in texts]
     member, folds, seed = check_split(is_member, len(texts), folds, seed)
     scores = np.empty(member.size)
-    for train, test in stratified_folds(member, folds, seed):
+    split = shuffled_folds(member.size, folds, seed)
+    for train, test in split:
+        constant = one_class_scores(member[train], test.size)
+        if constant is not None:
+            scores[test] = constant
+            continue
         features, model = _fit([texts[i] for i in train], member[train], seed)
         scores[test] = model.predict_proba(features.transform([texts[i] for i in test]))[:, 1]
     return baseline_from_scores(
-        scores, member, folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=("word n-grams", "character n-grams", *_LENGTHS),
+        scores, member, [test for _, test in split], folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=("word n-grams", "character n-grams", *_LENGTHS),
         separating=lambda: _separating(texts, member, seed), method=TEXT_METHOD,
     )  # fmt: skip
