@@ -11,8 +11,8 @@ from cli_helpers import assert_refused, run_cli
 
 from privaudit import one_run_lower_bound
 from privaudit.stats.ceiling import ceiling_of
-from privaudit.stats.families import GaussianDP
-from privaudit.stats.one_run_nulls import SubsampledGaussianDP, null_family
+from privaudit.stats.families import GaussianDP, null_family
+from privaudit.stats.one_run_nulls import SubsampledGaussianDP
 from privaudit.stats.order_statistics import order_statistics_bound
 
 DELTA = 1e-5

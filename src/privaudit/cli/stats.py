@@ -383,7 +383,7 @@ def bound(
 def _one_run_null(family: str | None, claim: float | None, one_run: bool, delta: float, sampling_prob: float, steps: int, named: Any) -> Any:
     """The null of ``bound --one-run --family``, checked before any work."""
     from .._core.validation import check_choice
-    from ..stats.one_run_nulls import NULL_FAMILIES, null_family
+    from ..stats.families import NULL_FAMILIES, null_family
 
     if family is None:
         if claim is not None:

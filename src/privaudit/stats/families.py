@@ -24,10 +24,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special  # Φ and Φ⁻¹ without importing scipy.stats (a third of a second)
 
 from .conversions import gdp_epsilon
-from .one_run_nulls import curve_knots
+from .one_run_nulls import DPSGD, LaplaceDP, SubsampledGaussianDP, curve_knots
 from .tradeoff import _eps_delta_curve
 
-__all__ = ["EpsilonDelta", "GaussianDP"]
+__all__ = ["NULL_FAMILIES", "EpsilonDelta", "GaussianDP", "null_family"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,3 +130,26 @@ class EpsilonDelta:
 
     def describe(self, leak: float) -> str:
         return f"({leak:.4g}, {self.delta:g})-DP"
+
+
+#: The names :func:`null_family` builds (the CLI's ``--family``).
+NULL_FAMILIES = ("gdp", "subsampled-gaussian", "dpsgd", "laplace", "generic")
+
+
+def null_family(name: str, *, delta: float, sampling_prob: float = 1.0, num_steps: int = 1) -> object:
+    """The null family called ``name`` at ``delta``: "generic" is (ε, δ)-DP; q and T serve the subsampled ones.
+
+    >>> null_family("dpsgd", delta=1e-5, sampling_prob=0.01, num_steps=1000)
+    DPSGD(sampling_prob=0.01, num_steps=1000, delta=1e-05, discretization=0.001, name='dpsgd', parameter_name='sigma', leak_range=(0.02, 10.0))
+    """
+    if name not in NULL_FAMILIES:
+        raise ValueError(f"`family` must be one of {', '.join(NULL_FAMILIES)}, got {name!r}")
+    if name == "gdp":
+        return GaussianDP(delta)
+    if name == "generic":
+        return EpsilonDelta(delta)
+    if name == "laplace":
+        return LaplaceDP(delta)
+    if name == "subsampled-gaussian":
+        return SubsampledGaussianDP(sampling_prob, delta)
+    return DPSGD(sampling_prob, num_steps, delta)

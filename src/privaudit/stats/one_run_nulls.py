@@ -43,7 +43,7 @@ from scipy import special
 
 from .._core.validation import check_count, check_probability, check_real
 
-__all__ = ["DPSGD", "NULL_FAMILIES", "LaplaceDP", "SubsampledGaussianDP", "curve_knots", "null_family"]
+__all__ = ["DPSGD", "LaplaceDP", "SubsampledGaussianDP", "curve_knots"]
 
 Curve = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], NDArray[np.float64]]]
 
@@ -290,28 +290,3 @@ class DPSGD:
 
     def describe(self, leak: float) -> str:
         return f"DP-SGD with sigma >= {1.0 / leak:.4g}, q = {self.sampling_prob:g}, T = {self.num_steps}"
-
-
-#: The names :func:`null_family` builds (the CLI's ``--family``).
-NULL_FAMILIES = ("gdp", "subsampled-gaussian", "dpsgd", "laplace", "generic")
-
-
-def null_family(name: str, *, delta: float, sampling_prob: float = 1.0, num_steps: int = 1) -> object:
-    """The null family called ``name`` at ``delta``: "generic" is (ε, δ)-DP; q and T serve the subsampled ones.
-
-    >>> null_family("dpsgd", delta=1e-5, sampling_prob=0.01, num_steps=1000)
-    DPSGD(sampling_prob=0.01, num_steps=1000, delta=1e-05, discretization=0.001, name='dpsgd', parameter_name='sigma', leak_range=(0.02, 10.0))
-    """
-    from .families import EpsilonDelta, GaussianDP
-
-    if name not in NULL_FAMILIES:
-        raise ValueError(f"`family` must be one of {', '.join(NULL_FAMILIES)}, got {name!r}")
-    if name == "gdp":
-        return GaussianDP(delta)
-    if name == "generic":
-        return EpsilonDelta(delta)
-    if name == "laplace":
-        return LaplaceDP(delta)
-    if name == "subsampled-gaussian":
-        return SubsampledGaussianDP(sampling_prob, delta)
-    return DPSGD(sampling_prob, num_steps, delta)

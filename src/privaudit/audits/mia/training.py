@@ -34,6 +34,7 @@ from ...runner.digests import input_digests
 from ...stats.mia import check_membership, clip_at_resolution, logit_confidence, logit_confidence_from_loss
 from ..blackbox.audit import check_train_function
 from .augment import augment_spec, signals_on_views
+from .inert import inert_fields
 from .summaries import id_text
 from .train_input import TRAIN_INPUTS, as_train_input, describe_train_input, train_input_names
 
@@ -89,13 +90,11 @@ def job_inputs(config: Any) -> dict[str, Any]:
 
 
 def applied_job_fields(config: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """``keys`` of ``config`` for a training job's record, less those the run does not use (:func:`~.result.inert_fields`).
+    """``keys`` of ``config`` for a training job's record, less those the run does not use (:func:`~.inert.inert_fields`).
 
     A stored run record then says what trained it: no embedded dataset beside
     the user's ``--data``, no built-in MLP's epochs beside the user's ``--train``.
     """
-    from .result import inert_fields
-
     inert = inert_fields(config)
     return {key: getattr(config, key) for key in keys if key not in inert}
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._core.conventions import Convention, checked, default, explicit
+from ..._core.files import not_a_file
 from ..._core.messages import describe_value, printable
 from .types import ColumnSchema
 
@@ -53,8 +54,6 @@ class Table:
 def read_table(path: Any, name: str, *, id_col: str | None = None) -> Table:
     """The ``.csv`` or ``.parquet`` table at ``path``; a ValueError naming the option ``name`` when it cannot be read."""
     import pandas as pd  # optional (the parquet extra): only this family reads tables
-
-    from ..._core.files import not_a_file
 
     path = Path(path)
     if not str(path).lower().endswith(SUFFIXES):
