@@ -19,7 +19,8 @@ def inert_fields(config: Any) -> frozenset[str]:
     """The fields of an :class:`~privaudit.audits.mia.config.MIAConfig` that did not apply to its run.
 
     The embedded dataset beside the user's ``--data``; the built-in MLP's
-    epochs beside the user's ``--train``, ``--model`` or reference models;
+    epochs beside the user's ``--train`` or reference models (a user's
+    ``--model`` alone has its references trained by that MLP);
     how ``--train`` takes its input without ``--train``; the user's model
     file settings without a user's model; the augmentation settings without
     augmentations; and the other modes' settings (:data:`INERT_IN_MODE`).
@@ -31,7 +32,7 @@ def inert_fields(config: Any) -> frozenset[str]:
     inert = set(INERT_IN_MODE.get(config.mode, ()))
     if config.data is not None:
         inert.add("dataset")
-    if config.train is not None or config.model is not None or config.reference_models is not None:
+    if config.train is not None or config.reference_models is not None:  # a user's --model alone still has its references trained by the built-in MLP
         inert.add("epochs")
     if config.train is None:
         inert.add("train_input")
