@@ -59,9 +59,22 @@ def read_head(path: Path, size: int = 16) -> bytes:
 
 
 def is_pickle(path: Path) -> bool:
-    """Whether ``path`` starts as a pickle of protocol 2 to 5 does."""
+    """Whether ``path`` starts as a pickle of protocol 2 to 5 does, and not as safetensors.
+
+    Both checks read the first bytes: a safetensors header of 384, 640, 896,
+    1152 or 1408 bytes starts with the two bytes of a pickle's PROTO opcode
+    (0x80, then 1 to 5), and only the '{' at byte 8 tells it apart.
+
+    >>> import struct, tempfile
+    >>> file = Path(tempfile.mkdtemp()) / "adapter_model.safetensors"
+    >>> header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'.ljust(640)
+    >>> _ = file.write_bytes(struct.pack("<Q", 640) + header + bytes(4))
+    >>> struct.pack("<Q", 640)[:2] == bytes([0x80, 2]), is_pickle(file)
+    (True, False)
+    """
     head = read_head(path, 2)
-    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5  # the PROTO opcode of pickle protocols 2-5
+    # the PROTO opcode of pickle protocols 2-5
+    return len(head) == 2 and head[0] == 0x80 and 1 <= head[1] <= 5 and not is_safetensors(path)
 
 
 def is_safetensors(path: Path) -> bool:
