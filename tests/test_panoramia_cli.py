@@ -112,8 +112,8 @@ def test_user_model_with_non_members(user_files, tmp_path):
     "extra, message",
     [
         (["--model-only"], "`--model` and `--members` must both be given"),
-        (["--audit-size", 490], "`members` must hold at least"),
-        (["--generator", "gan"], "`generator` must be one of"),
+        (["--audit-size", 490], "`--members` must hold at least"),
+        (["--generator", "gan"], "`--generator` must be one of"),
         (["--spec", "missing.json"], "`--spec`: cannot read"),
     ],
 )
