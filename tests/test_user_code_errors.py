@@ -145,7 +145,7 @@ def test_sys_exit_in_a_worker_is_one_line(tmp_path, monkeypatch):
 
 
 def test_os_exit_in_a_worker_is_an_error_naming_the_option(tmp_path, monkeypatch):
-    """os._exit ends the worker process without a word: the runner sees its pool broken and names --train."""
+    """os._exit, looked up while --train runs, is caught in the worker and named with --train, not left to end the process without a word."""
     module = _module(
         tmp_path,
         monkeypatch,
@@ -153,7 +153,7 @@ def test_os_exit_in_a_worker_is_an_error_naming_the_option(tmp_path, monkeypatch
         + "\n_ok = train\ndef train(x_train, y_train, *, seed):\n    if len(x_train) > 8:\n        import os\n        os._exit(0)\n    return _ok(x_train, y_train, seed=seed)\n",
     )
     line = _one_line(*run_cli(_mia(tmp_path, f"{module}:train")))
-    assert f"a worker process died while running `--train` '{module}:train'" in line
+    assert line.startswith(f"error: `--train` '{module}:train' called os._exit(0) in training run ") and "it must return, not exit the process" in line
 
 
 # -- --mechanism ---------------------------------------------------------------------------------
