@@ -159,6 +159,7 @@ def _above_all(attack: Any) -> str:
 
 
 def _synthetic_data(result: Any, output: Path) -> str:
+    from ..audits.synthetic_data.decision import dcr_explanation
     from ..audits.synthetic_data.kinds import kinds_note
     from ..report.mia import tpr_cell
     from ..report.synthetic_data import dcr_gap_note
@@ -183,9 +184,11 @@ def _synthetic_data(result: Any, output: Path) -> str:
         rows.insert(0, [f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g})", format_value(float(b.bound.epsilon))])
         rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
         rows.insert(2, ["verdict (per release)", describe_verdict(b.verdict)])
-    rows.append(["most exposed (DOMIAS)", ", ".join(r.record_id for r in result.most_exposed[:5])])
+    rows.append(["most exposed (ranked by the robust DCR)", ", ".join(r.record_id for r in result.most_exposed[:5])])
     note = kinds_note(result.conventions)
     table = render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)
+    if result.decision is not None:  # the steward's decision opens the console, as it opens the report
+        table = "Decision: " + result.decision.sentence() + "\n" + dcr_explanation(result.dcr, result.num_synthetic, result.decision.num_exposed) + "\n" + table
     return table + ("\n" + note if note else "")
 
 

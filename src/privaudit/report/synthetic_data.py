@@ -59,9 +59,7 @@ def dcr_gap_note(result: Any) -> str:
         found = f"the robust DCR's AUC is {headline.auc:.3f} (its TPR at 1% FPR: {tpr_cell(None, 0.01, headline.num_non_members)})."
         return f"{'Passes' if dcr.passes else 'Fails'} {verdict}; {found}"
     found = f"the robust DCR finds {tpr:.1%} of the members at 1% FPR (AUC {headline.auc:.3f})"
-    if not dcr.passes:
-        return f"Fails {verdict}, and {found}."
-    return f"Passes {verdict}, while {found}: where the two disagree, the leak of a few records lives at low FPR, not in the AUC nor in DCR's averages."
+    return f"{'Passes' if dcr.passes else 'Fails'} {verdict}; {found}."
 
 
 def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
@@ -88,6 +86,7 @@ def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ..
 def section(data: dict, directory: Any) -> Any:
     """The report section of a synthetic-data audit: attacks beside DCR's verdict, exposed records, the bound and its ceiling."""
     from ..audits.synthetic_data import SyntheticDataResult
+    from ..audits.synthetic_data.decision import dcr_explanation
     from ..stats.verdict import describe_verdict
     from .html import ReportSection, plots_in
     from .provenance import provenance
@@ -97,7 +96,13 @@ def section(data: dict, directory: Any) -> Any:
     if result is None:
         return generic_section(data, directory)
     dcr = result.dcr
-    details: list[tuple[str, Any]] = [("DCR's verdict beside the attacks", dcr_gap_note(result))]
+    details: list[tuple[str, Any]] = []
+    if result.decision is not None:  # the steward's decision first: exact tests of this run's scores, the records named
+        details += [
+            ("Decision", result.decision.sentence()),
+            ("Why DCR's holdout test says what it says", dcr_explanation(dcr, result.num_synthetic, result.decision.num_exposed)),
+        ]
+    details.append(("DCR's verdict beside the attacks", dcr_gap_note(result)))
     details += [
         (
             f"{s.attack}: AUC; TPR at FPR {', '.join(f'{f:g}' for f in s.fpr)} ({s.num_members} members / {s.num_non_members} non-members)",
@@ -128,6 +133,12 @@ def section(data: dict, directory: Any) -> Any:
         ("shadow targets (selection)", f"{', '.join(result.shadow_targets) or 'none'} ({result.selection})"),
     ]
     flag = None
+    if result.decision is not None and result.decision.records_exposed:
+        d = result.decision
+        flag = (
+            f"The release exposes training records: {len(d.exact_copies)} appear verbatim in it ({d.non_member_copies} of the non-members do), "
+            f"{len(d.found_ids)} sit closer to it than any non-member ({len(d.near_copies)} of them near copies)."
+        )
     if result.bound is not None:
         b = result.bound
         details[:0] = [
@@ -144,7 +155,9 @@ def section(data: dict, directory: Any) -> Any:
             ("canaries", f"{b.canaries}; signal: {b.signal}"),
         ]
         if b.verdict is not None and b.verdict.flagged:
-            flag = f"The bound {b.bound.epsilon:.3f} exceeds the claimed ε {b.verdict.claim.epsilon:g}: the claim is rejected at {b.bound.confidence:.0%}."
+            flag = (
+                flag + " " if flag else ""
+            ) + f"The bound {b.bound.epsilon:.3f} exceeds the claimed ε {b.verdict.claim.epsilon:g}: the claim is rejected at {b.bound.confidence:.0%}."
     meaning = (
         "How well each attack tells the training records from records of the same population the generator never saw, from the "
         "synthetic table alone (and the generator's retraining, for the shadow attack): the fraction of members found at 1% FPR. "

@@ -62,7 +62,11 @@ def dcr_distances(rows: tuple[np.ndarray, np.ndarray], data: tuple[np.ndarray, n
 
 
 def robust_dcr_scores(
-    records: tuple[np.ndarray, np.ndarray], synthetic: tuple[np.ndarray, np.ndarray], population: tuple[np.ndarray, np.ndarray]
+    records: tuple[np.ndarray, np.ndarray],
+    synthetic: tuple[np.ndarray, np.ndarray],
+    population: tuple[np.ndarray, np.ndarray],
+    *,
+    closest: np.ndarray | None = None,
 ) -> np.ndarray:
     """The headline: minus each record's distance to its closest synthetic row, ties broken by its distance to the population sample.
 
@@ -77,7 +81,8 @@ def robust_dcr_scores(
     their distance to the closest population record: a record with a
     population twin is no evidence of membership, a unique one is. The
     tie-break is exact: it is scaled below the smallest gap between
-    distinct distances, so it never reorders them.
+    distinct distances, so it never reorders them. ``closest``: the
+    records' distances to the synthetic rows, when already computed.
 
     >>> records = (np.array([[0.0], [0.0], [5.0]]), np.array([[0], [1], [0]]))
     >>> synthetic = (np.array([[0.0], [0.0]]), np.array([[0], [1]]))
@@ -85,7 +90,7 @@ def robust_dcr_scores(
     >>> np.argsort(-robust_dcr_scores(records, synthetic, population)).tolist()
     [1, 0, 2]
     """
-    closest = dcr_distances(records, synthetic)
+    closest = dcr_distances(records, synthetic) if closest is None else closest
     to_population = dcr_distances(records, population)  # in [0, 1]: a Gower mean of capped terms
     distinct = np.unique(closest)
     gap = float(np.min(np.diff(distinct))) if len(distinct) > 1 else 1.0

@@ -31,6 +31,7 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import generator_bound
+from .decision import steward_decision
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
 from .marginals import cells_of, marginal_scores
@@ -161,8 +162,10 @@ def run_synthetic_data(
     embedded = encoder.embedding(records)
     robust = encoder.robust_scale(reference)  # the attacker's population sample sets the scales: no scored record does
     cells, sizes = cells_of(encoder, records, reference)  # and the marginal attack's bins
+    records_robust, released_robust = encoder.dcr_arrays(records, robust), encoder.dcr_arrays(released, robust)
+    closest = dcr_distances(records_robust, released_robust)  # 0: an exact copy in the release
     scores = {
-        "robust-dcr": robust_dcr_scores(encoder.dcr_arrays(records, robust), encoder.dcr_arrays(released, robust), encoder.dcr_arrays(reference, robust)),
+        "robust-dcr": robust_dcr_scores(records_robust, released_robust, encoder.dcr_arrays(reference, robust), closest=closest),
         "domias": domias_knn_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "domias-kde": domias_scores(embedded, encoder.embedding(released), encoder.embedding(reference)),
         "marginals": marginal_scores(cells, cells_of(encoder, released, reference)[0], cells_of(encoder, reference, reference)[0], sizes=sizes),
@@ -248,6 +251,7 @@ def run_synthetic_data(
         num_trained=shadow_generated,
         resume_note=resume_note,
         conventions=_conventions(config, train, encoder, generator, function, bound),
+        decision=steward_decision(scores[HEADLINE_ATTACK], member, records.ids, closest, attack="robust DCR", confidence=config.confidence),
     )
     if bound is not None:
         result = dataclasses.replace(result, sanity_warnings=tuple(result.sanity_warnings) + _stated_claim_note(config, function))
