@@ -182,3 +182,13 @@ def test_the_in_loop_auditor_reports_the_refuted_dpsgd_below_the_accountant():
     paired = auditor.result(delta=1e-5, test="order-statistics")  # designed for the σ read: no claim given
     assert paired.bound.method == "order-statistics" and paired.bound.claim == pytest.approx(1.0 / SIGMA)
     assert paired.end_to_end_epsilon <= _dp_accounting_epsilon(SIGMA, 1e-5, q, 40) and paired.refuted.startswith(("not DP-SGD with sigma >= ", "nothing"))
+
+
+def test_the_opacus_audits_name_a_bad_test_and_a_missing_claim():
+    from privaudit.integrations.opacus import audit_opacus
+    from privaudit.integrations.opacus_verdict import claim_step_mu
+
+    with pytest.raises(ValueError, match="`test` must be one of gaussian, order-statistics, got 'fdp'"):
+        audit_opacus(None, None, None, None, test="fdp")  # checked before anything is read or trained
+    with pytest.raises(ValueError, match="the order-statistics test needs a claim: pass `claimed_epsilon`, or train with noise"):
+        claim_step_mu(None, 1e-5, sigma_read=0.0, sample_rate=None, num_steps=3)

@@ -309,7 +309,9 @@ class OpacusInLoopAuditor:
         claim states (default 1/σ read from the optimizer); its coins come from the auditor's seed.
         """
         in_scores, out_scores = self.observations()
-        mu = 1.0 / min(self._sigmas) if claim is None and test != "gaussian" else claim
+        mu = claim
+        if claim is None and test != "gaussian":
+            mu = claim_step_mu(None, delta, sigma_read=min(self._sigmas), sample_rate=None, num_steps=self.num_steps)
         return gaussian_step_bound(
             in_scores,
             out_scores,
