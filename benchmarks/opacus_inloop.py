@@ -10,6 +10,12 @@ It also trains two fresh, identically seeded setups for ``--steps`` steps, one
 with the auditor attached, and reports the largest weight difference between
 them and whether torch's global RNG state ended the same (0.0 and true: the
 audit leaves the user's training bit for bit).
+
+``bound`` holds, for the audited steps of the timing blocks (σ = 1, q = 1/20),
+the end-to-end bound ÷ the ε of Opacus' PRV accountant for those steps, per
+per-step test on the same observations: the headline t test, the
+order-statistics test on paired observations, and the former GDP
+Clopper–Pearson bound at threshold 0.5 (``opacus_verdict.test_ratios``).
 """
 
 from __future__ import annotations
@@ -81,6 +87,18 @@ def bit_for_bit(args) -> dict:
     return {"max_weight_difference": float((plain - audited).abs().max()), "global_rng_state_equal": bool(torch.equal(plain_rng, audited_rng))}
 
 
+def bound_ratios(auditor, loader, delta: float) -> dict:
+    """The in-loop result's bound over the audited steps against Opacus' PRV accountant's ε for them, per per-step test."""
+    from opacus.accountants import PRVAccountant
+    from opacus_verdict import test_ratios  # the sibling benchmark's comparison: one piece of code for both
+
+    result = auditor.result(delta=delta)
+    accountant = PRVAccountant()
+    accountant.history = [(float(auditor.optimizer.noise_multiplier), float(loader.sample_rate), auditor.num_steps)]
+    epsilon = float(accountant.get_epsilon(delta))
+    return {"accountant_epsilon": epsilon, "refuted": result.refuted, "delta": delta, "tests": test_ratios(auditor, result, epsilon)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "opacus_inloop.json")
@@ -89,13 +107,14 @@ def main() -> None:
     parser.add_argument("--canaries-per-step", type=int, default=10)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--delta", type=float, default=1e-5)
     args = parser.parse_args()
     if min(args.width, args.batch, args.canaries_per_step, args.steps, args.pairs) < 1:
         parser.error("every count must be >= 1")
     model, optimizer, loader = setup(args.width, args.batch, 0)
     batches = [next(iter(loader)) for _ in range(8)]
     block(model, optimizer, batches, 5)  # warm-up
-    auditor = OpacusInLoopAuditor(model, optimizer, canaries_per_step=args.canaries_per_step, seed=0)
+    auditor = OpacusInLoopAuditor(model, optimizer, canaries_per_step=args.canaries_per_step, seed=0, data_loader=loader)
     plain, audited = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -117,6 +136,7 @@ def main() -> None:
         "overhead_median": float(np.median(ratios) - 1.0),
         "overhead_per_pair": (ratios - 1.0).tolist(),
         "audited_steps": auditor.num_steps,
+        "bound": bound_ratios(auditor, loader, args.delta),
         "seeds": auditor.seeds,
         **bit_for_bit(args),
         "torch_threads": torch.get_num_threads(),

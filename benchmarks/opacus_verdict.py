@@ -8,7 +8,10 @@ Two loops per seed: the correct one, and one with ``optimizer.noise_multiplier /
 after ``make_private`` (a real kind of bug). Acceptance: the correct loop is
 flagged in at most 1 of 20 seeds, the bug in all 20. The JSON holds, per case,
 the flag counts, the per-step and end-to-end bounds ÷ their claims and the
-wall time.
+wall time, and, on the same observations, the end-to-end bound ÷ Opacus'
+accountant's ε of each per-step test: the headline (the t test of one
+Gaussian step), the order-statistics test on paired observations, and the
+former GDP Clopper–Pearson bound at threshold 0.5 (:func:`test_ratios`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,30 @@ def digits_auditor(seed: int, *, bug: bool, canaries_per_step: int = 20):
     return auditor
 
 
+def test_ratios(auditor, result, accountant_epsilon: float | None) -> dict:
+    """End-to-end bound ÷ the accountant's ε of each per-step test on the auditor's observations (composed as the headline is)."""
+    from privaudit.integrations.opacus_verdict import refuted_run
+
+    evidence, delta = result.evidence, result.bound.delta
+    claim = result.bound.claim
+    if claim is None:
+        claim = 1.0 / (result.verdict.implied_noise if result.verdict is not None else min(evidence.noise_multipliers))
+    bounds = {
+        "t_test": result.bound,
+        "order_statistics": auditor.bound(delta=delta, confidence=result.bound.confidence, test="order-statistics", claim=claim),
+        "threshold_cp": result.threshold_bound,
+    }
+    out = {}
+    for name, bound in bounds.items():
+        _, end = refuted_run(bound, sample_rate=evidence.sample_rate, num_steps=result.num_steps)
+        out[name] = {
+            "step_mu": float(bound.parameter),
+            "end_to_end": end,
+            "ratio": None if end is None or not accountant_epsilon else end / accountant_epsilon,
+        }
+    return out
+
+
 def digits_run(seed: int, *, bug: bool):
     """The in-loop result of :func:`digits_auditor`, with the user's claim (ε = 4, δ = 1e-5)."""
     return digits_auditor(seed, bug=bug).result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)
@@ -91,10 +118,14 @@ def main() -> None:
     for name, bug in (("correct", False), ("sigma/10 after make_private", True)):
         start, rows = time.perf_counter(), []
         for seed in range(args.seeds):
-            result = digits_run(seed, bug=bug)
+            auditor = digits_auditor(seed, bug=bug)
+            result = auditor.result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)
             verdict = result.verdict
             rows.append(
                 {
+                    "refuted": result.refuted,
+                    "accountant_epsilon": result.evidence.accountant_epsilon,
+                    "tests": test_ratios(auditor, result, result.evidence.accountant_epsilon),
                     "seed": seed,
                     "flagged": verdict.flagged,
                     "per_step_bound": result.bound.epsilon,
@@ -110,7 +141,12 @@ def main() -> None:
                 }
             )
         ratios = np.array([row["end_to_end_ratio"] for row in rows])
+        per_test = {
+            test: float(np.mean([row["tests"][test]["ratio"] for row in rows])) if all(row["tests"][test]["ratio"] is not None for row in rows) else None
+            for test in rows[0]["tests"]
+        }
         cases[name] = {
+            "bound_over_accountant_mean": per_test,
             "flagged": sum(row["flagged"] for row in rows),
             "seeds": args.seeds,
             "end_to_end_ratio_mean": float(ratios.mean()),
@@ -119,6 +155,7 @@ def main() -> None:
             "runs": rows,
         }
         print(f"{name}: flagged in {cases[name]['flagged']} of {args.seeds} seeds; end-to-end bound / claim mean {ratios.mean():.3f} (min {ratios.min():.3f})")
+        print(f"  end-to-end bound / accountant's epsilon, mean per test: {per_test}")
     out = {"benchmark": "opacus_verdict", "epsilon": EPSILON, "delta": DELTA, "epochs": EPOCHS, "batch": BATCH, "cases": cases, "versions": library_versions()}
     write_json(out, args.output)
 

@@ -107,7 +107,9 @@ def digits_runs():
         for seed in SEEDS:
             auditor = bench.digits_auditor(seed, bug=bug)
             before = global_rng_states()  # the user's loop draws from them; the verdict must not
-            runs[bug, seed] = auditor.result(delta=bench.DELTA, claimed_epsilon=bench.EPSILON, claimed_delta=bench.DELTA)
+            # Opacus calibrates σ to the claim (σ read 1% above σ_min here), and the per-step t test is exact: at 95% it would refute
+            # this correct claim in about 1.4% of seeds (the benchmark's 20 seeds allow it once); at 99.9%, in about 2e-4
+            runs[bug, seed] = auditor.result(delta=bench.DELTA, confidence=0.999, claimed_epsilon=bench.EPSILON, claimed_delta=bench.DELTA)
             runs[bug, seed, "rng"] = (before, global_rng_states())
     return runs
 

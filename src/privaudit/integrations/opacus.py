@@ -40,8 +40,9 @@ from .._core.results import Result
 from .._core.validation import check_count, check_probability
 from ..models.device import require_torch
 from ..stats.bounds import EpsilonLowerBound
-from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
-from .opacus_verdict import OpacusEvidence, OpacusVerdict, accountant_epsilon, opacus_verdict, read_run
+from ..stats.ceiling import Ceiling, make_ceiling
+from ..stats.gaussian_steps import GaussianStepBound, gaussian_step_bound
+from .opacus_verdict import OpacusEvidence, OpacusVerdict, accountant_epsilon, claim_step_mu, opacus_verdict, read_run, refuted_run
 
 __all__ = [
     "OpacusAuditResult",
@@ -54,6 +55,8 @@ __all__ = [
     "opacus_release",
     "private_copy",
     "read_opacus_settings",
+    "step_ceiling",
+    "threshold_bound",
 ]
 
 
@@ -332,6 +335,21 @@ def check_audit_size(audit_size, canaries_per_step: int) -> int:
     return wanted
 
 
+def threshold_bound(in_scores, out_scores, *, delta: float, confidence: float) -> EpsilonLowerBound:
+    """The former per-step bound of both Opacus audits: GDP, Clopper–Pearson at threshold 0.5 (kept beside the family's test, for comparison)."""
+    from ..stats.bounds import epsilon_lower_bound
+
+    return epsilon_lower_bound(in_scores, out_scores, delta=delta, method="gdp", confidence=confidence, threshold=0.5)
+
+
+def step_ceiling(bound: GaussianStepBound, *, raise_with: str) -> Ceiling | None:
+    """The per-step bound's ceiling (inf for the t test: no design caps it)."""
+    design = f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}, {bound.method} test"
+    if bound.method == "gaussian":
+        design += " (its t statistic grows without bound with the separation: no ceiling)"
+    return make_ceiling(bound.epsilon, bound.ceiling, raise_with=raise_with, design=design)
+
+
 @dataclasses.dataclass(frozen=True)
 class OpacusAuditResult(Result):
     """A per-step ε lower bound for the user's Opacus setup, its end-to-end conversion and the verdict on the user's claim.
@@ -341,12 +359,17 @@ class OpacusAuditResult(Result):
     claim. ``verdict`` (None without ``claimed_epsilon``) holds the user's claim
     against the bound, per step and end to end; ``flagged`` is the verdict's
     (None without a claim). ``ceiling`` is the largest per-step bound this
-    design could show.
+    design could show. ``bound`` tests the claim's own family, one Gaussian
+    step (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`, the t
+    test by default); ``refuted`` names the DP-SGD it refutes over the run's
+    steps at its q, ``end_to_end_epsilon`` that DP-SGD's ε(δ); ``threshold_bound``
+    is the former per-step bound (GDP, Clopper–Pearson at threshold 0.5), for
+    comparison only.
     """
 
     settings: OpacusSettings
     claims: OpacusClaims
-    bound: EpsilonLowerBound  # GDP, Clopper–Pearson, threshold 0.5
+    bound: GaussianStepBound  # the claim's family: one Gaussian step, tested per observation
     flagged: bool | None
     num_steps: int
     canaries_per_step: int
@@ -354,6 +377,9 @@ class OpacusAuditResult(Result):
     evidence: OpacusEvidence | None = None
     verdict: OpacusVerdict | None = None
     ceiling: Ceiling | None = None
+    refuted: str = ""
+    end_to_end_epsilon: float | None = None
+    threshold_bound: EpsilonLowerBound | None = None
     threat_model: str = "white-box, gradient canaries, every step observed"
 
 
@@ -372,6 +398,7 @@ def audit_opacus(
     claimed_epsilon: float | None = None,
     claimed_delta: float | None = None,
     seed: int = 0,
+    test: str = "gaussian",
 ) -> OpacusAuditResult:
     """Audit a user's Opacus setup on a private copy; the user's objects stay bit-for-bit unchanged.
 
@@ -386,18 +413,22 @@ def audit_opacus(
     user's end-to-end claim for the run the accountant recorded; the verdict
     composes the per-step bound over that run's steps, each at the σ and q the
     accountant recorded (which must be the optimizer's, or the settings are refused).
+    ``test`` picks the per-step test (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`):
+    the t test, or the order-statistics test designed for the claim's σ_min (σ read without a claim).
     """
     torch = require_torch()
     from ..canaries.gradient import GradientCanary
     from ..observation.gradient import (
         collect_gradient_observations,  # the shared collector of gradient-canary observations
     )
-    from ..stats.bounds import epsilon_lower_bound
+    from ..stats.gaussian_steps import STEP_TESTS
 
     num_steps = check_count(num_steps, "num_steps", minimum=1)
     audit_size = check_audit_size(audit_size, canaries_per_step)
     delta = check_probability(delta, "delta")
     confidence = check_probability(confidence, "confidence")
+    if test not in STEP_TESTS:
+        raise ValueError(f"`test` must be one of {', '.join(STEP_TESTS)}, got {test!r}")
     settings = read_opacus_settings(optimizer, data_loader=data_loader, accountant=accountant)
     if claimed_epsilon is not None and not settings.steps:
         raise ValueError("`claimed_epsilon` is for the run: pass the `accountant` (privacy_engine.accountant) after training, whose history holds its steps")
@@ -415,7 +446,13 @@ def audit_opacus(
             canary=GradientCanary(kind="dirac", slot_size=1, norm=100.0),
             seed=seed,
         )
-    bound = epsilon_lower_bound(observations.in_scores, observations.out_scores, delta=delta, method="gdp", confidence=confidence, threshold=0.5)
+    run_steps = settings.steps or num_steps  # the run the accountant recorded; the audited steps before training
+    claim = None
+    if test != "gaussian":  # designed for the claim's own step: 1/σ_min of the user's claim, else 1/σ read
+        at = delta if claimed_delta is None else claimed_delta
+        claim = claim_step_mu(claimed_epsilon, at, sigma_read=settings.noise_multiplier, sample_rate=settings.sample_rate, num_steps=run_steps)
+    bound = gaussian_step_bound(observations.in_scores, observations.out_scores, delta=delta, confidence=confidence, test=test, claim=claim, seed=seed)
+    refuted, end_to_end = refuted_run(bound, sample_rate=settings.sample_rate, num_steps=run_steps)
     evidence = OpacusEvidence(
         noise_multipliers=(settings.noise_multiplier,),
         noise_measured=float(np.std(observations.out_scores, ddof=1)),
@@ -435,10 +472,8 @@ def audit_opacus(
         audit_size=audit_size,
         evidence=evidence,
         verdict=verdict,
-        ceiling=make_ceiling(
-            bound.epsilon,
-            ceiling_of(bound),
-            raise_with="more canary trials",
-            design=f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}",
-        ),
+        ceiling=step_ceiling(bound, raise_with="more canary trials"),
+        refuted=refuted,
+        end_to_end_epsilon=end_to_end,
+        threshold_bound=threshold_bound(observations.in_scores, observations.out_scores, delta=delta, confidence=confidence),
     )

@@ -60,10 +60,11 @@ from .._core.results import Result
 from .._core.seeding import check_seed, child_seeds
 from .._core.validation import check_count, check_positive, check_probability
 from ..stats.bounds import EpsilonLowerBound
-from ..stats.ceiling import Ceiling, ceiling_of, make_ceiling
-from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size
+from ..stats.ceiling import Ceiling
+from ..stats.gaussian_steps import GaussianStepBound, gaussian_step_bound
+from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size, step_ceiling, threshold_bound
 from .opacus_loop import LoopCheck, LoopRecord, LoopRecorder, loader_kind, loop_checks, noise_check
-from .opacus_verdict import OpacusEvidence, OpacusVerdict, opacus_verdict, read_run
+from .opacus_verdict import OpacusEvidence, OpacusVerdict, claim_step_mu, opacus_verdict, read_run, refuted_run
 
 __all__ = ["OpacusInLoopAuditor", "OpacusInLoopResult"]
 
@@ -74,6 +75,13 @@ THREAT_MODEL = "white-box, gradient canaries in the user's own Opacus loop, ever
 class OpacusInLoopResult(Result):
     """The per-step ε lower bound of an in-loop audit, its end-to-end conversion and the verdict on the user's claim.
 
+    ``bound`` is the test of the claim's own family, one Gaussian step
+    (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`, the t test
+    by default); ``refuted`` names the DP-SGD it refutes over the audited
+    steps at the run's q ("not DP-SGD with sigma >= …, q = …, T = …") and
+    ``end_to_end_epsilon`` the ε(δ) of that DP-SGD (None where q is not known).
+    ``threshold_bound`` is the former per-step bound (GDP, Clopper–Pearson at
+    threshold 0.5), kept for comparison; the verdict does not use it.
     ``seeds`` holds the child seeds of ``seed``: ``"canaries"`` (the slots of
     each step's canaries, a numpy Generator) and ``"noise"`` (the audit
     coordinates' noise, a torch.Generator). ``ceiling`` is the largest
@@ -86,7 +94,7 @@ class OpacusInLoopResult(Result):
     claim or not (its findings are also the verdict's).
     """
 
-    bound: EpsilonLowerBound  # GDP, Clopper–Pearson, threshold 0.5
+    bound: GaussianStepBound  # the claim's family: one Gaussian step, tested per observation
     num_steps: int
     canaries_per_step: int
     audit_size: int
@@ -102,6 +110,9 @@ class OpacusInLoopResult(Result):
     flagged: bool | None = None
     loop: LoopRecord | None = None
     loop_checks: tuple[LoopCheck, ...] = ()
+    refuted: str = ""
+    end_to_end_epsilon: float | None = None
+    threshold_bound: EpsilonLowerBound | None = None
     threat_model: str = THREAT_MODEL
     conventions: tuple[Convention, ...] = ()
 
@@ -291,32 +302,55 @@ class OpacusInLoopAuditor:
             raise ValueError("no audited step yet: call optimizer.step() inside the `with` block")
         return np.concatenate(self._in), np.concatenate(self._out)
 
-    def bound(self, *, delta: float, confidence: float = 0.95):
-        """Per-step GDP ε lower bound (Clopper–Pearson, threshold 0.5) from the observations so far."""
-        from ..stats.bounds import epsilon_lower_bound
+    def bound(self, *, delta: float, confidence: float = 0.95, test: str = "gaussian", claim: float | None = None) -> GaussianStepBound:
+        """Per-step lower bound on the Gaussian step the observations so far were drawn from (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`).
 
+        ``test="order-statistics"`` designs for ``claim``, the per-step μ the
+        claim states (default 1/σ read from the optimizer); its coins come from the auditor's seed.
+        """
         in_scores, out_scores = self.observations()
-        return epsilon_lower_bound(
-            in_scores, out_scores, delta=check_probability(delta, "delta"), method="gdp", confidence=check_probability(confidence, "confidence"), threshold=0.5
+        mu = claim
+        if claim is None and test != "gaussian":
+            mu = claim_step_mu(None, delta, sigma_read=min(self._sigmas), sample_rate=None, num_steps=self.num_steps)
+        return gaussian_step_bound(
+            in_scores,
+            out_scores,
+            delta=check_probability(delta, "delta"),
+            confidence=check_probability(confidence, "confidence"),
+            test=test,
+            claim=mu,
+            seed=self.seed,
         )
 
-    def result(self, *, delta: float, confidence: float = 0.95, claimed_epsilon: float | None = None, claimed_delta: float | None = None) -> OpacusInLoopResult:
+    def threshold_bound(self, *, delta: float, confidence: float = 0.95) -> EpsilonLowerBound:
+        """The former per-step bound: GDP, Clopper–Pearson at threshold 0.5, from the observations so far (for comparison)."""
+        return threshold_bound(*self.observations(), delta=check_probability(delta, "delta"), confidence=check_probability(confidence, "confidence"))
+
+    def result(
+        self, *, delta: float, confidence: float = 0.95, claimed_epsilon: float | None = None, claimed_delta: float | None = None, test: str = "gaussian"
+    ) -> OpacusInLoopResult:
         """:meth:`bound`, its end-to-end conversion and the verdict on the user's claim, with the seeds, settings and evidence.
 
         ``claimed_epsilon`` and ``claimed_delta`` (default ``delta``) are the
         user's end-to-end claim for the run, never read from the optimizer.
         Converting it needs the run's q and T: from the ``accountant`` given to
         the auditor (its history), else q from the ``data_loader`` and T the
-        audited steps.
+        audited steps. ``test`` picks the per-step test (:meth:`bound`); the
+        order-statistics test is designed for the claim's σ_min (σ read without a claim).
         """
         import opacus
         import torch
 
         optimizer = self.optimizer
-        bound = self.bound(delta=delta, confidence=confidence)
         _, out_scores = self.observations()
         run = read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=self.num_steps, strict=False)
         loader_rate = run.pop("loader_sample_rate", None)
+        claim = None
+        if test != "gaussian":  # the order-statistics test is designed for the claim's own step: 1/σ_min, else 1/σ read
+            at = delta if claimed_delta is None else claimed_delta
+            claim = claim_step_mu(claimed_epsilon, at, sigma_read=min(self._sigmas), sample_rate=run["sample_rate"], num_steps=run["run_steps"])
+        bound = self.bound(delta=delta, confidence=confidence, test=test, claim=claim)
+        refuted, end_to_end = refuted_run(bound, sample_rate=run["sample_rate"], num_steps=self.num_steps)
         evidence = OpacusEvidence(
             noise_multipliers=tuple(sorted(set(self._sigmas))),
             noise_measured=float(np.std(out_scores, ddof=1)),
@@ -359,16 +393,14 @@ class OpacusInLoopAuditor:
             seeds=dict(self.seeds),
             framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
             evidence=evidence,
-            ceiling=make_ceiling(
-                bound.epsilon,
-                ceiling_of(bound),
-                raise_with="more canaries per step or more audited steps",
-                design=f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}",
-            ),
+            ceiling=step_ceiling(bound, raise_with="more canaries per step or more audited steps"),
             verdict=verdict,
             flagged=(True if findings else None) if verdict is None else verdict.flagged,
             loop=record,
             loop_checks=checks,
+            refuted=refuted,
+            end_to_end_epsilon=end_to_end,
+            threshold_bound=self.threshold_bound(delta=delta, confidence=confidence),
             conventions=self._conventions(),
         )
 

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from .._core.results import Result
-from ..stats.dpsgd_claims import most_steps_for_claim, step_and_end_verdicts
+from ..stats.dpsgd_claims import end_to_end_from_step, least_noise_for_claim, most_steps_for_claim, step_and_end_verdicts
+from ..stats.one_run_nulls import DPSGD
 from ..stats.verdict import Claim, Verdict
 
-__all__ = ["OpacusEvidence", "OpacusVerdict", "accountant_epsilon", "calibrated_steps_shortfall", "opacus_verdict", "read_run"]
+__all__ = ["OpacusEvidence", "OpacusVerdict", "accountant_epsilon", "calibrated_steps_shortfall", "claim_step_mu", "opacus_verdict", "read_run", "refuted_run"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +148,48 @@ def calibrated_steps_shortfall(sample_rate: float, run_steps: int) -> int | None
         return None
     calibrated = int(epochs / sample_rate)
     return calibrated if calibrated < run_steps else None
+
+
+def refuted_run(step_bound, *, sample_rate: float | None, num_steps: int) -> tuple[str, float | None]:
+    """(the null the per-step bound refutes, named for the run, and the ε(δ) it implies end to end; None without q).
+
+    The bound refutes one Gaussian step with σ >= σ_r; DP-SGD at any σ >= σ_r
+    noises each step so, hence it refutes DP-SGD (q, σ >= σ_r, T), whose ε(δ)
+    at σ_r (optimistic PLD, rounded low) is the end-to-end lower bound: the
+    composition of :func:`~privaudit.stats.dpsgd_claims.end_to_end_from_step`,
+    the one the verdict uses.
+
+    >>> from types import SimpleNamespace
+    >>> refuted_run(SimpleNamespace(parameter=0.5, delta=1e-5, null="not a Gaussian step with sigma >= 2"), sample_rate=1.0, num_steps=4)[0]
+    'not DP-SGD with sigma >= 2, q = 1, T = 4'
+    """
+    mu = float(step_bound.parameter)
+    if mu <= 0.0:
+        return "nothing refuted", None if sample_rate is None else 0.0
+    if sample_rate is None:
+        return str(step_bound.null), None
+    named = f"not {DPSGD(sample_rate, num_steps, step_bound.delta).describe(mu)}"
+    return named, end_to_end_from_step(mu, step_bound.delta, sampling_prob=sample_rate, num_steps=num_steps)
+
+
+def claim_step_mu(claimed_epsilon: float | None, claimed_delta: float, *, sigma_read: float, sample_rate: float | None, num_steps: int) -> float:
+    """The per-step μ = 1/σ of the claim being tested: 1/σ_min of the user's claim at the run's q and T, else 1/σ read from the optimizer.
+
+    >>> round(claim_step_mu(4.0, 1e-5, sigma_read=2.0, sample_rate=1.0, num_steps=1), 3), claim_step_mu(None, 1e-5, sigma_read=2.0, sample_rate=None, num_steps=1)
+    (0.925, 0.5)
+    """
+    if not sigma_read > 0.0 and (claimed_epsilon is None or sample_rate is None):
+        raise ValueError(f"the order-statistics test needs a claim: pass `claimed_epsilon`, or train with noise (σ read {sigma_read:g})")
+    if claimed_epsilon is None or sample_rate is None:
+        return 1.0 / sigma_read
+    sigma = least_noise_for_claim(claimed_epsilon, claimed_delta, sampling_prob=sample_rate, num_steps=num_steps)
+    if sigma > 0.0:
+        return 1.0 / sigma
+    if sigma_read > 0.0:
+        return 1.0 / sigma_read
+    raise ValueError(
+        f"`claimed_epsilon` {claimed_epsilon:g} implies no noise at q = {sample_rate:g}, T = {num_steps}, and none ran: nothing to design the order-statistics test for"
+    )
 
 
 def opacus_verdict(

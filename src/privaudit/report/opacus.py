@@ -56,11 +56,16 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     if result is None:
         return generic_section(data, directory)
     bound, verdict, evidence = result.bound, result.verdict, result.evidence
+    test = "t test" if bound.method == "gaussian" else "order-statistics test, paired observations"
     details: list[tuple[str, Any]] = [
-        (f"per-step ε lower bound ({bound.kind}, GDP, Clopper–Pearson)", bound.epsilon),
-        ("per-step ceiling (no error on either side)", None if result.ceiling is None else result.ceiling.value),
+        (f"per-step ε lower bound ({bound.kind}, one Gaussian step, {test})", bound.epsilon),
+        ("refuted", result.refuted or bound.null),
+        ("end-to-end ε of the refuted DP-SGD (composed at the q that ran)", result.end_to_end_epsilon),
+        ("per-step ceiling", None if result.ceiling is None else result.ceiling.value),
         ("canary / other observations", f"{bound.num_in} / {bound.num_out}"),
     ]
+    if result.threshold_bound is not None:
+        details.append(("former per-step bound (GDP, Clopper–Pearson at threshold 0.5; not used by the verdict)", result.threshold_bound.epsilon))
     note = None if result.ceiling is None else result.ceiling.note
     if note:
         details.append(("per-step bound", note))

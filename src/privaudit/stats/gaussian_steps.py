@@ -1,0 +1,174 @@
+"""The null of a white-box DP-SGD audit with canaries in every step: one Gaussian step of noise σ, tested per observation.
+
+Gradient canaries on audit coordinates of their own (Opacus' auditors:
+:mod:`privaudit.integrations.opacus_inloop`, :func:`~privaudit.integrations.opacus.audit_opacus`)
+give, at each step and slot, an observation N(1, σ²) where a canary was
+inserted and N(0, σ²) where none was (released · B / C). DP-SGD's noise is
+isotropic and each canary is deterministic in its step, so, given which
+slots were chosen, the observations are independent; under "DP-SGD with
+noise σ" each is a draw of one Gaussian step, (1/σ)-GDP. Two tests of that
+null, both refuting "a Gaussian step with σ >= σ_r":
+
+* ``"gaussian"`` (the default): the two-sample t statistic of the canary
+  against the other observations, inverted through its noncentral t law
+  (:func:`~privaudit.stats.one_run_gaussian.epsilon_one_run_gaussian`).
+  Exact for Gaussian observations given the slots, whatever their split (1
+  canary in 10 slots here) and whatever σ and the offset are, and it uses
+  every observation;
+* ``"order-statistics"``: Xiang et al.'s test (:mod:`privaudit.stats.order_statistics`)
+  needs a fair coin per canary, which the slots are not (k canaries among
+  10k). Each canary observation is paired with its own other observation
+  (the first ones, an order fixed by the slots, not by the values) and a
+  seeded fair coin orients the difference: the score d = ±(o_in - o_out) is
+  N(+1, 2σ²) when the coin says "in", N(-1, 2σ²) otherwise, independently,
+  so it is exactly a draw of (√2/σ)-GDP with a fair coin: the proven case
+  of the test, against ``GaussianDP`` at the claim's μ_pair = √2/σ_claim.
+  The other 8 of every 9 "out" observations are not used.
+
+On Opacus' digits loop (ε = 4) the t test's bound is the larger (docs/guide-own-model.md).
+
+>>> rng = np.random.default_rng(0)
+>>> found = gaussian_step_bound(rng.normal(1.0, 0.8, 2_000), rng.normal(0.0, 0.8, 18_000), delta=1e-5)
+>>> found.method, bool(0.9 * 1.25 < found.parameter < 1.25), found.null[:34]
+('gaussian', True, 'not a Gaussian step with sigma >= ')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from .._core.results import Result
+from .._core.seeding import check_seed
+from .._core.validation import as_scores, check_positive, check_probability
+from .conversions import gdp_epsilon
+from .families import GaussianDP
+from .one_run_gaussian import epsilon_one_run_gaussian
+from .order_statistics import order_statistics_lower_bound
+
+__all__ = ["STEP_TESTS", "GaussianStepBound", "gaussian_step_bound"]
+
+#: The per-step tests, the default first.
+STEP_TESTS = ("gaussian", "order-statistics")
+
+
+@dataclasses.dataclass(frozen=True)
+class GaussianStepBound(Result):
+    """A per-step lower bound μ ≥ ``parameter`` on a Gaussian step (σ ≤ ``sigma``), and ε(δ) of that μ-GDP step, rounded down.
+
+    ``null`` names what was refuted ("not a Gaussian step with sigma >= …");
+    ``ceiling`` is the largest per-step ε the design could show (inf for the
+    t test: its statistic grows without bound with the separation); ``claim``
+    the per-step μ the order-statistics test was designed for (None for the
+    t test, which needs none). ``num_guesses`` and ``num_correct`` are the
+    order-statistics test's released guesses (None for the t test).
+    """
+
+    epsilon: float
+    delta: float
+    confidence: float
+    parameter: float  # μ per step, 0.0 when nothing was refuted
+    sigma: float | None  # 1/μ: every σ at least this is refuted
+    null: str
+    method: str
+    num_in: int
+    num_out: int
+    ceiling: float
+    claim: float | None = None
+    num_guesses: int | None = None
+    num_correct: int | None = None
+    seed: int | None = None
+    kind: str = "lower bound"
+    valid: bool = True
+
+
+def _refuted(mu: float) -> tuple[float | None, str]:
+    if mu <= 0.0:
+        return None, "nothing refuted"
+    return 1.0 / mu, f"not a Gaussian step with sigma >= {1.0 / mu:.4g} (sensitivity 1)"
+
+
+def _paired(in_obs: np.ndarray, out_obs: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, coins): each canary observation minus its own other observation, the sign set by a seeded fair coin."""
+    if out_obs.size < in_obs.size:
+        raise ValueError(f"the order-statistics test pairs each canary observation with another: {in_obs.size} canary, only {out_obs.size} other")
+    coins = np.random.default_rng([seed, 45]).random(in_obs.size) < 0.5
+    difference = in_obs - out_obs[: in_obs.size]
+    return np.where(coins, difference, -difference), coins
+
+
+def gaussian_step_bound(
+    in_observations: Any,
+    out_observations: Any,
+    *,
+    delta: Any,
+    confidence: Any = 0.95,
+    test: str = "gaussian",
+    claim: Any = None,
+    seed: Any = 0,
+) -> GaussianStepBound:
+    """Lower-bound the per-step μ = 1/σ of a Gaussian step from canary (N(1, σ²)) and other (N(0, σ²)) observations.
+
+    ``test``: ``"gaussian"`` (the t test, default) or ``"order-statistics"``
+    (paired scores, fair coins from ``seed``, designed for ``claim``, the
+    per-step μ = 1/σ the claim states: required there).
+    """
+    inside = as_scores(in_observations, "in_observations")
+    outside = as_scores(out_observations, "out_observations")
+    delta = check_probability(delta, "delta")
+    confidence = check_probability(confidence, "confidence")
+    if test not in STEP_TESTS:
+        raise ValueError(f"`test` must be one of {', '.join(STEP_TESTS)}, got {test!r}")
+    if test == "gaussian":
+        found = epsilon_one_run_gaussian(
+            np.concatenate([inside, outside]), np.r_[np.ones(inside.size, bool), np.zeros(outside.size, bool)], delta=delta, confidence=confidence
+        )
+        sigma, null = _refuted(found.mu)
+        return GaussianStepBound(
+            epsilon=found.epsilon,
+            delta=delta,
+            confidence=confidence,
+            parameter=found.mu,
+            sigma=sigma,
+            null=null,
+            method="gaussian",
+            num_in=inside.size,
+            num_out=outside.size,
+            ceiling=math.inf,
+            kind=found.kind,
+        )
+    if claim is None:
+        raise ValueError("`claim` (the per-step μ = 1/σ the claim states) is needed by the order-statistics test: it fixes the guess count")
+    mu_claim = check_positive(claim, "claim")
+    seed = check_seed(seed)
+    scores, coins = _paired(inside, outside, seed)
+    found_os = order_statistics_lower_bound(scores, coins, null=GaussianDP(delta), claim=math.sqrt(2.0) * mu_claim, confidence=confidence)
+    mu = 0.0 if found_os.parameter is None else float(found_os.parameter) / math.sqrt(2.0)  # μ_pair = √2 μ: exact for the Gaussian step
+    sigma, null = _refuted(mu)
+    ceiling_mu = _ceiling_mu(found_os, delta)
+    return GaussianStepBound(
+        epsilon=float(gdp_epsilon(mu, delta)) if mu > 0.0 else 0.0,
+        delta=delta,
+        confidence=confidence,
+        parameter=mu,
+        sigma=sigma,
+        null=null,
+        method="order-statistics",
+        num_in=inside.size,
+        num_out=outside.size,
+        ceiling=float(gdp_epsilon(ceiling_mu, delta)) if ceiling_mu > 0.0 else 0.0,
+        claim=mu_claim,
+        num_guesses=found_os.num_guesses,
+        num_correct=found_os.num_correct,
+        seed=seed,
+    )
+
+
+def _ceiling_mu(found: Any, delta: float) -> float:
+    """The per-step μ of the order-statistics ceiling: the pair's μ-GDP whose ε is the ceiling, over √2."""
+    from .conversions import gdp_mu
+
+    return float(gdp_mu(found.ceiling, delta)) / math.sqrt(2.0) if found.ceiling > 0.0 else 0.0
