@@ -18,8 +18,8 @@ config's defaults: below σ_min they get a warning, which flags nothing.
 >>> from privaudit.audits.one_run.config import OneRunAuditConfig
 >>> from privaudit.stats.verdict import Claim
 >>> findings, warnings, computed = noise_evidence(OneRunAuditConfig(num_steps=1, noise_multiplier=0.1), Claim(4.0, 1e-5), None)
->>> print(findings[0][:61]), warnings, computed
-σ observed 0.1 (the noise_multiplier privaudit's DP-SGD ran) (), False
+>>> findings[0][:60], warnings, computed
+("σ observed 0.1 (the noise_multiplier privaudit's DP-SGD ran)", (), False)
 """
 
 from __future__ import annotations
