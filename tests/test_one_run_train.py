@@ -70,7 +70,7 @@ def test_a_typed_sigma_nobody_observed_warns_and_flags_nothing():
     config = OneRunAuditConfig(threat_model="black-box", train="m:f", noise_multiplier=0.5, sampling_rate=1.0, num_steps=1)
     findings, warnings, computed = noise_evidence(config, Claim(4.0, 1e-5), None)
     assert findings == () and not computed and "as given, not observed" in warnings[0] and "report_opacus" in warnings[0]
-    # one full-batch step is exactly (1/σ)-GDP: σ_min for ε = 4 is 1.081 (closed form, tests/test_dpsgd_claims), and 1.2 meets it
+    # one full-batch step is exactly (1/σ)-GDP: σ_min for ε = 4 is 1.081 (closed form: tests/test_opacus_verdict.py), and 1.2 meets it
     assert noise_evidence(
         OneRunAuditConfig(threat_model="black-box", train="m:f", noise_multiplier=1.2, sampling_rate=1.0, num_steps=1), Claim(4.0, 1e-5), None
     ) == ((), (), True)
