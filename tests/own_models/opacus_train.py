@@ -2,7 +2,9 @@
 
 ``train_reported`` calls :func:`privaudit.integrations.observed.report_opacus`
 with its optimizer and accountant after training; ``train_silent`` trains the
-same way and reports nothing. Every random number comes from ``seed``.
+same way and reports nothing; ``train_sigma_tenth`` divides σ by 10 after
+``make_private`` (the bug) and reports what ran. Every random number comes
+from ``seed``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch
 SIGMA, RATE, STEPS = 0.94, 0.05, 100
 
 
-def _train(x_train, y_train, seed):
+def _train(x_train, y_train, seed, divide_sigma=1.0):
     import opacus
 
     generator = torch.Generator().manual_seed(seed)
@@ -28,6 +30,7 @@ def _train(x_train, y_train, seed):
             module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5), data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=1.0,
             noise_generator=torch.Generator().manual_seed(seed + 1),
         )  # fmt: skip
+        optimizer.noise_multiplier /= divide_sigma  # the bug of train_sigma_tenth: the accountant records what the optimizer holds
         done = 0
         while done < STEPS:
             for xb, yb in loader:
@@ -44,6 +47,14 @@ def train_reported(x_train, y_train, *, seed):
     from privaudit.integrations.observed import report_opacus
 
     model, optimizer, accountant = _train(x_train, y_train, seed)
+    report_opacus(optimizer, accountant=accountant)
+    return model
+
+
+def train_sigma_tenth(x_train, y_train, *, seed):
+    from privaudit.integrations.observed import report_opacus
+
+    model, optimizer, accountant = _train(x_train, y_train, seed, divide_sigma=10.0)
     report_opacus(optimizer, accountant=accountant)
     return model
 

@@ -86,6 +86,7 @@ def _one_run(result: Any, output: Path) -> str:
     from ..audits.one_run.audit import typed_settings
     from ..integrations.observed import describe_status
     from ..report.one_run import BOUND_LABELS
+    from ..report.verdict import user_claim
 
     def typed_values(config: Any) -> dict[str, float]:
         return {key: value for key, (_, value) in typed_settings(config).items()}
@@ -96,18 +97,26 @@ def _one_run(result: Any, output: Path) -> str:
         for name, bound in result.side_by_side().items()
     ]
     given = result.model.get("settings")  # --train: whether σ, q and the steps were observed or only typed
+    accountant = result.accountant_epsilon
+    own = settings.train is None and user_claim(result) is None  # privaudit's DP-SGD without a claim: its accountant's ε is the claim
+    label = "claimed ε of the run (accountant" if own else "accountant's ε for the config's settings (evidence"
     rows += [
         [
-            f"accountant's ε for the config's settings (δ = {settings.delta:g}, σ = {settings.noise_multiplier:g}; evidence)",
-            format_value(float(result.claimed_epsilon)),
+            f"{label}; δ = {settings.delta:g}, σ = {settings.noise_multiplier:g})",
+            "not computed: σ is below what the claim needs (finding)" if accountant is None else format_value(float(accountant)),
         ],
         *([["settings of --train", describe_status(given, typed_values(settings))]] if given else []),
-        ["flagged (bound exceeds the claim)", "—" if result.claim_verdict is None else ("yes" if result.flagged else "no")],
+        *([["your claim", f"ε = {result.claimed_epsilon:g}"]] if not own and result.claimed_epsilon is not None else []),
+        [
+            "flagged (bound exceeds the claim, or a finding)",
+            "—" if result.claim_verdict is None and not result.findings else ("yes" if result.flagged else "no"),
+        ],
+        *[["finding (flags the run)", text] for text in result.findings],
         ["canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"],
         ["inclusion seed", str(result.inclusion_seed)],
     ]
-    if result.canary_epsilon != result.claimed_epsilon:
-        rows.insert(len(rows) - 3, ["ε of a canary at its own rate", format_value(float(result.canary_epsilon))])
+    if result.canary_epsilon is not None and result.canary_epsilon != accountant:
+        rows.insert(len(rows) - 3 - len(result.findings), ["ε of a canary at its own rate", format_value(float(result.canary_epsilon))])
     title = f"One-run audit ({settings.threat_model}, {settings.num_steps} steps, {settings.confidence:.0%}), results in {output}"
     return render_table(title, ["quantity", "value"], rows)
 
@@ -222,6 +231,8 @@ def verdict_table(result: Any) -> str:
             ["bound / claimed ε", format_value(float(verdict.ratio))],
             ["flagged (bound exceeds the claim)", "yes" if verdict.flagged else "no"],
         ]
+    if getattr(result, "findings", ()):  # evidence that contradicts the claim flags the run whatever the bound
+        rows.append(["flagged by a finding", f"yes: {len(result.findings)} finding(s) above, evidence that contradicts the claim"])
     if ceiling is not None:
         rows.append(["ceiling (a perfect attack on this design)", format_value(float(ceiling.value))])
         rows.append(["bound at its ceiling (within 10%)", f"yes: {ceiling.raise_with} would raise it" if ceiling.at_ceiling else "no"])

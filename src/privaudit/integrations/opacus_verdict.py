@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._core.results import Result
-from ..stats.dpsgd_claims import end_to_end_from_step, least_noise_for_claim, most_steps_for_claim, step_and_end_verdicts
+from ..stats.dpsgd_claims import end_to_end_from_step, least_noise_for_claim, noise_shortfall, step_and_end_verdicts
 from ..stats.one_run_nulls import DPSGD
 from ..stats.verdict import Claim, Verdict
 
@@ -225,17 +225,10 @@ def opacus_verdict(
     if low >= sigma_min:  # below it the finding says it all, and some accountants (PRV) take minutes on so little noise
         evidence = dataclasses.replace(evidence, accountant_epsilon=accountant_epsilon(accountant, claim.delta))
     findings = list(loop_findings)
-    run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {evidence.sample_rate:.4g} and T = {evidence.run_steps}"
     rate_read = float(evidence.sample_rate or 0.0)  # checked above: a claim needs q
-    if low < sigma_min:
-        cause = " (lowered after make_private, or a claim its settings never met)"
-        if low >= 0.5 * sigma_min:  # close: a calibration for fewer steps than ran is the likely cause (a bisection of seconds)
-            most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=low, sampling_prob=rate_read, num_steps=evidence.run_steps)
-            cause = f" (σ = {low:.4g} meets the claim for at most {most} steps: the run took {evidence.run_steps}, past the steps it was calibrated for, or at a higher q)"
-        findings.append(
-            f"σ observed {low:.4g} (the optimizer's noise_multiplier) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim"
-            + cause
-        )
+    shortfall = noise_shortfall(low, claim, sampling_prob=rate_read, num_steps=evidence.run_steps)[1]
+    if shortfall is not None:
+        findings.append(shortfall)
     if len(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers)) > 1:
         seen = sorted(set(evidence.noise_multipliers + evidence.accountant_noise_multipliers))
         findings.append(f"σ changed during the run: the optimizer and accountant held {', '.join(f'{value:.4g}' for value in seen)}")

@@ -39,7 +39,7 @@ def plot_bounds(
     bounds: dict,
     path,
     *,
-    claimed_epsilon: float,
+    claimed_epsilon: float | None,
     canary_epsilon: float | None = None,
     delta: float,
     confidence: float,
@@ -49,7 +49,7 @@ def plot_bounds(
     """Horizontal bars of the ε lower bounds in ``bounds`` (name -> object with ``epsilon``), with the claimed ε as a line.
 
     ``claimed_epsilon`` is drawn as ``claim_label`` (the accountant's ε of the
-    run's settings); ``user_claim``, the ε the user claimed, as "claimed ε"
+    run's settings; none when it was not computed); ``user_claim``, the ε the user claimed, as "claimed ε"
     when given; ``canary_epsilon`` too when it differs (canaries at a rate
     other than the data's).
     """
@@ -63,12 +63,13 @@ def plot_bounds(
         axis.annotate(f"{value:.3g}", (value, position), xytext=(3, 0), textcoords="offset points", va="center", fontsize="small")
     axis.set_yticks(list(positions), [BOUND_LABELS.get(name, name) for name in names])
     axis.invert_yaxis()
-    axis.axvline(claimed_epsilon, color="grey", linestyle="--", label=f"{claim_label} = {claimed_epsilon:.3g}")
+    if claimed_epsilon is not None:
+        axis.axvline(claimed_epsilon, color="grey", linestyle="--", label=f"{claim_label} = {claimed_epsilon:.3g}")
     if canary_epsilon is not None and canary_epsilon != claimed_epsilon:
         axis.axvline(canary_epsilon, color="black", linestyle=":", label=f"ε of a canary = {canary_epsilon:.3g}")
     if user_claim is not None:
         axis.axvline(user_claim, color="tab:red", linestyle="-.", label=f"claimed ε = {user_claim:.3g}")
-    top = max([*values, claimed_epsilon, canary_epsilon or 0.0, user_claim or 0.0])
+    top = max([*values, claimed_epsilon or 0.0, canary_epsilon or 0.0, user_claim or 0.0])
     axis.set_xlim(0.0, 1.15 * top if top > 0 else 1.0)
     axis.set_xlabel(f"ε lower bound at δ = {delta:.2g} ({confidence:.0%} confidence each)")
     axis.legend(loc="lower right", fontsize="small")
@@ -87,7 +88,7 @@ def figures(run) -> dict:
         "bounds.png": lambda path: plot_bounds(
             result.side_by_side(),
             path,
-            claimed_epsilon=result.claimed_epsilon,
+            claimed_epsilon=result.accountant_epsilon,
             canary_epsilon=result.canary_epsilon,
             delta=result.bound.delta,
             confidence=result.bound.confidence,
@@ -101,9 +102,10 @@ def figures(run) -> dict:
 
 
 def _claim_lines(result: Any) -> dict[str, Any]:
-    """How the bounds figure labels the accountant's ε: "claimed" only when no user claim was given."""
+    """How the bounds figure labels the accountant's ε: "claimed" only for privaudit's own DP-SGD without a user claim."""
     user = user_claim(result)
-    return {"claim_label": "claimed ε" if user is None else "accountant's ε of the settings", "user_claim": user}
+    own = user is None and result.config.train is None
+    return {"claim_label": "claimed ε" if own else "accountant's ε of the settings", "user_claim": user}
 
 
 def _given(result: Any) -> str:
@@ -127,18 +129,22 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         for name, bound in result.side_by_side().items()
         if name != "headline"
     ]
+    own = config.train is None and user_claim(result) is None  # privaudit's DP-SGD without a claim: its accountant's ε is the claim
+    accountant = "not computed: σ is below what the claim needs (finding)" if result.accountant_epsilon is None else result.accountant_epsilon
     details += [
-        ("claimed ε of the run (accountant)" if user_claim(result) is None else "accountant's ε for the settings (evidence)", result.claimed_epsilon),
+        ("claimed ε of the run (accountant)" if own else "accountant's ε for the settings (evidence)", accountant),
         ("canaries in / out", f"{result.num_in} / {result.num_canaries - result.num_in}"),
         ("score", result.score),
         ("inclusion draw", f"probability {config.inclusion_prob:g}, seed {result.inclusion_seed}"),
         ("DP-SGD", f"σ = {config.noise_multiplier:g}, q = {config.sampling_rate:g}, {config.num_steps} steps, δ = {config.delta:g}{_given(result)}"),
         ("test accuracy", "not measured (your --train model)" if result.test_accuracy is None else result.test_accuracy),
     ]
-    if result.canary_epsilon != result.claimed_epsilon:
+    if result.canary_epsilon is not None and result.canary_epsilon != result.accountant_epsilon:
         details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
     flag = None
-    if headline.flag:
+    if result.findings:
+        flag = "Claim rejected by the evidence: " + " | ".join(result.findings)
+    elif headline.flag:
         user = user_claim(result)
         flag = (
             f"Claim rejected: the one-run lower bound exceeds the ε the accountant gives the canaries ({result.canary_epsilon:.3g})."

@@ -73,6 +73,7 @@ def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
         lines.append(describe_verdict(None))
     if isinstance(ceiling, dict):
         lines.append(ceiling_line(ceiling))
+    lines.extend(f"finding (flags the run): {text}" for text in data.get("findings") or ())
     lines.extend(f"warning: {text}" for text in data.get("sanity_warnings") or ())
     return tuple(lines)
 

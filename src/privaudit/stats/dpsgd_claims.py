@@ -35,7 +35,15 @@ from .conversions import gaussian_epsilon, pld_grid_points
 from .pld import SubsampledGaussian
 from .verdict import Claim, Verdict, compare
 
-__all__ = ["CONVERTED", "end_to_end_from_step", "least_noise_for_claim", "most_steps_for_claim", "per_step_claim", "step_and_end_verdicts"]
+__all__ = [
+    "CONVERTED",
+    "end_to_end_from_step",
+    "least_noise_for_claim",
+    "most_steps_for_claim",
+    "noise_shortfall",
+    "per_step_claim",
+    "step_and_end_verdicts",
+]
 
 CONVERTED = "the user's end-to-end claim, converted to one step"
 _GRID = 1e-3  # PLD discretisation: coarser only lowers the optimistic ε, the safe side for both conversions
@@ -107,6 +115,43 @@ def most_steps_for_claim(epsilon: float, delta: float, *, noise_multiplier: floa
         middle = (low + high) // 2
         low, high = (middle, high) if _optimistic_epsilon(sigma, delta, q, middle) <= epsilon else (low, middle)
     return low
+
+
+def noise_shortfall(
+    sigma: float,
+    claim: Claim,
+    *,
+    sampling_prob: float,
+    num_steps: int,
+    read_from: str = "the optimizer's noise_multiplier",
+    far_cause: str = "lowered after make_private, or a claim its settings never met",
+) -> tuple[float, str | None]:
+    """(σ_min, the finding when the σ that ran is below it, else None): a run with less noise than its claim allows cannot meet it.
+
+    σ_min is :func:`least_noise_for_claim` at the q and T that ran (its lower
+    end, so a σ near it is not blamed). Within a factor 2 of σ_min the likely
+    cause is a run past the steps σ was calibrated for, and the finding says
+    how many steps σ supports; further below, ``far_cause``.
+
+    >>> claim = Claim(4.0, 1e-5)
+    >>> round(noise_shortfall(2.0, claim, sampling_prob=1.0, num_steps=1)[0], 3), noise_shortfall(2.0, claim, sampling_prob=1.0, num_steps=1)[1]
+    (1.081, None)
+    >>> print(noise_shortfall(0.1, claim, sampling_prob=1.0, num_steps=1)[1])
+    σ observed 0.1 (the optimizer's noise_multiplier) is below the σ ≥ 1.081 that ε = 4 at δ = 1e-05 with q = 1 and T = 1 implies: the run cannot meet the claim (lowered after make_private, or a claim its settings never met)
+    """
+    if claim.quantity != "end-to-end":
+        raise ValueError(f"`claim` must be an end-to-end claim to set the least noise of a run, got a {claim.quantity} claim")
+    sigma = check_positive(sigma, "noise_multiplier", allow_zero=True)
+    q, steps = _check_run(sampling_prob, num_steps)
+    sigma_min = least_noise_for_claim(claim.epsilon, claim.delta, sampling_prob=q, num_steps=steps)
+    if sigma >= sigma_min:
+        return sigma_min, None
+    cause = far_cause
+    if sigma >= 0.5 * sigma_min:  # close: a calibration for fewer steps than ran is the likely cause (a bisection of seconds)
+        most = most_steps_for_claim(claim.epsilon, claim.delta, noise_multiplier=sigma, sampling_prob=q, num_steps=steps)
+        cause = f"σ = {sigma:.4g} meets the claim for at most {most} steps: the run took {steps}, past the steps it was calibrated for, or at a higher q"
+    run = f"ε = {claim.epsilon:g} at δ = {claim.delta:g} with q = {q:.4g} and T = {steps}"
+    return sigma_min, f"σ observed {sigma:.4g} ({read_from}) is below the σ ≥ {sigma_min:.4g} that {run} implies: the run cannot meet the claim ({cause})"
 
 
 def per_step_claim(claim: Claim, *, sampling_prob: float, num_steps: int, delta: float | None = None) -> tuple[Claim, float]:

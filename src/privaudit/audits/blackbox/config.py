@@ -11,7 +11,7 @@ from ...stats.bounds import EpsilonLowerBound
 from ..base import AuditResult, Headline
 from ..verdicts import check_claim_fields
 
-__all__ = ["ARCHITECTURES", "BlackBoxConfig", "BlackBoxResult", "CANARIES", "DATASETS", "MIN_MODELS_PER_SIDE", "SCORES", "THREAT_MODEL"]
+__all__ = ["ARCHITECTURES", "BlackBoxConfig", "BlackBoxResult", "CANARIES", "DATASETS", "MIN_MODELS_PER_SIDE", "SCORES", "THREAT_MODEL", "check_data_fields"]
 
 
 THREAT_MODEL = "black-box: final model only, canary loss/confidence"
@@ -25,6 +25,20 @@ CANARIES = ("mislabeled", "blank")
 SCORES = ("loss", "logit")
 
 MIN_MODELS_PER_SIDE = 5  # the split threshold needs a selection and an evaluation part on each side
+
+
+def check_data_fields(data: str | None, label_col: str | None) -> None:
+    """Refuse a ``data`` file of another kind than the labelled readers take, and a ``label_col`` without a .csv/.parquet ``data``.
+
+    >>> check_data_fields(None, "y")
+    Traceback (most recent call last):
+    ...
+    ValueError: `label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file
+    """
+    if data is not None and not str(data).lower().endswith(LABELLED_SUFFIXES):
+        raise ValueError(f"`data` (--data) must be a .npz, .csv or .parquet file, got {data!r}")
+    if label_col is not None and (data is None or not str(data).lower().endswith((".csv", ".parquet"))):
+        raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +74,7 @@ class BlackBoxConfig:
 
     def __post_init__(self):
         check_claim_fields(self.claimed_epsilon, self.claimed_delta)
-        if self.data is not None and not str(self.data).lower().endswith(LABELLED_SUFFIXES):
-            raise ValueError(f"`data` (--data) must be a .npz, .csv or .parquet file, got {self.data!r}")
-        if self.label_col is not None and (self.data is None or not str(self.data).lower().endswith((".csv", ".parquet"))):
-            raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
+        check_data_fields(self.data, self.label_col)
         if self.train is not None:
             check_import_path(self.train, "train")
         check_choice(self.dataset, "dataset", DATASETS)

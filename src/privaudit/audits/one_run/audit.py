@@ -42,10 +42,16 @@ What the numbers are, all at ``confidence`` and ``delta``:
   exact here), Bonferroni-corrected over all their tests. Each side-by-side
   figure is valid alone; only ``bound`` may be read as the best of them.
 
-``claimed_epsilon`` is what the accountant of the DP-SGD audit claims for
-the run (noise multiplier, sampling rate, steps); ``canary_epsilon`` what it
-gives for a canary at its own rate, the claim the bound is checked against
-(``flagged``). This audit is the DP-SGD audit's end-to-end lower bound from
+``claimed_epsilon`` is the claim tested: the user's (``claimed_epsilon``,
+``--claimed-epsilon``), or, for privaudit's own DP-SGD without one, what its
+accountant gives the run (noise multiplier, sampling rate, steps); with
+``--train`` and no claim it is null and there is no verdict.
+``accountant_epsilon`` is that accountant's ε for the config's settings,
+evidence beside a user's claim; ``canary_epsilon`` what it gives for a
+canary at its own rate (privaudit's claim for its own canaries). A σ that
+ran below the least σ the claim allows is a finding (``findings``,
+:mod:`.evidence`); ``flagged`` says the bound exceeds the claim or a
+finding contradicts it. This audit is the DP-SGD audit's end-to-end lower bound from
 one training run (:func:`config_from_dpsgd` sets it up for a DP-SGD config);
 the DP-SGD audit's own end-to-end figure is an estimate composed from its
 per-step bound.
@@ -76,6 +82,7 @@ from ..dpsgd.audit import audited_model_and_data, observation_fits
 from ..dpsgd.config import DPSGDAuditConfig
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
+from .evidence import noise_evidence, observed_settings
 from .family import dpsgd_null, guess_count
 
 __all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
@@ -156,7 +163,9 @@ def typed_settings(config: OneRunAuditConfig) -> dict[str, tuple[str, float]]:
 
 
 def _model_and_data(config: OneRunAuditConfig):
-    return audited_model_and_data(DPSGDAuditConfig(dataset=config.dataset, architecture=config.architecture, seed=config.seed))
+    """The built-in model and the data: the embedded ``dataset``, or the user's ``data`` file read as every family reads it (``--data``)."""
+    dataset = config.dataset if config.data is None else config.data
+    return audited_model_and_data(DPSGDAuditConfig(dataset=dataset, label_col=config.label_col, architecture=config.architecture, seed=config.seed))
 
 
 def _training(config: OneRunAuditConfig):
@@ -220,6 +229,8 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
             trained = check_train_function(config.train)(x, y, seed=seeds["training"])
         status = typed_settings_status(typed_settings(config), seen)
         audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
+        if seen:
+            audited["observed"] = observed_settings(seen)
         negated_losses = [
             _score(_user_canary_logits(trained, canary_x[i], int(canary_y[i]), config.train, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))
         ]
@@ -269,11 +280,17 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         gaussian=config.threat_model == "white-box",
         gaussian_exact=_gaussian_exact(config),
     )
-    claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps)
-    canary = (
-        claimed if rate == config.sampling_rate else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps)
-    )
-    accountant = None if config.train is not None else float(canary)
+    user = claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta)
+    findings, warnings, noise_meets_claim = noise_evidence(config, user, audited.get("observed"))
+    claimed = canary = None  # the accountant's ε, evidence: not computed for σ below what the claim needs (the finding says it)
+    if noise_meets_claim:
+        claimed = float(gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=config.sampling_rate, num_steps=config.num_steps))
+        canary = (
+            claimed
+            if rate == config.sampling_rate
+            else float(gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=rate, num_steps=config.num_steps))
+        )
+    accountant = None if config.train is not None else canary
     tested = _family_test(config, scores, included, accountant)
     if tested is not None:
         bounds["bound"] = tested[0]
@@ -286,8 +303,8 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         fdp_gdp=bounds["fdp_gdp"],
         fdp_pld=bounds["fdp_pld"],
         gaussian=bounds["gaussian"],
-        claimed_epsilon=float(claimed),
-        canary_epsilon=float(canary),
+        claimed_epsilon=user.epsilon if user is not None else (None if config.train is not None else claimed),
+        canary_epsilon=canary,
         flagged=False,
         num_canaries=config.num_canaries,
         num_in=int(included.sum()),
@@ -296,6 +313,9 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         observations=tuple(float(value) for value in scores),
         test_accuracy=accuracy,
         model=audited,
+        accountant_epsilon=claimed,
+        findings=findings,
+        sanity_warnings=warnings,
     )
     return _with_verdict(result, config, bounds["bound"], accountant, None if tested is None else tested[1:])
 
@@ -333,13 +353,16 @@ def _family_test(config: OneRunAuditConfig, scores: np.ndarray, included: np.nda
 def _with_verdict(
     result: OneRunAuditResult, config: OneRunAuditConfig, bound: OneRunLowerBound, accountant: float | None, in_family: tuple[Claim, str] | None = None
 ) -> OneRunAuditResult:
-    """The end-to-end verdict and the ceiling; a bound against the claim's family meets the claim in that family (``in_family``: the claim there, the conversion)."""
+    """The end-to-end verdict and the ceiling; a bound against the claim's family meets the claim in that family (``in_family``: the claim there, the conversion).
+
+    The run is flagged when the bound exceeds the claim or a finding (:mod:`.evidence`) contradicts it.
+    """
     family: Any = SubsampledGaussian(sampling_prob=config.effective_canary_rate, num_steps=config.num_steps) if config.effective_canary_rate < 1.0 else "gdp"
     if in_family is not None:
         result = bound_verdict(result, bound, claim=in_family[0], raise_with="more canaries", conversion=in_family[1])
     else:
         result = bound_verdict(result, bound, claim=_claim(config, accountant), raise_with="more canaries", method=family)
-    return dataclasses.replace(result, flagged=bool(result.claim_verdict is not None and result.claim_verdict.flagged))
+    return dataclasses.replace(result, flagged=bool(result.findings) or bool(result.claim_verdict is not None and result.claim_verdict.flagged))
 
 
 class OneRunAudit(Audit):

@@ -17,6 +17,7 @@ from ...stats.one_run_combined import METHODS, OneRunLowerBound
 from ...stats.one_run_fdp import OneRunFDPBound
 from ...stats.one_run_gaussian import OneRunGaussianBound
 from ..base import AuditResult, Headline
+from ..blackbox.config import check_data_fields
 from ..dpsgd.config import user_data, user_model
 from ..verdicts import check_claim_fields
 
@@ -73,12 +74,15 @@ class OneRunAuditConfig:
     confidence: float = 0.95
     seed: int = 0
     train: str | None = None  # black-box only: "package.module:fn", the user's training (see privaudit.audits.blackbox)
+    data: str | None = None  # the user's .npz/.csv/.parquet dataset instead of `dataset` (--data), read as the blackbox audit reads it
+    label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
     claimed_epsilon: float | None = None  # the user's end-to-end claim; None: privaudit's accountant when it ran the DP-SGD, else no verdict
     claimed_delta: float | None = None  # its δ; None: `delta`
 
     def __post_init__(self):
         check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
         check_choice(self.dataset, "dataset", DATASET_NAMES)
+        check_data_fields(self.data, self.label_col)
         check_choice(self.architecture, "architecture", ARCHITECTURES)
         check_count(self.num_canaries, "num_canaries", minimum=MIN_CANARIES)
         check_inclusion_prob(self.inclusion_prob)
@@ -202,8 +206,8 @@ class OneRunAuditResult(AuditResult):
     fdp_gdp: OneRunFDPBound | None
     fdp_pld: OneRunFDPBound | None
     gaussian: OneRunGaussianBound | None
-    claimed_epsilon: float
-    canary_epsilon: float
+    claimed_epsilon: float | None  # the claim tested: the user's; privaudit's accountant only for its own DP-SGD without one; None: no claim
+    canary_epsilon: float | None  # the accountant's ε for a canary at its own rate (None: not computed, see accountant_epsilon)
     flagged: bool
     num_canaries: int
     num_in: int
@@ -212,6 +216,8 @@ class OneRunAuditResult(AuditResult):
     observations: tuple[float, ...]
     test_accuracy: float | None  # None for the user's --train model
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
+    accountant_epsilon: float | None = None  # evidence: the accountant's ε for the σ, q and T of the config (None: σ is below what the claim needs)
+    findings: tuple[str, ...] = ()  # evidence that contradicts the claim, each with its cause; each flags the run
 
     def headline(self) -> Headline:
         return Headline(
@@ -224,12 +230,13 @@ class OneRunAuditResult(AuditResult):
             kind=self.bound.kind,
             confidence=self.bound.confidence,
             valid=self.bound.valid,
-            flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
+            flag=self.flagged if self.claim_verdict is not None or self.findings else None,
         )
 
     def inert_config_fields(self) -> frozenset[str]:
-        """The built-in model's architecture and optimiser settings beside the user's --train."""
-        return frozenset({"architecture", "clip_norm", "learning_rate"}) if self.config.train is not None else frozenset()
+        """The embedded dataset beside the user's --data; the built-in model's architecture and optimiser settings beside the user's --train."""
+        inert = {"dataset"} if self.config.data is not None else set()
+        return frozenset(inert | ({"architecture", "clip_norm", "learning_rate"} if self.config.train is not None else set()))
 
     def side_by_side(self) -> dict[str, Any]:
         """Each method's bound, by name (those that apply), then the headline."""

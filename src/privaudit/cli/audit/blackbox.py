@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from ..claims import claim_flags
-from .flags import _LABEL_COL, _LABEL_RULE, Flag, _dataset_file, _import_path, backend_flags
+from .flags import _LABEL_COL, Flag, _import_path, backend_flags, data_flag
 
 __all__ = ["FLAGS"]
 
@@ -22,15 +21,7 @@ FLAGS: tuple[Flag, ...] = (
         config="train",
         parse=_import_path("--train"),
     ),
-    Flag(
-        "--data",
-        Optional[Path],
-        "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
-        "or .csv/.parquet of numbers, one example per row, label in --label-col " + _LABEL_RULE + " Split 75/25 into train and test by --seed; "
-        "the mislabelled canary is the first test record with the next label. Features are used as they are (no scaling).",
-        config="data",
-        parse=_dataset_file,
-    ),
+    data_flag("the mislabelled canary is the first test record with the next label."),
     _LABEL_COL,
     *backend_flags(),
     *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),

@@ -120,6 +120,22 @@ _IMPORT_PATH_OPTIONS = {
 }
 
 
+def _names_user_code(name: str, flags: tuple[Flag, ...], options: dict[str, Any], config: Any) -> bool:
+    """Whether the run names the user's code by import path, as a flag or as its key in the ``--config`` file: both are found the same way."""
+    wanted = _IMPORT_PATH_OPTIONS.get(name, ())
+    for flag in flags:
+        if flag.parameter not in wanted:
+            continue
+        if options.get(flag.parameter):
+            return True
+        value: Any = config
+        for part in (flag.config or "").split(".") if flag.config else ():
+            value = getattr(value, part, None)
+        if flag.config and isinstance(value, str) and ":" in value:  # 'package.module:fn', where a built-in choice is a plain name
+            return True
+    return False
+
+
 def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict[str, Any], options: dict[str, Any]) -> None:
     """Merge the config, run the audit into ``--output``, record it and print its table."""
     from ...report.runs import write_run
@@ -137,7 +153,7 @@ def _run_command(name: str, audit: Any, flags: tuple[Flag, ...], overrides: dict
     check_output_dir(output)
     given = [("--config", options["config"])] + [(flag.option, options[flag.parameter]) for flag in flags if isinstance(options[flag.parameter], Path)]
     check_output_apart(output, given)  # never written over the user's data, model or config
-    if any(options.get(key) for key in _IMPORT_PATH_OPTIONS.get(name, ())):
+    if _names_user_code(name, flags, options, config):
         directory_last()  # a module of the current directory is found, after every installed one: never in its place
     if run_options.get("address") and run_options.get("backend") == "ray":  # Ray retries an unreachable cluster for minutes: say so within seconds
         from ...runner.ray_backend import check_address

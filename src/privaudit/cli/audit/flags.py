@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..flag_names import Flag
 
-__all__ = ["Flag", "backend_flags", "delta_flag", "factory_flag", "path_flag"]
+__all__ = ["Flag", "backend_flags", "data_flag", "delta_flag", "factory_flag", "path_flag"]
 
 
 def _schedule(text: str) -> tuple[int, ...]:
@@ -71,6 +71,19 @@ _LABEL_RULE = "(without it: the one column of whole numbers or named label/label
 
 
 _LABEL_COL = Flag("--label-col", Optional[str], "The label column of a .csv (needs a header row) or .parquet --data.", config="label_col")
+
+
+def data_flag(canaries: str) -> Flag:
+    """``--data``: the user's labelled table instead of the embedded dataset (config key ``data``); ``canaries`` says where the canaries come from."""
+    return Flag(
+        "--data",
+        Optional[Path],
+        "Your dataset instead of the config's embedded one: .npz with arrays x (n, features) and y (n integer labels), "
+        "or .csv/.parquet of numbers, one example per row, label in --label-col " + _LABEL_RULE + " Split 75/25 into train and test by --seed; "
+        f"{canaries} Features are used as they are (no scaling).",
+        config="data",
+        parse=_dataset_file,
+    )
 
 
 def backend_flags(where: str = "") -> tuple[Flag, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..claims import claim_flags
-from .flags import Flag, _import_path
+from .flags import _LABEL_COL, Flag, _import_path, data_flag
 
 __all__ = ["FLAGS"]
 
@@ -18,12 +18,15 @@ FLAGS: tuple[Flag, ...] = (
         "--train",
         Optional[str],
         "With --threat-model black-box: your training function instead of the built-in model and DP-SGD, package.module:fn with "
-        "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the dataset "
-        "with the included canaries appended. The accountant's ε for the config's noise_multiplier, sampling_rate and num_steps is shown as "
-        "evidence only, and stated as what ran only if fn reports its Opacus optimizer and accountant "
-        "(privaudit.integrations.observed.report_opacus), else 'as given, not observed'; the verdict is against --claimed-epsilon.",
+        "fn(x_train, y_train, *, seed) -> model, the contract of `privaudit audit blackbox --train`; trained once, on the training split of "
+        "the dataset (--data, else the config's embedded one) with the included canaries appended. The claim tested is --claimed-epsilon; "
+        "the accountant's ε for the config's noise_multiplier, sampling_rate and num_steps is evidence only, and these settings are stated "
+        "as what ran only if fn reports its Opacus optimizer and accountant (privaudit.integrations.observed.report_opacus), else "
+        "'as given, not observed'. A reported σ below the least σ the claim allows at the q and steps that ran flags the run.",
         config="train",
         parse=_import_path("--train"),
     ),
+    data_flag("the canaries are distinct records of either split, relabelled and withheld from the rest."),
+    _LABEL_COL,
     *claim_flags("your training (privaudit's own DP-SGD: its accountant, when not given)"),
 )
