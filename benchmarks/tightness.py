@@ -289,7 +289,10 @@ def final_model_rows(seeds: tuple[int, ...], epsilons: tuple[float, ...], canari
                 bounds.append(result.bound.epsilon)
                 heuristics.append(result.heuristic.epsilon)
                 tests.append(None if result.last_iterate is None else result.last_iterate.epsilon)
-                print(f"final model, {name}, ε = {epsilon:g}, seed {seed}: bound {bounds[-1]:.3f}, heuristic {heuristics[-1]:.3f}, test of the heuristic {tests[-1]}", flush=True)
+                print(
+                    f"final model, {name}, ε = {epsilon:g}, seed {seed}: bound {bounds[-1]:.3f}, heuristic {heuristics[-1]:.3f}, test of the heuristic {tests[-1]}",
+                    flush=True,
+                )
             heuristic = heuristics[0]
             row = {
                 "family": "dpsgd final model (hidden state, one run)",
@@ -309,7 +312,10 @@ def final_model_rows(seeds: tuple[int, ...], epsilons: tuple[float, ...], canari
                     "headline": f"{result.bound.method}: {result.bound.refuted or result.bound.family}",
                 },
             }
-            print(f"{row['case']}: bound ÷ ε mean {row['default']['ratio']['mean']:.3f}, ÷ heuristic {row['default']['bound_over_heuristic']['mean']:.3f}", flush=True)
+            print(
+                f"{row['case']}: bound ÷ ε mean {row['default']['ratio']['mean']:.3f}, ÷ heuristic {row['default']['bound_over_heuristic']['mean']:.3f}",
+                flush=True,
+            )
             rows.append(row)
     return rows
 

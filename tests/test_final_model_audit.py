@@ -67,7 +67,15 @@ def _simulated_scores(rng, included, sigma, rate, steps, with_canaries=True):
         params[:] -= lr * (signal + rng.normal(0.0, sigma, included.size)) / denominator
 
     return collect_final_model_observations(
-        step, params.copy, included=included, num_steps=steps, clip_norm=1.0, learning_rate=lr, denominator=denominator, canary_rate=rate, seed=int(rng.integers(2**31))
+        step,
+        params.copy,
+        included=included,
+        num_steps=steps,
+        clip_norm=1.0,
+        learning_rate=lr,
+        denominator=denominator,
+        canary_rate=rate,
+        seed=int(rng.integers(2**31)),
     )
 
 
