@@ -26,6 +26,12 @@ Rows:
 * DP-SGD white box end to end (``privaudit audit one-run``'s
   :func:`~privaudit.audits.one_run.audit.run_one_run_audit` on its embedded
   default, as ``benchmarks/one_run_dpsgd.py`` runs it) at ε = 1, 4, 8;
+* DP-SGD from the final model alone (``--only final-model``, not in the
+  default set): the one-run audit with ``observe="final"`` (the hidden
+  state, Dirac gradient canaries in every step), full batch and Poisson
+  q = 0.05, m = ``--final-model-canaries``, bound ÷ the accountant's ε and
+  ÷ Steinke et al.'s last-iterate heuristic (a heuristic, not a bound);
+  ``--seed S`` runs one seed;
 * mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`, m = 300
   canaries of digits, the default 8 references) on three non-private user-style
   trainings of ``tests/own_models`` (the overfitted torch MLP, a scikit-learn
