@@ -26,6 +26,12 @@ Rows:
 * DP-SGD white box end to end (``privaudit audit one-run``'s
   :func:`~privaudit.audits.one_run.audit.run_one_run_audit` on its embedded
   default, as ``benchmarks/one_run_dpsgd.py`` runs it) at ε = 1, 4, 8;
+* DP-SGD from the final model alone (``--only final-model``, not in the
+  default set): the one-run audit with ``observe="final"`` (the hidden
+  state, Dirac gradient canaries in every step), full batch and Poisson
+  q = 0.05, m = ``--final-model-canaries``, bound ÷ the accountant's ε and
+  ÷ Steinke et al.'s last-iterate heuristic (a heuristic, not a bound);
+  ``--seed S`` runs one seed;
 * mia canary mode (:func:`~privaudit.audits.mia.audit.run_mia_audit`, m = 300
   canaries of digits, the default 8 references) on three non-private user-style
   trainings of ``tests/own_models`` (the overfitted torch MLP, a scikit-learn
@@ -267,6 +273,59 @@ def dpsgd_rows(seeds: int, epsilons: tuple[float, ...], canaries: int | None = N
     return rows
 
 
+#: The final-model rows: (name, data sampling rate, canary rate); the canaries are Dirac gradient canaries in the hidden state.
+FINAL_MODEL_SETTINGS = (
+    ("full batch, canaries in every step (q = q_c = 1)", 1.0, None),
+    ("Poisson q = 0.05, canaries sampled as examples (q_c = 0.05)", 0.05, None),
+)
+
+
+def final_model_rows(seeds: tuple[int, ...], epsilons: tuple[float, ...], canaries: int) -> list[dict]:
+    """The hidden-state audit (``privaudit audit one-run --observe final``): only the final model read, bound ÷ the accountant's ε and ÷ the heuristic."""
+    from privaudit.audits.one_run.audit import AUDIT, run_one_run_audit
+
+    rows = []
+    for name, rate, canary_rate in FINAL_MODEL_SETTINGS:
+        for epsilon in epsilons:
+            base = dataclasses.replace(AUDIT.default_config(), num_canaries=canaries, sampling_rate=rate, canary_rate=canary_rate, observe="final")
+            sigma = privaudit.gaussian_noise_multiplier(epsilon, 1e-5, sampling_prob=rate, num_steps=base.num_steps)
+            bounds, heuristics, tests, started = [], [], [], time.perf_counter()
+            for seed in seeds:
+                result = run_one_run_audit(dataclasses.replace(base, noise_multiplier=sigma, delta=1e-5, seed=seed))
+                bounds.append(result.bound.epsilon)
+                heuristics.append(result.heuristic.epsilon)
+                tests.append(None if result.last_iterate is None else result.last_iterate.epsilon)
+                print(
+                    f"final model, {name}, ε = {epsilon:g}, seed {seed}: bound {bounds[-1]:.3f}, heuristic {heuristics[-1]:.3f}, test of the heuristic {tests[-1]}",
+                    flush=True,
+                )
+            heuristic = heuristics[0]
+            row = {
+                "family": "dpsgd final model (hidden state, one run)",
+                "case": f"DP-SGD final model only (hidden state, Dirac gradient canaries), digits MLP, {name}, ε = {epsilon:g}",
+                "truth": epsilon,
+                "truth_how": "the accountant (an upper bound)",
+                "default": {
+                    "ratio": _summary([value / epsilon for value in bounds]),
+                    "bound_over_heuristic": _summary([value / heuristic for value in bounds]),
+                    "heuristic": heuristic,
+                    "heuristic_test_over_heuristic": _summary([value / heuristic for value in tests if value is not None]),
+                    "seconds_per_run": (time.perf_counter() - started) / len(seeds),
+                    "runs": len(seeds),
+                    "seeds": list(seeds),
+                    "canaries": canaries,
+                    "noise_multiplier": sigma,
+                    "headline": f"{result.bound.method}: {result.bound.refuted or result.bound.family}",
+                },
+            }
+            print(
+                f"{row['case']}: bound ÷ ε mean {row['default']['ratio']['mean']:.3f}, ÷ heuristic {row['default']['bound_over_heuristic']['mean']:.3f}",
+                flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
 #: The mia rows' trainings: user-style ``--train`` functions of ``tests/own_models`` (non-private, each fits every label).
 MIA_MODELS = {
     "overfitted torch MLP": "own_models.dp_mlp:train_overfit",
@@ -465,7 +524,9 @@ def _cell(entry: dict) -> str:
     rejected = f", {entry['rejected']}/{entry['runs']} rejected" if "rejected" in entry else ""
     design = f"; ÷ the design's own ceiling {entry['design_ratio']['mean']:.2f}" if "design_ratio" in entry else ""
     positive = f", positive in {entry['positive']}/{entry['runs']} seeds" if "positive" in entry else ""
-    runs = f"; {entry['runs']} seeds" if "runs" in entry and "seconds_per_run" in entry else ""  # the dpmm rows, whose seed count varies
+    runs = f"; {entry['runs']} seeds" if "runs" in entry and "seconds_per_run" in entry else ""
+    if "bound_over_heuristic" in entry:  # the final-model rows: beside the last-iterate heuristic (a heuristic, not a bound)
+        runs += f"; ÷ heuristic ε {entry['heuristic']:.3g}: {_ratio_text(entry['bound_over_heuristic']['mean'])}"  # the dpmm rows, whose seed count varies
     return f"{_ratio_text(ratio['mean'])} (min {_ratio_text(ratio['min'])}{rejected}{positive}{runs}{design})"
 
 
@@ -494,7 +555,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="seeds per mechanism row (DP-SGD and mia: --heavy-seeds)")
     parser.add_argument("--heavy-seeds", type=int, default=2, help="training runs per DP-SGD ε and for the mia row")
     parser.add_argument("--quick", action="store_true", help="two seeds, the default budget only, mechanisms only")
-    parser.add_argument("--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm, dpmm (its own environment)")
+    parser.add_argument(
+        "--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm, final-model, dpmm (its own environment)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="final-model rows: run this one seed (default: seeds 0 .. --heavy-seeds - 1)")
+    parser.add_argument("--final-model-canaries", type=int, default=5000, help="final-model rows: gradient canaries per run")
     parser.add_argument("--budgets", default="default,10x", help="comma-separated: default, 10x (the mechanism rows)")
     parser.add_argument("--case", default=None, help="only the mechanism, mia and dpmm rows whose name contains this text")
     parser.add_argument("--dpmm-seeds", type=int, default=None, help="seeds per dpmm row (default: --heavy-seeds)")
@@ -512,8 +577,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--epsilons must be comma-separated numbers, got {args.epsilons!r}")
     families = set(args.only.split(","))
-    if not families <= {"mechanisms", "dpsgd", "mia", "lm", "dpmm"}:
-        parser.error(f"--only must name mechanisms, dpsgd, mia, lm or dpmm, got {args.only!r}")
+    if not families <= {"mechanisms", "dpsgd", "mia", "lm", "dpmm", "final-model"}:
+        parser.error(f"--only must name mechanisms, dpsgd, mia, lm, final-model or dpmm, got {args.only!r}")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.final_model_canaries < 4:
+        parser.error(f"--final-model-canaries must be at least 4, got {args.final_model_canaries}")
     if args.seeds < 1 or args.heavy_seeds < 1 or (args.dpmm_seeds is not None and args.dpmm_seeds < 1):
         parser.error(f"--seeds, --heavy-seeds and --dpmm-seeds must be >= 1, got {args.seeds}, {args.heavy_seeds} and {args.dpmm_seeds}")
     if args.dpsgd_canaries is not None and args.dpsgd_canaries < 4:
@@ -525,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += mechanism_rows(seeds, {"default": DEFAULT_BUDGET} if args.quick else {label: budgets[label] for label in chosen}, args.case)
     if "dpsgd" in families and not args.quick:
         rows += dpsgd_rows(args.heavy_seeds, epsilons, args.dpsgd_canaries)
+    if "final-model" in families and not args.quick:
+        final_seeds = (args.seed,) if args.seed is not None else tuple(range(args.heavy_seeds))
+        rows += final_model_rows(final_seeds, epsilons, args.final_model_canaries)
     if "mia" in families and not args.quick:
         rows += mia_rows(args.heavy_seeds, 300, args.case)
     if "dpmm" in families and not args.quick:
@@ -539,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
             earlier[row["case"]] = row
         rows = list(earlier.values())
     order = [case.name for case in mechanism_cases()]
-    families = ["mechanism", "dpsgd", "mia", "dpmm", "Opacus"]
+    families = ["mechanism", "dpsgd white", "dpsgd final", "mia", "dpmm", "Opacus"]
     rows.sort(
         key=lambda row: (
             order.index(row["case"]) if row["case"] in order else len(order),

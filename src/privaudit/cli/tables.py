@@ -117,7 +117,11 @@ def _one_run(result: Any, output: Path) -> str:
     ]
     if result.canary_epsilon is not None and result.canary_epsilon != accountant:
         rows.insert(len(rows) - 3 - len(result.findings), ["ε of a canary at its own rate", format_value(float(result.canary_epsilon))])
-    title = f"One-run audit ({settings.threat_model}, {settings.num_steps} steps, {settings.confidence:.0%}), results in {output}"
+    from ..audits.one_run.final_model import final_model_rows
+
+    rows += [[label, value if isinstance(value, str) else format_value(float(value))] for label, value in final_model_rows(result)]
+    seen = ", final model only" if getattr(settings, "observe", "updates") == "final" else ""
+    title = f"One-run audit ({settings.threat_model}{seen}, {settings.num_steps} steps, {settings.confidence:.0%}), results in {output}"
     return render_table(title, ["quantity", "value"], rows)
 
 

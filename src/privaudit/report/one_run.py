@@ -141,6 +141,9 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     ]
     if result.canary_epsilon is not None and result.canary_epsilon != result.accountant_epsilon:
         details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
+    from ..audits.one_run.final_model import final_model_rows
+
+    details += final_model_rows(result)
     flag = None
     if result.findings:
         flag = "Claim rejected by the evidence: " + " | ".join(result.findings)

@@ -10,6 +10,9 @@ that no real example touches, split into ``audit_groups`` equal parameter
 groups. Per-example canary gradients (rows over those coordinates) join the
 batch and are clipped, summed and noised with it; the step returns the
 released audit coordinates for :mod:`privaudit.observation.gradient`.
+The audit coordinates are also parameters (``audit_params``, zero at the
+start) that every step descends like the model's, so a final-model
+(hidden-state) audit reads them from the final state alone.
 
 The bugs of Tight Auditing §6.3, for the bug detector:
 
@@ -93,6 +96,7 @@ class ReferenceDPSGD:
         self.seed = check_seed(seed)  # recorded: every batch and noise draw of the run comes from it
         self.generator = torch.Generator().manual_seed(self.seed)
         self._per_example = self._per_example_gradients()
+        self.audit_params = np.zeros(self.audit_size)  # the audit coordinates as parameters: descended each step, read at the end
 
     def _per_example_gradients(self):
         torch = self.torch
@@ -158,4 +162,6 @@ class ReferenceDPSGD:
                 p = self.params[name]
                 p -= config.learning_rate * noisy[offset : offset + p.numel()].reshape(p.shape).to(p.dtype)
                 offset += p.numel()
-        return noisy[offset:].numpy()
+        released = noisy[offset:].numpy()
+        self.audit_params -= config.learning_rate * released
+        return released

@@ -15,6 +15,12 @@ Threat models:
   so it is sampled as an example is and the claimed ε covers it). Its score
   is the sum over the run of the released update along its own coordinate,
   normalised (:mod:`privaudit.observation.one_run`).
+  With ``observe="final"`` (``--observe final``, the hidden state) the same
+  canaries are inserted but only the final parameters are read: each score
+  is its audit coordinate's final minus initial value, rescaled
+  (:mod:`.final_model`), and the result adds Steinke et al.'s last-iterate
+  heuristic (labelled a heuristic), the test against its pair, and bound ÷
+  heuristic.
 * ``"black-box"``: input canaries, mislabeled examples (distinct examples of
   the dataset with a random wrong label) appended to the training set; the
   score of a canary is the negated loss of the final model at its label.
@@ -81,9 +87,10 @@ from ..blackbox.audit import _score, _user_canary_logits, check_train_function
 from ..dpsgd.audit import audited_model_and_data, observation_fits
 from ..dpsgd.config import DPSGDAuditConfig
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
-from .config import SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
+from .config import FINAL_SCORE, OBSERVE, SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
 from .evidence import noise_evidence, observed_settings
 from .family import dpsgd_null, guess_count
+from .final_model import final_model_observations, heuristic_and_test
 
 __all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
 
@@ -188,6 +195,9 @@ def _white_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
     model, data, audited = _model_and_data(config)
     canary = GradientCanary(kind=config.canary_kind, moving=config.canary_moving, slot_size=config.canary_slot_size, norm=config.canary_norm)
     trainer = ReferenceDPSGD(model, data.x_train, data.y_train, _training(config), audit_size=config.num_canaries * canary.slot_size, seed=seeds["training"])
+    if config.observe == "final":  # the hidden state: the same canaries, only the final parameters read (:mod:`.final_model`)
+        observations = final_model_observations(trainer, included=included, config=config, canary=canary, seed=seeds["canaries"], progress=progress)
+        return observations, _accuracy(model, data.x_test, data.y_test), audited
     done = [0]
 
     def release(rows: np.ndarray) -> np.ndarray:
@@ -294,10 +304,12 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
     tested = _family_test(config, scores, included, accountant)
     if tested is not None:
         bounds["bound"] = tested[0]
+    final = config.observe == "final"
+    heuristic, last_iterate = heuristic_and_test(config, scores, included) if final else (None, None)
     result = OneRunAuditResult(
         config=config,
-        threat_model=THREAT_MODELS[config.threat_model],
-        score=SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
+        threat_model=OBSERVE["final"] if final else THREAT_MODELS[config.threat_model],
+        score=FINAL_SCORE if final else SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
         bound=bounds["bound"],
         steinke=bounds["steinke"],
         fdp_gdp=bounds["fdp_gdp"],
@@ -316,6 +328,10 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
         accountant_epsilon=claimed,
         findings=findings,
         sanity_warnings=warnings,
+        observe=config.observe,
+        heuristic=heuristic,
+        last_iterate=last_iterate,
+        bound_over_heuristic=None if heuristic is None or heuristic.epsilon <= 0.0 else float(bounds["bound"].epsilon / heuristic.epsilon),
     )
     return _with_verdict(result, config, bounds["bound"], accountant, None if tested is None else tested[1:])
 

@@ -12,6 +12,7 @@ from ...models.classifiers import ARCHITECTURES
 from ...models.loading import check_import_path
 from ...observation.gradient import check_canary_rate
 from ...observation.one_run import MIN_CANARIES, check_inclusion_prob
+from ...stats.last_iterate import LastIterateHeuristic
 from ...stats.one_run import OneRunSweep
 from ...stats.one_run_combined import METHODS, OneRunLowerBound
 from ...stats.one_run_fdp import OneRunFDPBound
@@ -21,7 +22,7 @@ from ..blackbox.config import check_data_fields
 from ..dpsgd.config import user_data, user_model
 from ..verdicts import check_claim_fields
 
-__all__ = ["OneRunAuditConfig", "OneRunAuditResult", "SCORES", "THREAT_MODELS", "config_from_dpsgd", "default_methods"]
+__all__ = ["OBSERVE", "OneRunAuditConfig", "OneRunAuditResult", "SCORES", "THREAT_MODELS", "config_from_dpsgd", "default_methods"]
 
 
 THREAT_MODELS = {
@@ -35,6 +36,19 @@ SCORES = {
 }
 
 _GUESSING = ("steinke", "fdp")
+
+#: What a white-box run observes (``observe``, ``--observe``): every released update, or the final parameters alone (the hidden state).
+OBSERVE = {
+    "updates": "every intermediate update",
+    "final": (
+        "hidden state: gradient canaries on audit coordinates inserted in every step, only the final parameters observed "
+        "(Cebere, Bellet and Papernot 2025), one training run"
+    ),
+}
+FINAL_SCORE = (
+    "final value minus initial value of the canary's audit coordinate (a parameter the trainer descends), times "
+    "-denominator / (learning rate × clip norm): in units of one clipped canary"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +92,16 @@ class OneRunAuditConfig:
     label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
     claimed_epsilon: float | None = None  # the user's end-to-end claim; None: privaudit's accountant when it ran the DP-SGD, else no verdict
     claimed_delta: float | None = None  # its δ; None: `delta`
+    observe: str = "updates"  # white-box: "updates" (every released update) or "final" (the final parameters alone, the hidden state)
 
     def __post_init__(self):
         check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
+        check_choice(self.observe, "observe", tuple(OBSERVE))
+        if self.observe == "final" and (self.threat_model != "white-box" or self.canary_moving):
+            raise ValueError(
+                "`observe` 'final' (the hidden state) needs white-box gradient canaries that do not move (threat_model 'white-box', "
+                "canary_moving false): the final model shows only the sum of the updates"
+            )
         check_choice(self.dataset, "dataset", DATASET_NAMES)
         check_data_fields(self.data, self.label_col)
         check_choice(self.architecture, "architecture", ARCHITECTURES)
@@ -218,6 +239,10 @@ class OneRunAuditResult(AuditResult):
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     accountant_epsilon: float | None = None  # evidence: the accountant's ε for the σ, q and T of the config (None: σ is below what the claim needs)
     findings: tuple[str, ...] = ()  # evidence that contradicts the claim, each with its cause; each flags the run
+    observe: str = "updates"
+    heuristic: LastIterateHeuristic | None = None  # observe "final": Steinke et al.'s last-iterate heuristic, never a bound
+    last_iterate: OneRunLowerBound | None = None  # observe "final": the test against the heuristic's own pair (refutes the heuristic, not DP-SGD)
+    bound_over_heuristic: float | None = None  # observe "final": the headline bound ÷ the heuristic
 
     def headline(self) -> Headline:
         return Headline(

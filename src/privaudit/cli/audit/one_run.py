@@ -11,6 +11,13 @@ __all__ = ["FLAGS"]
 
 FLAGS: tuple[Flag, ...] = (
     Flag("--threat-model", Optional[str], "white-box (gradient canaries, the default) or black-box (mislabeled input canaries).", config="threat_model"),
+    Flag(
+        "--observe",
+        Optional[str],
+        "With the white box: updates (every released update, the default) or final (the hidden state: the same gradient canaries in "
+        "every step, only the final parameters read; adds the last-iterate heuristic beside the bound, labelled a heuristic).",
+        config="observe",
+    ),
     Flag("--canaries", Optional[int], "m, the number of canaries, each included with probability --inclusion-prob.", config="num_canaries"),
     Flag("--inclusion-prob", Optional[float], "Probability that each canary is included (the guessing bounds need 0.5).", config="inclusion_prob"),
     Flag("--steps", Optional[int], "DP-SGD steps of the one training run.", config="num_steps"),
