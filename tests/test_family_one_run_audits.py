@@ -14,6 +14,7 @@ any work.
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 
@@ -70,8 +71,8 @@ def test_mia_canary_family_is_the_order_statistics_test_on_the_recorded_scores_a
     assert "transmission dominance" in block["validity"] and "not proven here" in block["validity"]
     assert "refuted: " + block["refuted"] in stdout and "transmission dominance" in stdout
     report = (output / "report.html").read_text()
-    assert block["refuted"] in report and "transmission dominance" in report
-    assert data["config"]["family"] == "subsampled-gaussian" and data["config"]["family_claim"] == 2.0
+    assert html.escape(block["refuted"]) in report and "transmission dominance" in report
+    assert data["config"]["family"] == "subsampled-gaussian" and data["config"]["family_claim"] == 1.0
 
     # the same run without a family: the models are reused, the headline is the generic bound recorded beside the family's
     default = tmp_path / "default"
@@ -94,7 +95,9 @@ def test_synthetic_data_canary_family_is_the_order_statistics_test_on_the_record
     data = json.loads((output / "results.json").read_text())
     block = data["family_test"]
     scores, member = np.array(block["scores"]), np.array(block["member"], dtype=bool)
-    coins = np.random.default_rng(child_seeds(0, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])["coins"]).random(40) < 0.5
+    coins = (
+        np.random.default_rng(child_seeds(0, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])["coins"]).random(40) < 0.5
+    )
     assert np.array_equal(member, coins) and scores.size == 40
     expected = one_run_lower_bound(scores, member, delta=1e-5, confidence=0.95, null=LaplaceDP(1e-5), claim=2.0)
     assert block["bound"]["epsilon"] == expected.epsilon and block["refuted"] == expected.refuted and block["ceiling"] == expected.ceiling
@@ -103,7 +106,7 @@ def test_synthetic_data_canary_family_is_the_order_statistics_test_on_the_record
     assert block["ceiling"] > 1.0  # the claim's design has power: all 40 guesses right would refute ε >= 1
     assert block["verdict"]["claim"]["epsilon"] == LaplaceDP(1e-5).epsilon(2.0) and block["verdict"]["claim"]["quantity"] == "per-release"
     assert "refuted: " + block["refuted"] in stdout and "transmission dominance" in stdout
-    assert block["refuted"] in (output / "report.html").read_text()
+    assert html.escape(block["refuted"]) in (output / "report.html").read_text()
 
     default = tmp_path / "default"
     code, stdout, stderr = run_cli([*argv, "--output", default, "--claimed-epsilon", 3.0])
@@ -121,7 +124,10 @@ SYNTHETIC = ["audit", "synthetic-data", "--canaries", "20"]
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        ([*MIA, "--family", "gauss", "--family-claim", "1"], "`--family` must be one of 'gdp', 'subsampled-gaussian', 'dpsgd', 'laplace', 'generic', got 'gauss'"),
+        (
+            [*MIA, "--family", "gauss", "--family-claim", "1"],
+            "`--family` must be one of 'gdp', 'subsampled-gaussian', 'dpsgd', 'laplace', 'generic', got 'gauss'",
+        ),
         ([*MIA, "--family", "gdp"], "`--family-claim` must be given with `--family` 'gdp'"),
         ([*MIA, "--family", "gdp", "--family-claim", "0"], "`--family-claim` must be in (0, inf), got 0.0"),
         ([*MIA, "--family-claim", "1"], "`--family-claim` needs `--family`"),
@@ -150,3 +156,54 @@ def test_bound_one_run_and_the_audits_share_one_check():
         check_null_request("gdp", float("nan"), claim_required=False)
     check_null_request("gdp", None, claim_required=False)  # bound --one-run: a claim is optional there
     assert GaussianDP(1e-5).name == "gdp"
+
+
+LM_TINY = {"num_canaries": 40, "base_steps": 5, "steps": 5, "corpus_chars": 5000, "vocab_size": 300, "canary_repeats": 1}
+TEXT_TINY = {"num_canaries": 16, "base_steps": 3, "steps": 5, "num_synthetic": 40, "max_new_tokens": 8, "corpus_chars": 1500, "vocab_size": 300}
+
+
+@pytest.mark.parametrize(
+    ("audit", "tiny", "family", "claim", "null"),
+    [
+        ("lm-one-run", LM_TINY, "gdp", 2.0, GaussianDP(1e-5)),
+        ("synthetic-text", {**TEXT_TINY, "canary_repeats": 1}, "laplace", 4.0, LaplaceDP(1e-5)),
+    ],
+)
+def test_lm_families_test_the_claim_on_the_recorded_scores_with_the_generic_bound_unchanged_beside_it(tmp_path, audit, tiny, family, claim, null):
+    pytest.importorskip("transformers")
+    from privaudit.stats.one_run_group import per_record_one_run_lower_bound
+
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny))
+    output = tmp_path / "out"
+    argv = ["audit", audit, "--config", tmp_path / "tiny.json", "--no-history", "--output", output, "--family", family, "--family-claim", claim]
+    code, stdout, stderr = run_cli(argv)
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text())
+    block = data["family_test"]
+    # the scores and coins the command recorded for every one-run reading, and the family block's own copy of them
+    scores, member = np.array(data["scores"]), np.array(data["included"], dtype=bool)
+    assert block["scores"] == data["scores"] and block["member"] == data["included"] and data["canary_copies"] == 1
+    expected = one_run_lower_bound(scores, member, delta=1e-5, confidence=0.95, null=null, claim=claim)
+    assert block["bound"]["epsilon"] == expected.epsilon and block["refuted"] == expected.refuted and block["ceiling"] == expected.ceiling > 1.0
+    assert data["claim_verdict"]["claim"]["epsilon"] == null.epsilon(claim) and data["claim_verdict"]["bound"] == expected.epsilon
+    # the generic bound beside it is the one the command reports without a family (Steinke et al.'s test, per record)
+    generic = per_record_one_run_lower_bound(scores, member, copies=1, delta=1e-5, confidence=0.95, methods=("steinke",))
+    assert data["bound"]["epsilon"] == generic.epsilon == block["generic_epsilon"] and data["bound"]["candidates"] == [list(c) for c in generic.candidates]
+    assert "refuted: " + block["refuted"] in stdout and "transmission dominance" in stdout
+    assert html.escape(block["refuted"]) in (output / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["audit", "lm-one-run", "--family", "gdp", "--family-claim", "1"], "`--family` 'gdp' needs one copy of each included canary, got 4"),
+        (["audit", "lm-one-run", "--family", "gdp", "--family-claim", "1", "--canary-copies", "2"], "needs one copy of each included canary, got 2"),
+        (["audit", "lm-one-run", "--family", "laplace"], "`--family-claim` must be given with `--family` 'laplace'"),
+        (["audit", "synthetic-text", "--family", "gdp", "--family-claim", "1"], "`--family` 'gdp' needs one copy of each included canary, got 8"),
+        (["audit", "synthetic-text", "--family-sampling-rate", "0.1"], "`--family-sampling-rate` needs `--family`"),
+    ],
+)
+def test_bad_lm_family_input_is_refused_in_one_line_before_any_work(tmp_path, argv, match):
+    pytest.importorskip("transformers")
+    output = tmp_path / "out"
+    assert_refused([*argv, "--output", output, "--no-history"], output, match)

@@ -146,6 +146,10 @@ def _lm_one_run(result: Any, output: Path) -> str:
         ["copies of each included canary (a record's ε by group privacy when > 1)", str(result.canary_copies)],
         last,
     ]
+    if result.family_test is not None:  # the headline: the claim's family, beside the generic bound below
+        family = result.family_test
+        rows.insert(0, [f"ε lower bound against the claim's family (refuted: {family.refuted})", format_value(float(family.epsilon))])
+        rows[1][0] = "generic " + rows[1][0]
     return render_table(f"{title}, results in {output}", ["quantity", "value"], rows)
 
 
