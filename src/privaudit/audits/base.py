@@ -124,8 +124,9 @@ class AuditResult(Result):
         inert = self.inert_config_fields()
         if inert and isinstance(out.get("config"), dict):
             out["config"] = {key: value for key, value in out["config"].items() if key not in inert}
-        if out.get("blind_baseline", 0) is None:  # privaudit drew the membership: results.json stays as it was before the field
-            del out["blind_baseline"]
+        for key in ("blind_baseline", "family_test"):  # None (privaudit drew the membership; no family named): results.json stays as it was before the field
+            if out.get(key, 0) is None:
+                del out[key]
         return out
 
     @classmethod

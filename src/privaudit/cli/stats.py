@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -381,18 +380,13 @@ def bound(
 
 
 def _one_run_null(family: str | None, claim: float | None, one_run: bool, delta: float, sampling_prob: float, steps: int, named: Any) -> Any:
-    """The null of ``bound --one-run --family``, checked before any work."""
-    from .._core.validation import check_choice
-    from ..stats.families import NULL_FAMILIES, null_family
+    """The null of ``bound --one-run --family``, checked before any work (:func:`~privaudit.stats.families.check_null_request`, as every command)."""
+    from ..stats.families import check_null_request, null_family
 
-    if family is None:
-        if claim is not None:
-            raise ValueError("`--family-claim` needs `--family`")
-        return None
-    check_choice(family, "--family", NULL_FAMILIES)
-    if not one_run:
-        raise ValueError("`--family` needs `--one-run`: it chooses the one-run test's null")
-    if claim is not None and not (math.isfinite(claim) and claim > 0.0):
-        raise ValueError(f"`--family-claim` must be in (0, inf), got {claim:g}")
-    with flags_in_messages(named, None):
+    with flags_in_messages(named + flags_for(family="--family", family_claim="--family-claim"), None):
+        check_null_request(family, claim, claim_required=False)
+        if family is None:
+            return None
+        if not one_run:
+            raise ValueError("`family` needs `--one-run`: it chooses the one-run test's null")
         return null_family(family, delta=delta, sampling_prob=sampling_prob, num_steps=steps)

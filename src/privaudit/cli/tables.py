@@ -159,6 +159,10 @@ def _lm_one_run(result: Any, output: Path) -> str:
         ["copies of each included canary (a record's ε by group privacy when > 1)", str(result.canary_copies)],
         last,
     ]
+    if result.family_test is not None:  # the headline: the claim's family, beside the generic bound below
+        family = result.family_test
+        rows.insert(0, [f"ε lower bound against the claim's family (refuted: {family.refuted})", format_value(float(family.epsilon))])
+        rows[1][0] = "generic " + rows[1][0]
     return render_table(f"{title}, results in {output}", ["quantity", "value"], rows)
 
 
@@ -197,6 +201,10 @@ def _synthetic_data(result: Any, output: Path) -> str:
         rows.insert(0, [f"ε lower bound per release ({b.bound.confidence:.0%}, δ = {b.bound.delta:g})", format_value(float(b.bound.epsilon))])
         rows.insert(1, ["ceiling (every guess right)", format_value(float(b.ceiling))])
         rows.insert(2, ["verdict (per release)", describe_verdict(b.verdict)])
+        if result.family_test is not None:  # the headline: the claim's family, beside the generic bound above
+            family = result.family_test
+            rows.insert(0, [f"ε lower bound per release against the claim's family (refuted: {family.refuted})", format_value(float(family.epsilon))])
+            rows.insert(1, ["verdict in that family (per release)", describe_verdict(family.verdict)])
     rows.append(["most exposed (ranked by the robust DCR)", ", ".join(r.record_id for r in result.most_exposed[:5])])
     note = kinds_note(result.conventions)
     table = render_table(f"Synthetic data ({result.source}), results in {output}", ["quantity", "value"], rows) + "\n" + dcr_gap_note(result)

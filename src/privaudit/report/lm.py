@@ -27,6 +27,7 @@ from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
 from .sections import generic_section, headline_fields, typed_result
+from .verdict import family_rows
 
 __all__ = ["bound_caption", "figures", "plot_bound_and_claim", "section", "synthetic_section"]
 
@@ -129,7 +130,10 @@ def _one_run_section(data: dict, directory: Path | None, result: Any, audit: str
         ("design, scored span", f"{result.design}, {'the secret given its prefix' if result.span == 'secret' else 'the whole text'}"),
         *rows,
     ]
+    details[:0] = family_rows(data)  # with a family named: the headline's test, its claim, the generic bound and the validity condition
     flag = f"Claim rejected: the one-run lower bound exceeds the claimed ε = {claim:g}." if result.flagged else None
+    if result.family_test is not None and result.family_test.verdict.flagged:
+        flag = f"Family claim rejected: {result.family_test.refuted}, below the claimed {result.family_test.parameter_name} = {result.family_test.claim:g}."
     return ReportSection(
         title=title,
         audit=audit,

@@ -122,6 +122,7 @@ def section(data: dict, directory: Any) -> Any:
     from .html import ReportSection, plots_in
     from .provenance import provenance
     from .sections import generic_section, headline_fields, typed_result
+    from .verdict import family_rows
 
     result = typed_result(MIAResult, data)
     if result is None:
@@ -157,6 +158,7 @@ def section(data: dict, directory: Any) -> Any:
                     f"{chosen.attack}: out below {chosen.low:.4g}, in above {chosen.high:.4g}; {replicas}",
                 ),
             ]
+        details[:0] = family_rows(data)  # with a family named: the headline's test, its claim, the generic bound and the validity condition
         meaning = (
             f"Each audited record was put in training by a fair coin ({result.mode} mode); with the stated confidence, the training "
             "procedure run here is not (ε, δ)-DP for any ε below the bound. The attacks' AUC and TPR over the audited records are "

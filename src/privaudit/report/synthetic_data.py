@@ -91,6 +91,7 @@ def section(data: dict, directory: Any) -> Any:
     from .html import ReportSection, plots_in
     from .provenance import provenance
     from .sections import generic_section, headline_fields, typed_result
+    from .verdict import family_rows
 
     result = typed_result(SyntheticDataResult, data)
     if result is None:
@@ -154,6 +155,7 @@ def section(data: dict, directory: Any) -> Any:
             ("verdict on the claim (per release)", describe_verdict(b.verdict)),
             ("canaries", f"{b.canaries}; signal: {b.signal}"),
         ]
+        details[:0] = family_rows(data)  # with a family named: the headline's test, its claim, the generic bound and the validity condition
         if b.verdict is not None and b.verdict.flagged:
             flag = (
                 flag + " " if flag else ""

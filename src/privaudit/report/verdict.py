@@ -16,7 +16,7 @@ from typing import Any
 
 from ..stats.verdict import Verdict, ceiling_note, describe_verdict
 
-__all__ = ["console_lines", "user_claim", "verdict_lines"]
+__all__ = ["console_lines", "family_lines", "family_rows", "user_claim", "verdict_lines"]
 
 
 def _number(value: Any) -> float:
@@ -78,13 +78,48 @@ def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def family_rows(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(label, value) rows of a results dict's ``family_test`` block (none without one): the report's details and, joined, the console's lines.
+
+    Read from the dict, so ``privaudit report`` on a stored run shows the same rows.
+    """
+    block = data.get("family_test")
+    if not isinstance(block, dict):
+        return ()
+    bound = block["bound"]
+    verdict = Verdict.from_dict(block["verdict"])
+    rows = [
+        (
+            f"family bound (order statistics, Xiang et al.; δ = {float(bound['delta']):g}, {float(bound['confidence']):.0%})",
+            f"ε ≥ {float(bound['epsilon']):.4g}; refuted: {block['refuted']}",
+        ),
+        (
+            f"family claim ({block['family']}, {block['parameter_name']} = {float(block['claim']):g}: ε = {float(block['claim_epsilon']):.4g} at that δ)",
+            f"{'flagged' if verdict.flagged else 'not flagged'}: the family bound {'exceeds' if verdict.flagged else 'does not exceed'} it",
+        ),
+    ]
+    if block.get("ceiling") is not None:
+        rows.append(("family ceiling (the bound had every released guess been right)", f"{_number(block['ceiling']):.4g}"))
+    generic = f"ε ≥ {_number(block['generic_epsilon']):.4g}"
+    if isinstance(block.get("generic_verdict"), dict):
+        other = Verdict.from_dict(block["generic_verdict"])
+        generic += f"; against --claimed-epsilon {other.claim.epsilon:g}: {'flagged' if other.flagged else 'not flagged'}"
+    rows += [("generic bound (Steinke et al., proven for any (ε, δ)-DP training)", generic), ("validity", str(block["validity"]))]
+    return tuple(rows)
+
+
+def family_lines(data: dict[str, Any]) -> tuple[str, ...]:
+    """The console lines of :func:`family_rows`."""
+    return tuple(f"{label}: {value}" for label, value in family_rows(data))
+
+
 def console_lines(data: dict[str, Any]) -> tuple[str, ...]:
     """What the console prints under the table: the ceiling's note when the bound is at it, and one line per sanity warning.
 
     >>> console_lines({"ceiling": {"value": 2.6, "bound": 2.5, "at_ceiling": True, "raise_with": "more canaries"}, "sanity_warnings": ["no signal"]})[1]
     'warning: no signal'
     """
-    lines: list[str] = []
+    lines: list[str] = list(family_lines(data))
     if data.get("blind_baseline"):  # only then: `privaudit bound` prints these lines too, and the baseline's statistics cost an import
         from .blind import blind_rows
 

@@ -17,17 +17,19 @@ The region of a symmetric trade-off function f is f(α) <= β <= 1 - f(1 - α).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special  # Φ and Φ⁻¹ without importing scipy.stats (a third of a second)
 
+from .._core.validation import check_choice
 from .conversions import gdp_epsilon
 from .one_run_nulls import DPSGD, LaplaceDP, SubsampledGaussianDP, curve_knots
 from .tradeoff import _eps_delta_curve
 
-__all__ = ["NULL_FAMILIES", "EpsilonDelta", "GaussianDP", "null_family"]
+__all__ = ["NULL_FAMILIES", "EpsilonDelta", "GaussianDP", "check_null_request", "null_family"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,3 +155,35 @@ def null_family(name: str, *, delta: float, sampling_prob: float = 1.0, num_step
     if name == "subsampled-gaussian":
         return SubsampledGaussianDP(sampling_prob, delta)
     return DPSGD(sampling_prob, num_steps, delta)
+
+
+def check_null_request(family: str | None, claim: float | None, *, claim_required: bool) -> None:
+    """Check a request for a null family by name (``family``) and its claimed parameter (``family_claim``), before any work.
+
+    Every command that takes ``--family`` and ``--family-claim`` checks them
+    here; its messages name the flags through the command's flag map.
+
+    >>> check_null_request("gdp", 1.0, claim_required=True)
+    >>> check_null_request("gdp", None, claim_required=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: `family_claim` must be given with `family` 'gdp': the family parameter the claim states (mu for gdp, sigma for subsampled-gaussian/dpsgd, epsilon for laplace/generic), in (0, inf)
+    >>> check_null_request(None, 2.0, claim_required=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: `family_claim` needs `family`
+    """
+    if family is None:
+        if claim is not None:
+            raise ValueError("`family_claim` needs `family`")
+        return
+    check_choice(family, "family", NULL_FAMILIES)
+    if claim is None:
+        if claim_required:
+            raise ValueError(
+                f"`family_claim` must be given with `family` {family!r}: the family parameter the claim states "
+                "(mu for gdp, sigma for subsampled-gaussian/dpsgd, epsilon for laplace/generic), in (0, inf)"
+            )
+        return
+    if isinstance(claim, bool) or not isinstance(claim, (int, float)) or not (math.isfinite(claim) and claim > 0.0):
+        raise ValueError(f"`family_claim` must be in (0, inf), got {claim!r}")

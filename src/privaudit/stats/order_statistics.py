@@ -44,6 +44,7 @@ __all__ = [
     "DESIGN_FRACTIONS",
     "OneRunNull",
     "OrderStatisticsBound",
+    "claim_leak",
     "design_num_guesses",
     "order_statistics_bound",
     "order_statistics_lower_bound",
@@ -224,7 +225,13 @@ def _median_mistakes(null: OneRunNull, leak: float, n: int, r: int) -> int:
     return low
 
 
-def _claim_leak(null: OneRunNull, claim: float) -> float:
+def claim_leak(null: OneRunNull, claim: float) -> float:
+    """The leak of the null at the family parameter ``claim`` (σ families: 1/σ; μ and ε: itself).
+
+    >>> from privaudit.stats.one_run_nulls import SubsampledGaussianDP
+    >>> claim_leak(SubsampledGaussianDP(0.2, 1e-5), 4.0)
+    0.25
+    """
     return 1.0 / claim if null.parameter_name == "sigma" else claim
 
 
@@ -242,7 +249,7 @@ def design_num_guesses(null: OneRunNull, claim: Any, num_canaries: Any, *, confi
     500
     """
     n = check_count(num_canaries, "num_canaries", minimum=2)
-    leak = _claim_leak(null, check_real(claim, "claim"))
+    leak = claim_leak(null, check_real(claim, "claim"))
     level = 1.0 - check_probability(confidence, "confidence")
     return _design(null, leak, n, level, tuple(float(fraction) for fraction in fractions))
 
@@ -290,7 +297,7 @@ def order_statistics_lower_bound(
     member = check_members(is_member, values.shape)
     confidence = check_probability(confidence, "confidence")
     n = values.size
-    leak = None if claim is None else _claim_leak(null, check_positive_claim(claim))
+    leak = None if claim is None else claim_leak(null, check_positive_claim(claim))
     if num_guesses is None:
         counts = [design_num_guesses(null, claim, n, confidence=confidence)] if claim is not None else sorted({max(1, round(0.1 * n)), max(1, round(0.5 * n))})
     else:

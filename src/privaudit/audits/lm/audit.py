@@ -29,6 +29,7 @@ from ...models.hf import HFCausalLMScorer, quiet_loading
 from ...models.hf_directory import load_hf_directory
 from ...models.lora import is_adapter_directory, load_lora_adapter
 from ..base import Audit, AuditRun, Progress, no_progress
+from ..family_test import family_plan
 from .result import (
     SYNTHETIC_THREAT_MODEL,
     THREAT_MODEL,
@@ -36,6 +37,8 @@ from .result import (
     LMOneRunResult,
     canary_copies,
     canary_result_fields,
+    check_family_copies,
+    with_family,
 )
 from .scores import calibrated_scores, span_convention
 from .synthetic import score_synthetic_files
@@ -120,6 +123,11 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
     conventions: tuple = ()
     loading: tuple = ()  # conventions of how the user's model was loaded (a LoRA adapter)
     base_scorer = None
+    claimed_family = family_plan(config)  # the claim's own family, built before any training or scoring
+    if claimed_family is not None and config.canary_copies is not None:
+        check_family_copies(config, config.canary_copies)
+    if claimed_family is not None and synthetic is None and model is None and provenance is None and base_model is None:
+        check_family_copies(config, config.canary_repeats)  # the embedded default inserts each included canary this many times
     if synthetic is not None:
         record, scores, signal, (copies, copies_convention) = _synthetic_scores(config, provenance, synthetic, model or base_model, report)
         source, conventions = f"synthetic corpus {synthetic}", (signal,)
@@ -130,12 +138,15 @@ def run_lm_one_run(config: LMOneRunConfig, *, model=None, provenance=None, base_
         else:
             record, scorer, base_scorer, source, loading = _own_model(config, model, provenance, base_model, report)
         copies, copies_convention = canary_copies(record, given=config.canary_copies)  # before any scoring
+        check_family_copies(config, copies)
         report("scoring the canaries", detail=f"{len(record.included)} canaries")
         scores = calibrated_scores(scorer, record, base_scorer)
         conventions = (*loading, scorer.special_tokens.convention)
+    check_family_copies(config, copies)
     fields = canary_result_fields(
         record, scores, delta=config.delta, confidence=config.confidence, copies=copies, claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta
     )
+    fields = with_family(fields, claimed_family, config)
     return LMOneRunResult(
         **fields,
         config=config,

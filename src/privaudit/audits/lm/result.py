@@ -17,6 +17,7 @@ from ...stats.metrics import auc_null_margin, roc_auc, tpr_at_fpr
 from ...stats.one_run_combined import OneRunLowerBound
 from ...stats.one_run_group import per_record_one_run_lower_bound
 from ..base import AuditResult, Headline
+from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_test, inert_family_fields
 from ..verdicts import auc_warnings, check_claim_fields, claim_of, verdict_of
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "audit_lm_scores",
     "canary_copies",
     "canary_result_fields",
+    "check_family_copies",
+    "with_family",
 ]
 
 
@@ -77,6 +80,11 @@ class LMOneRunConfig:
     synthetic_signal: str = "ngram"  # with a synthetic corpus: the n-gram likelihood or the best Jaccard match
     ngram_order: int = 2
     seed: int = 0
+    # the claim's own family (privaudit.audits.family_test), tested by order statistics beside the generic bound
+    family: str | None = None
+    family_claim: float | None = None
+    family_sampling_rate: float | None = None
+    family_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.design, "design", DESIGNS)
@@ -97,6 +105,7 @@ class LMOneRunConfig:
         check_choice(self.bos, "bos", BOS)
         check_choice(self.synthetic_signal, "synthetic_signal", SIGNALS)
         check_count(self.ngram_order, "ngram_order", minimum=1, maximum=8)
+        check_family_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,11 +133,25 @@ class CanaryOneRunResult(AuditResult):
     scores: tuple[float, ...]
     seconds: float
     canary_copies: int = dataclasses.field(default=1, kw_only=True)
+    family_test: FamilyTest | None = dataclasses.field(default=None, kw_only=True)  # a family named: the headline, beside the generic bound
 
     def scored_from(self, copies: str) -> str:
         raise NotImplementedError
 
     def headline(self) -> Headline:
+        family = self.family_test
+        if family is not None:
+            return Headline(
+                value=family.epsilon,
+                label=(
+                    f"ε lower bound against the claim's family {self.scored_from('')}: order statistics of Xiang et al.; refuted: {family.refuted}; "
+                    f"generic bound {family.generic_epsilon:.3g} beside it; valid if transmission dominance holds"
+                ),
+                kind=family.bound.kind,
+                confidence=family.bound.confidence,
+                valid=family.bound.valid,
+                flag=family.verdict.flagged,
+            )
         copies = f"; {self.canary_copies} copies each, a record's ε by group privacy" if self.canary_copies > 1 else ""
         return Headline(
             value=self.bound.epsilon,
@@ -195,10 +218,33 @@ class LMOneRunResult(CanaryOneRunResult):
         return f"from one fine-tuning run ({self.design} canaries{copies}; best of {', '.join(self.bound.methods)})"
 
     def inert_config_fields(self) -> frozenset[str]:
-        """With the user's model or synthetic text, the settings that build the embedded default did not apply."""
+        """With the user's model or synthetic text, the settings that build the embedded default did not apply; without a family, its keys."""
+        family = inert_family_fields(self.config)
         if self.model is None and self.provenance is None and self.synthetic is None:
-            return frozenset()
-        return EMBEDDED_ONLY
+            return family
+        return EMBEDDED_ONLY | family
+
+
+def check_family_copies(config: Any, copies: int) -> None:
+    """Refuse a family with k > 1 copies of each included canary: the group of k is not in the claimed family, and privaudit does not convert it."""
+    if config.family is not None and copies > 1:
+        raise ValueError(
+            f"`family` {config.family!r} needs one copy of each included canary, got {copies}: k copies bound a group of k, whose family is not "
+            "the claimed one; give canaries inserted once (`canary_copies` 1, or `canary_repeats` 1 for the embedded default), or drop `family`"
+        )
+
+
+def with_family(fields: dict[str, Any], plan: FamilyPlan | None, config: Any) -> dict[str, Any]:
+    """``fields`` of :func:`canary_result_fields` with, given a family ``plan``, its test on the same scores as the headline's verdict and ceiling."""
+    if plan is None:
+        return fields
+    family = family_test(
+        plan, config, fields["scores"], fields["included"], generic=fields["bound"], generic_verdict=fields["claim_verdict"], quantity="end-to-end"
+    )
+    design = f"m = {fields['num_canaries']} canaries, {config.confidence:.0%}, 1 test"
+    ceiling = make_ceiling(family.epsilon, family.ceiling, raise_with="more canaries", design=design)
+    # `flagged` stays the generic claim's against the generic bound; the headline's flag is the family verdict
+    return {**fields, "family_test": family, "claim_verdict": family.verdict, "ceiling": ceiling}
 
 
 def audit_lm_scores(scores: Any, included: Any, *, delta: float, confidence: float, copies: int = 1) -> tuple[float, float, OneRunLowerBound]:

@@ -8,6 +8,7 @@ from typing import Any
 from ..._core.validation import check_choice, check_count, check_fraction, check_positive, check_probability
 from ...models.loading import KINDS, check_import_path
 from ...models.outputs import OUTPUT_KINDS
+from ..family_test import check_family_fields
 from ..verdicts import check_claim_fields
 from .training import TRAIN_INPUTS
 
@@ -70,6 +71,9 @@ def check_bound_config(config: Any) -> None:
             f"`mode` {config.mode!r} (--mode) draws membership by fair coins and trains every model: "
             "it cannot take the user's `model` (--model) or `reference_models` (--reference-models); use --mode attack"
         )
+    check_family_fields(
+        config, refused=None if config.mode == "canary" else "needs `mode` 'canary' (--mode canary): one training run, its canaries by fair coins"
+    )
     if config.mode != "attack" and getattr(config, "augment", ()):
         raise ValueError(f"`augment` (--augment) must be empty with `mode` {config.mode!r}: the bound modes score each record's own query only")
 
@@ -158,6 +162,11 @@ class MIAConfig:
     delta: float = 1e-5  # δ of the bound
     claimed_epsilon: float | None = None  # bound modes: the user's end-to-end claim for the training (None: no verdict)
     claimed_delta: float | None = None  # its δ; None: `delta`
+    # mode "canary": the claim's own family (privaudit.audits.family_test), tested by order statistics beside the generic bound
+    family: str | None = None
+    family_claim: float | None = None
+    family_sampling_rate: float | None = None
+    family_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_claim_fields(self.claimed_epsilon, self.claimed_delta)

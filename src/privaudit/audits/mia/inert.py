@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..family_test import inert_family_fields
+
 __all__ = ["INERT_IN_MODE", "inert_fields"]
 
 
@@ -29,7 +31,7 @@ def inert_fields(config: Any) -> frozenset[str]:
     >>> sorted(inert_fields(MIAConfig(train="m:fit", data="pool.csv")))[:5]
     ['claimed_delta', 'claimed_epsilon', 'dataset', 'delta', 'epochs']
     """
-    inert = set(INERT_IN_MODE.get(config.mode, ()))
+    inert = set(INERT_IN_MODE.get(config.mode, ())) | inert_family_fields(config)
     if config.data is not None:
         inert.add("dataset")
     if config.train is not None or config.reference_models is not None:  # a user's --model alone still has its references trained by the built-in MLP

@@ -14,6 +14,7 @@ from ...stats.mia_stream import lira_scores_streamed, rmia_ratios_streamed
 from ...stats.one_run_combined import OneRunLowerBound
 from ..base import AuditResult, Headline
 from ..blind import BlindBaseline
+from ..family_test import FamilyTest
 from .augment import augmented_attack_scores
 from .config import THREAT_MODEL, MIAConfig
 from .inert import inert_fields
@@ -30,6 +31,20 @@ def bound_headline(result: Any) -> Headline:
         attack = "online RMIA"
     else:
         attack = f"{chosen.attack} and its guess rule chosen on the {chosen.num_replicas} reference models; ceiling {chosen.ceiling:.3g}"
+    family = result.family_test
+    if family is not None:
+        return Headline(
+            value=family.epsilon,
+            label=(
+                f"ε lower bound against the claim's family ({result.mode} mode, {chosen.attack if chosen else 'online RMIA'} scores, order statistics of "
+                f"Xiang et al.; refuted: {family.refuted}; {what}, δ = {bound.delta:g}, {bound.confidence:.0%}; generic bound {family.generic_epsilon:.3g} "
+                "beside it; valid if transmission dominance holds)"
+            ),
+            kind=family.bound.kind,
+            confidence=bound.confidence,
+            valid=family.bound.valid,
+            flag=family.verdict.flagged,
+        )
     return Headline(
         value=bound.epsilon,
         label=f"ε lower bound ({result.mode} mode, {attack}, one-run test of Steinke et al.; {what}, δ = {bound.delta:g}, {bound.confidence:.0%})",
@@ -87,6 +102,7 @@ class MIAResult(AuditResult):
     bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
     blind_baseline: BlindBaseline | None = None  # the user gave the membership: how well the records alone tell it (privaudit.audits.blind)
     resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
+    family_test: FamilyTest | None = None  # mode "canary" with a family named: the headline, beside the generic bound (privaudit.audits.family_test)
 
     @property
     def num_runs(self) -> int:

@@ -29,8 +29,9 @@ from ...stats.mia_metrics import DEFAULT_FPR, attack_metrics, supported_fpr
 from ...stats.verdict import Claim
 from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
+from ..family_test import FamilyPlan, FamilyTest, family_plan, family_test
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import generator_bound
+from .bound import canary_bound, generator_canaries
 from .decision import steward_decision
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
@@ -136,6 +137,7 @@ def run_synthetic_data(
     started = time.perf_counter()
     report = progress or no_progress
     seeds = child_seeds(config.seed, ["release", "split", "dcr", "shadows", "canaries", "coins", "bound-release", "probe"])
+    claimed_family = family_plan(config)  # the claim's own family, built (its claim checked) before any table is read
     train, holdout, released, generator, user_canaries = _inputs(config)
     function = None
     if generator is not None:
@@ -210,10 +212,10 @@ def run_synthetic_data(
         shadow_generated, resume_note = len(shadow_rows) * config.num_shadows - len(plan.reused), plan.explanation()
         summaries.append(_summary("shadow", shadow_values, member[shadow_rows], config.confidence))
         curves["shadow"] = (shadow_values, member[shadow_rows])
-    bound = None
+    bound = family = None
     if config.num_canaries or user_canaries is not None:
         assert function is not None
-        bound = _bound(config, function, train, user_canaries, seeds, n, report)
+        bound, family = _bound(config, function, train, user_canaries, seeds, n, report, claimed_family)
     shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
     top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
     exposed = tuple(
@@ -252,6 +254,7 @@ def run_synthetic_data(
         resume_note=resume_note,
         conventions=_conventions(config, train, encoder, generator, function, bound),
         decision=steward_decision(scores[HEADLINE_ATTACK], member, records.ids, closest, attack="robust DCR", confidence=config.confidence),
+        family_test=family,
     )
     if bound is not None:
         result = dataclasses.replace(result, sanity_warnings=tuple(result.sanity_warnings) + _stated_claim_note(config, function))
@@ -300,8 +303,17 @@ def _stated_claim_note(config: SyntheticDataConfig, function: Any) -> tuple[str,
     )
 
 
-def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canaries: Table | None, seeds: dict[str, int], n: int, report: Progress):
-    """privaudit's outliers or the user's canaries, by fair coins into the training table, one generation, and the one-run bound."""
+def _bound(
+    config: SyntheticDataConfig,
+    function: Any,
+    train: Table,
+    user_canaries: Table | None,
+    seeds: dict[str, int],
+    n: int,
+    report: Progress,
+    plan: FamilyPlan | None,
+) -> tuple[CanaryBound, FamilyTest | None]:
+    """privaudit's outliers or the user's canaries, by fair coins into the training table, one generation, the one-run bound and, with ``plan``, the family test."""
     if user_canaries is None:
         canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
         what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
@@ -309,18 +321,12 @@ def _bound(config: SyntheticDataConfig, function: Any, train: Table, user_canari
         canaries = user_canaries.frame
         what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
     report("generating with the canaries", detail=f"{len(canaries)} canaries, each included by a fair coin")
-    return generator_bound(
-        function,
-        train,
-        canaries,
-        coins_seed=seeds["coins"],
-        release_seed=seeds["bound-release"],
-        n=n,
-        delta=config.delta,
-        confidence=config.confidence,
-        claim=_claim(config),
-        canaries_how=what,
-    )
+    scores, included = generator_canaries(function, train, canaries, coins_seed=seeds["coins"], release_seed=seeds["bound-release"], n=n)
+    bound = canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=_claim(config), canaries=what, coins_seed=seeds["coins"])
+    if plan is None:
+        return bound, None
+    # the claim's own family: the headline, on the same canaries' scores, the generic bound and its verdict beside it
+    return bound, family_test(plan, config, scores, included, generic=bound.bound, generic_verdict=bound.verdict, quantity="per-release")
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:

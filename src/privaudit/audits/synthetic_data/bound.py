@@ -27,7 +27,7 @@ from .generation import generate
 from .table import Encoder, Table, read_frame
 from .types import CanaryBound
 
-__all__ = ["SIGNAL", "canary_bound", "canary_scores", "generator_bound"]
+__all__ = ["SIGNAL", "canary_bound", "canary_scores", "generator_bound", "generator_canaries"]
 
 SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on the training table and every canary, before the coins)"
 
@@ -53,6 +53,21 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
     )
 
 
+def generator_canaries(function: Any, train: Table, canaries: Any, *, coins_seed: int, release_seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(one score per canary, its coin): each of ``canaries`` (a frame of ``train``'s schema) included by its own fair coin, one generation of ``n`` rows."""
+    import pandas as pd  # optional (the parquet extra)
+
+    m = len(canaries)
+    included = np.random.default_rng(coins_seed).random(m) < 0.5
+    if included.sum() < 2 or (~included).sum() < 2:
+        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
+    data = pd.concat([train.frame, canaries[included]], ignore_index=True)
+    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
+    synthetic = generate(function, data, train, seed=release_seed, n=n)
+    fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
+    return canary_scores(fixed.dcr_arrays(read_frame(canaries, "the canaries")), fixed.dcr_arrays(synthetic)), included
+
+
 def generator_bound(
     function: Any,
     train: Table,
@@ -66,16 +81,6 @@ def generator_bound(
     claim: Claim | None,
     canaries_how: str,
 ) -> CanaryBound:
-    """Each of ``canaries`` (a frame of ``train``'s schema) included by its own fair coin, one generation of ``n`` rows, every canary scored, the bound."""
-    import pandas as pd  # optional (the parquet extra)
-
-    m = len(canaries)
-    included = np.random.default_rng(coins_seed).random(m) < 0.5
-    if included.sum() < 2 or (~included).sum() < 2:
-        raise ValueError(f"`--canaries` {m}: the coins left fewer than 2 canaries on a side; use more canaries or another --seed")
-    data = pd.concat([train.frame, canaries[included]], ignore_index=True)
-    # n fixed before the coins: a row count that grew with the included canaries would itself tell them
-    synthetic = generate(function, data, train, seed=release_seed, n=n)
-    fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
-    scores = canary_scores(fixed.dcr_arrays(read_frame(canaries, "the canaries")), fixed.dcr_arrays(synthetic))
+    """:func:`generator_canaries`, then :func:`canary_bound` of their scores and coins."""
+    scores, included = generator_canaries(function, train, canaries, coins_seed=coins_seed, release_seed=release_seed, n=n)
     return canary_bound(scores, included, delta=delta, confidence=confidence, claim=claim, canaries=canaries_how, coins_seed=coins_seed)

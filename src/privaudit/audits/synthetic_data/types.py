@@ -20,6 +20,7 @@ from ...stats.one_run_combined import OneRunLowerBound
 from ...stats.verdict import Verdict
 from ..base import AuditResult, Headline
 from ..blind import BlindBaseline
+from ..family_test import FamilyTest, check_family_fields, inert_family_fields
 from .decision import StewardDecision
 
 __all__ = [
@@ -71,6 +72,11 @@ class SyntheticDataConfig:
     canary_records: str | None = None  # or the user's own canaries: a table of the schema (.csv/.parquet), one canary a row
     claimed_epsilon: float | None = None  # the generator's claimed ε per release (None: no claim)
     claimed_delta: float | None = None  # the claim's δ (None: `delta`); the bound is at `delta`, which must be >= it
+    # with canaries: the claim's own family (privaudit.audits.family_test), tested by order statistics beside the generic bound
+    family: str | None = None
+    family_claim: float | None = None
+    family_sampling_rate: float | None = None
+    family_steps: int | None = None
     delta: float = 1e-5
     confidence: float = 0.95
     num_vulnerable: int = 10
@@ -134,6 +140,8 @@ class SyntheticDataConfig:
                     "without them there is no bound and no verdict"
                 )
         check_probability(self.delta, "delta (--delta)")
+        has_canaries = bool(canaries) or self.canary_records is not None
+        check_family_fields(self, refused=None if has_canaries else "needs canaries: `num_canaries` (--canaries) with --generator, or --canary-records")
         if self.claimed_delta is not None:
             if self.claimed_epsilon is None:
                 raise ValueError("`--claimed-delta` needs `--claimed-epsilon`")
@@ -261,6 +269,7 @@ class SyntheticDataResult(AuditResult):
     blind_baseline: BlindBaseline | None = None  # the user's --train against --holdout, without the synthetic table (privaudit.audits.blind)
     resume_note: str = ""  # why stored shadow runs were generated again (their key changed), "" when none was
     decision: StewardDecision | None = None  # the steward's decision on the headline attack (privaudit.audits.synthetic_data.decision)
+    family_test: FamilyTest | None = None  # canaries with a family named: the headline, beside the generic bound (privaudit.audits.family_test)
 
     @property
     def num_runs(self) -> int:
@@ -269,9 +278,10 @@ class SyntheticDataResult(AuditResult):
 
     def inert_config_fields(self) -> frozenset[str]:
         """With a released table (no-box) nothing is generated: the generator's settings did not apply."""
+        family = inert_family_fields(self.config)  # no family named: its keys stay out, as before they existed
         if self.config.synthetic is None:
-            return frozenset()
-        return frozenset({"num_synthetic", "num_shadows", "num_shadow_targets", "num_canaries"})
+            return family
+        return family | {"num_synthetic", "num_shadows", "num_shadow_targets", "num_canaries"}
 
     def attack(self, name: str) -> SyntheticAttack:
         """The summary of attack ``name``."""
@@ -279,6 +289,20 @@ class SyntheticDataResult(AuditResult):
         return next(summary for summary in self.attacks if summary.attack == name)
 
     def headline(self) -> Headline:
+        family = self.family_test
+        if family is not None and self.bound is not None:
+            return Headline(
+                value=family.epsilon,
+                label=(
+                    f"ε lower bound of the generator per release against the claim's family ({family.bound.num_canaries} canaries by fair coins, "
+                    f"order statistics of Xiang et al.; refuted: {family.refuted}; generic bound {family.generic_epsilon:.3g} beside it; "
+                    "valid if transmission dominance holds)"
+                ),
+                kind=family.bound.kind,
+                confidence=family.bound.confidence,
+                valid=family.bound.valid,
+                flag=family.verdict.flagged,
+            )
         if self.bound is not None:
             bound = self.bound.bound
             return Headline(

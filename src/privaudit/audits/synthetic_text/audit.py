@@ -39,7 +39,8 @@ from ...canaries.lm_synthetic import SIGNALS
 from ...data.corpus import load_default_corpus
 from ...models.loading import check_import_path, import_callable
 from ..base import Audit, AuditRun, Progress, no_progress
-from ..lm.result import CanaryOneRunResult, canary_copies, canary_result_fields
+from ..family_test import check_family_fields, family_plan, inert_family_fields
+from ..lm.result import CanaryOneRunResult, canary_copies, canary_result_fields, check_family_copies, with_family
 from ..lm.scores import span_convention
 from ..lm.synthetic import EOS, MODEL_SIGNAL, canary_signals, score_synthetic_files
 from ..lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2
@@ -84,6 +85,11 @@ class SyntheticTextConfig:
     temperature: float = 1.0
     top_k: int | None = None
     seed: int = 0
+    # the claim's own family (privaudit.audits.family_test), tested by order statistics beside the generic bound
+    family: str | None = None
+    family_claim: float | None = None
+    family_sampling_rate: float | None = None
+    family_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.synthetic_signal, "synthetic_signal", (*SIGNALS, MODEL_SIGNAL))
@@ -113,6 +119,7 @@ class SyntheticTextConfig:
         check_positive(self.temperature, "temperature")
         if self.top_k is not None:
             check_count(self.top_k, "top_k", minimum=1)
+        check_family_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +138,10 @@ class SyntheticTextResult(CanaryOneRunResult):
 
     def inert_config_fields(self) -> frozenset[str]:
         """With the user's synthetic text and provenance, the settings that build and sample the embedded default did not apply."""
+        family = inert_family_fields(self.config)  # no family named: its keys stay out, as before they existed
         if self.synthetic is None and self.provenance is None:
-            return frozenset()
-        return frozenset(
+            return family
+        return family | frozenset(
             {"design", "num_canaries", "secret_length", "canary_repeats", "corpus_chars", "line_words", "vocab_size", "base_steps", "steps", "learning_rate"}
             | {"num_synthetic", "prompt_words", "max_new_tokens", "temperature", "top_k"}
         )
@@ -181,6 +189,11 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
     started = time.perf_counter()
     report = progress or no_progress
     artifacts: dict[str, bytes] = {}
+    claimed_family = family_plan(config)  # the claim's own family, built before any training or scoring
+    if claimed_family is not None:
+        check_family_copies(config, config.canary_copies if config.canary_copies is not None else 1)
+        if synthetic is None and provenance is None:
+            check_family_copies(config, config.canary_repeats)  # the embedded default inserts each included canary this many times
     if synthetic is None and provenance is None:
         if config.synthetic_train is not None:
             import_callable(config.synthetic_train, "--synthetic-train")  # refused before the embedded default trains anything
@@ -206,9 +219,11 @@ def run_synthetic_text(config: SyntheticTextConfig, *, synthetic=None, provenanc
             report=report,
         )
         source = f"synthetic corpus {synthetic}"
+    check_family_copies(config, copies[0])
     fields = canary_result_fields(
         record, scores, delta=config.delta, confidence=config.confidence, copies=copies[0], claimed=config.claimed_epsilon, claimed_delta=config.claimed_delta
     )
+    fields = with_family(fields, claimed_family, config)
     result = SyntheticTextResult(
         **fields,
         config=config,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..claims import claim_flags
+from ..claims import claim_flags, family_flags
 from .flags import _ONE_RUN_DELTA, Flag
 
 __all__ = ["FLAGS"]
@@ -42,6 +42,7 @@ FLAGS: tuple[Flag, ...] = (
         config="synthetic_signal",
     ),
     *claim_flags("your DP fine-tuning", quantity="end to end, for one record"),
+    *family_flags("your DP fine-tuning (its canaries inserted once)"),
     _ONE_RUN_DELTA,
     Flag(
         "--canary-copies",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..claims import claim_flags
+from ..claims import claim_flags, family_flags
 from .flags import _LABEL_COL, _LABEL_RULE, Flag, _image_shape, _import_path, _names, _pool_file, backend_flags, delta_flag, factory_flag, path_flag
 
 __all__ = ["FLAGS"]
@@ -53,6 +53,7 @@ FLAGS: tuple[Flag, ...] = (
     ),
     delta_flag("δ of the ε lower bound, in (0, 1) (default 1e-5)."),
     *claim_flags("your training (with --mode canary or leave-one-out)"),
+    *family_flags("your training (with --mode canary)"),
     path_flag("--model", "Your trained target model (of --target-kind), attacked instead of one the audit trains (with --members).", "model"),
     Flag(
         "--target-kind",

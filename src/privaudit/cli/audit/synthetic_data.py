@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..claims import family_flags
 from .flags import Flag, _import_path, _names, backend_flags, delta_flag, path_flag
 
 __all__ = ["FLAGS"]
@@ -74,6 +75,7 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--claimed-delta", Optional[float], "The δ of your generator's claim (default: --delta); the bound's --delta must be >= it.", config="claimed_delta"),
     delta_flag("δ of the bound, in (0, 1) (default 1e-5)."),
+    *family_flags("your generator (with canaries)"),
     Flag(
         "--no-sdmetrics",
         bool,

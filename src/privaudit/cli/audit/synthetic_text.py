@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..claims import claim_flags
+from ..claims import claim_flags, family_flags
 from .flags import _ONE_RUN_DELTA, Flag, _import_path
 
 __all__ = ["FLAGS"]
@@ -34,6 +34,7 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--ngram-order", Optional[int], "n of the word n-grams (default 2).", config="ngram_order"),
     *claim_flags("your DP generation pipeline", quantity="end to end, for one record"),
+    *family_flags("your DP generation pipeline (its canaries inserted once)"),
     Flag(
         "--canary-copies",
         Optional[int],
