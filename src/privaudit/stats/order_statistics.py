@@ -244,9 +244,16 @@ def design_num_guesses(null: OneRunNull, claim: Any, num_canaries: Any, *, confi
     (the claim, n) and never the data, so it costs no multiple-test
     correction. ``claim`` is the family's parameter (μ, σ, or ε).
 
+    When even the best median bound is 0, the winner is a count so small
+    that all its guesses right (its ceiling) cannot exceed the claim: a test
+    with no power. Half the canaries is then the count (Xiang et al.'s
+    r/n = ½), also fixed by the design alone.
+
     >>> from privaudit.stats.families import GaussianDP
     >>> design_num_guesses(GaussianDP(1e-5), 0.915, 1_000)  # ε = 4: release half
     500
+    >>> design_num_guesses(GaussianDP(1e-5), 0.1, 200)  # μ = 0.1 from 200 canaries: no count could refute it, so half
+    100
     """
     n = check_count(num_canaries, "num_canaries", minimum=2)
     leak = claim_leak(null, check_real(claim, "claim"))
@@ -262,7 +269,8 @@ def _design(null: OneRunNull, leak: float, n: int, level: float, fractions: tupl
         found, _ = _largest_rejected(null, n, r, _median_mistakes(null, leak, n, r), level, tolerance=1e-3)  # a ranking: 0.1% is plenty
         if found > best:
             best, chosen = found, r
-    return chosen
+    ceiling, _ = _largest_rejected(null, n, chosen, 0, level, tolerance=1e-3)  # every guess right
+    return chosen if ceiling > leak else max(1, n // 2)
 
 
 def order_statistics_lower_bound(

@@ -89,7 +89,7 @@ from ..dpsgd.config import DPSGDAuditConfig
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import FINAL_SCORE, OBSERVE, SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
 from .evidence import noise_evidence, observed_settings
-from .family import dpsgd_null, guess_count
+from .family import dpsgd_null
 from .final_model import final_model_observations, heuristic_and_test
 
 __all__ = ["AUDIT", "OneRunAudit", "mislabeled_canaries", "one_run_bounds", "run_one_run_audit"]
@@ -361,8 +361,7 @@ def _family_test(config: OneRunAuditConfig, scores: np.ndarray, included: np.nda
         num_steps=config.num_steps,
         delta=config.delta,
     )
-    r = guess_count(null, parameter, in_family, len(scores), confidence=config.confidence)
-    bound = one_run_lower_bound(scores, included, delta=config.delta, confidence=config.confidence, null=null, claim=parameter, num_guesses=r)
+    bound = one_run_lower_bound(scores, included, delta=config.delta, confidence=config.confidence, null=null, claim=parameter)
     return bound, in_family, conversion
 
 

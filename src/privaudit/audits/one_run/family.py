@@ -33,28 +33,9 @@ from typing import Any
 from ...stats.dpsgd_claims import least_noise_for_claim
 from ...stats.families import GaussianDP
 from ...stats.one_run_nulls import DPSGD
-from ...stats.order_statistics import design_num_guesses, order_statistics_bound
 from ...stats.verdict import Claim
 
-__all__ = ["dpsgd_null", "guess_count"]
-
-
-def guess_count(null: Any, parameter: float, in_family: Claim, num_canaries: int, *, confidence: float) -> int:
-    """The guess count, fixed from the design alone: the claim's own (:func:`~privaudit.stats.order_statistics.design_num_guesses`), or half the canaries where that could never refute the claim.
-
-    The claim's design maximises the median bound when the claim is exactly
-    right; when even that median is 0 it picks a count so small that all its
-    guesses right (its ceiling) stay below the claim: a test with no power.
-    Half the canaries is then the count (Xiang et al.'s r/n = ½).
-
-    >>> claim = Claim(epsilon=1.0, delta=1e-5)
-    >>> null, mu, in_family, _ = dpsgd_null(claim, noise_multiplier=None, sampling_rate=1.0, canary_rate=1.0, num_steps=10, delta=1e-5)
-    >>> design_num_guesses(null, mu, 200) < 10, guess_count(null, mu, in_family, 200, confidence=0.95)
-    (True, 100)
-    """
-    r = design_num_guesses(null, parameter, num_canaries, confidence=confidence)
-    ceiling = order_statistics_bound(null, num_canaries=num_canaries, num_guesses=r, num_correct=r, confidence=confidence).epsilon
-    return r if ceiling > in_family.epsilon else max(1, num_canaries // 2)
+__all__ = ["dpsgd_null"]
 
 
 def dpsgd_null(
