@@ -1,4 +1,4 @@
-"""The order-statistics one-run test when canaries interfere: ``python benchmarks/one_run_interference.py [--games 200] [--kinds grouped,shared,mislabeled]``.
+"""The order-statistics one-run test when canaries interfere: ``python benchmarks/one_run_interference.py [--games 200] [--fdp-games 50] [--workers 3]``.
 
 The order-statistics test (Xiang et al. 2025, ``null=DPSGD(q, T, δ)``,
 ``claim=σ``) is proven for independent per-canary observations; when many
@@ -43,6 +43,7 @@ with the configuration, seeds (game g uses seed g) and library versions.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import functools
 import json
@@ -192,8 +193,12 @@ def allowed_exceedances(games: int, level: float = 1.0 - CONFIDENCE, slack: floa
     return int(stats.binom.ppf(1.0 - slack, games, level))
 
 
-def run(setting: Setting, games: int, *, fdp: bool = True, first_seed: int = 0) -> dict[str, Any]:
-    """Play ``games`` seeded games and summarise the order-statistics (and, with ``fdp``, the f-DP recursion) bounds against the truth."""
+def run(setting: Setting, games: int, *, fdp_games: int = 0, first_seed: int = 0) -> dict[str, Any]:
+    """Play ``games`` seeded games and summarise the order-statistics bounds against the truth (and the f-DP recursion's in the first ``fdp_games``)."""
+    import torch
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
     truth = setting.truth
     bounds: list[float] = []
     fdps: list[float] = []
@@ -207,7 +212,7 @@ def run(setting: Setting, games: int, *, fdp: bool = True, first_seed: int = 0) 
                 raise AssertionError(f"one_run_lower_bound gives {direct.epsilon}, the cached counts {bound}")
         bounds.append(bound)
         counts.append((r, correct))
-        if fdp:
+        if seed < first_seed + fdp_games:
             fdps.append(fdp_epsilon(setting, scores, included))
     out: dict[str, Any] = {
         "setting": dataclasses.asdict(setting),
@@ -219,8 +224,9 @@ def run(setting: Setting, games: int, *, fdp: bool = True, first_seed: int = 0) 
         "order_statistics_rejects_true_sigma": sum(rejects_truth(setting, r, correct) for r, correct in counts),
         "guesses_and_correct": counts,
     }
-    if fdp:
-        out["fdp_recursion"] = _summary(fdps, truth, games)
+    if fdps:
+        out["fdp_recursion"] = _summary(fdps, truth, len(fdps))
+    out["seconds"] = time.perf_counter() - start
     return out
 
 
@@ -242,23 +248,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated among {', '.join(KINDS)}")
-    parser.add_argument("--no-fdp", action="store_true", help="skip the f-DP recursion (the slow part)")
+    parser.add_argument("--fdp-games", type=int, default=50, help="games that also get the f-DP recursion (about 1 s each)")
+    parser.add_argument("--workers", type=int, default=1, help="processes, one canary kind each")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "one_run_interference.json")
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
-    if args.games < 1 or not kinds or any(kind not in KINDS for kind in kinds):
-        print(f"error: `--games` must be >= 1 and `--kinds` among {', '.join(KINDS)}, got {args.games} and {args.kinds!r}", file=sys.stderr)
+    if args.games < 1 or args.fdp_games < 0 or args.workers < 1 or not kinds or any(kind not in KINDS for kind in kinds):
+        print(
+            f"error: `--games` and `--workers` must be >= 1, `--fdp-games` >= 0 and `--kinds` among {', '.join(KINDS)}, "
+            f"got {args.games}, {args.workers}, {args.fdp_games} and {args.kinds!r}",
+            file=sys.stderr,
+        )
         return 2
-    out: dict[str, Any] = {"delta": DELTA, "confidence": CONFIDENCE, "games": args.games, "versions": library_versions(), "runs": []}
     import torch
 
-    out["versions"]["torch"] = torch.__version__
-    torch.set_num_threads(1)
-    for kind in kinds:
-        start = time.perf_counter()
-        found = run(Setting(kind=kind), args.games, fdp=not args.no_fdp)
-        found["seconds"] = time.perf_counter() - start
-        out["runs"].append(found)
+    out: dict[str, Any] = {
+        "delta": DELTA,
+        "confidence": CONFIDENCE,
+        "games": args.games,
+        "fdp_games": min(args.fdp_games, args.games),
+        "versions": {**library_versions(), "torch": torch.__version__},
+    }
+    fdp_games = out["fdp_games"]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.workers) as pool:
+        out["runs"] = list(pool.map(functools.partial(run, games=args.games, fdp_games=fdp_games), [Setting(kind=kind) for kind in kinds]))
+    for kind, found in zip(kinds, out["runs"]):
         brief = {k: found[k] for k in ("true_epsilon", "num_guesses", "order_statistics_rejects_true_sigma", "seconds")}
         tests = {name: {k: v for k, v in found[name].items() if k != "bounds"} for name in ("order_statistics", "fdp_recursion") if name in found}
         print(json.dumps({"kind": kind, **brief, **tests}), file=sys.stderr)
