@@ -1,4 +1,4 @@
-"""The order-statistics one-run test when canaries interfere: ``python benchmarks/one_run_interference.py [--games 200] [--fdp-games 50] [--workers 3]``.
+"""The order-statistics one-run test when canaries interfere: ``python benchmarks/one_run_interference.py [--games 200] [--fdp-games 50] [--workers 6]``.
 
 The order-statistics test (Xiang et al. 2025, ``null=DPSGD(q, T, δ)``,
 ``claim=σ``) is proven for independent per-canary observations; when many
@@ -20,6 +20,15 @@ generic f-DP recursion (``one_run_lower_bound`` without ``null``: Steinke and
 Mahloujifar et al. against the subsampled Gaussian's own curve, Bonferroni),
 which is proven for any mechanism that is f-DP for each canary.
 
+Two runs: q = 0.5, T = 4, σ = 1 (ε = 6.68 at δ = 1e-5); and full batches,
+q = 1, T = 4, σ = 2, where DP-SGD is exactly μ-GDP with μ = √T/σ = 1
+(ε = 4.38; the null is ``GaussianDP``) and a canary's summed update is a
+sufficient statistic, so the test is tight (about 5% rejections at the truth
+for independent canaries, ``tests/test_order_statistics_validity.py``) and
+any excess from interference would show. At q = 0.5 the final model sums
+the steps, a coarser view than the null's, so rejections at the truth are
+rarer and the check has less power there.
+
 Canary kinds (all in one model, in every batch at rate q, so they interfere):
 
 * ``grouped``: crafted inputs: the model is logistic (one linear layer) and
@@ -34,7 +43,7 @@ Canary kinds (all in one model, in every batch at rate q, so they interfere):
 * ``shared``: the same, with every canary its own random direction in a space
   of ``m / 2`` coordinates (overlapping, never orthogonal).
 * ``mislabeled``: what ``audit one-run --threat-model black-box`` uses:
-  inputs drawn like the data, with the wrong label (weak: the bound is 0).
+  inputs drawn like the data, with the wrong label (weak: the bound is about 0); q = 0.5 only.
 
 Writes JSON to benchmarks/results/one_run_interference.json (or ``--output``),
 with the configuration, seeds (game g uses seed g) and library versions.
@@ -60,6 +69,7 @@ from scipy import stats
 from privaudit import one_run_lower_bound
 from privaudit._core.results import library_versions
 from privaudit.stats.conversions import gaussian_epsilon
+from privaudit.stats.families import GaussianDP
 from privaudit.stats.one_run import guess_outcomes
 from privaudit.stats.one_run_nulls import DPSGD
 from privaudit.stats.order_statistics import design_num_guesses, order_statistics_bound, order_statistics_p_value
@@ -67,6 +77,7 @@ from privaudit.stats.pld import SubsampledGaussian
 
 DELTA, CONFIDENCE, DATA_DIMS = 1e-5, 0.95, 4
 KINDS = ("grouped", "shared", "mislabeled")
+FULL_BATCH = {"sampling_rate": 1.0, "noise_multiplier": 2.0}  # μ = √4/2 = 1: ε = 4.38 at δ = 1e-5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +96,18 @@ class Setting:
     scale: float = 10.0  # canary input norm: its gradient is clipped, so it is C along its direction
 
     @property
-    def null(self) -> DPSGD:
-        return DPSGD(self.sampling_rate, self.steps, DELTA)
+    def null(self) -> Any:
+        """DP-SGD at (q, T); at q = 1 that is exactly μ-GDP with μ = √T/σ (dp_accounting's PLD would need an unbounded grid there)."""
+        return GaussianDP(DELTA) if self.sampling_rate == 1.0 else DPSGD(self.sampling_rate, self.steps, DELTA)
+
+    @property
+    def claim(self) -> float:
+        """The null's parameter that ran: σ, or μ = √T/σ at q = 1."""
+        return math.sqrt(self.steps) / self.noise_multiplier if self.sampling_rate == 1.0 else self.noise_multiplier
+
+    @property
+    def leak(self) -> float:
+        return self.claim if self.sampling_rate == 1.0 else 1.0 / self.noise_multiplier
 
     @property
     def truth(self) -> float:
@@ -161,7 +182,7 @@ def _bound(null: DPSGD, n: int, r: int, correct: int) -> float:
 
 def rejects_truth(setting: Setting, r: int, correct: int) -> bool:
     """Whether the 95% test rejects the true null (DP-SGD at the σ that ran): implied by a bound above the truth, so the stricter count."""
-    p = order_statistics_p_value(setting.null, 1.0 / setting.noise_multiplier, num_canaries=setting.canaries, num_guesses=r, num_correct=correct)
+    p = order_statistics_p_value(setting.null, setting.leak, num_canaries=setting.canaries, num_guesses=r, num_correct=correct)
     return p < 1.0 - CONFIDENCE
 
 
@@ -172,15 +193,15 @@ def order_statistics_epsilon(setting: Setting, scores: np.ndarray, included: np.
     (r and the "in" share from the claim's design); the bound depends on the
     counts alone, so each distinct count is bounded once.
     """
-    null, sigma, n = setting.null, setting.noise_multiplier, scores.size
-    r = design_num_guesses(null, sigma, n, confidence=CONFIDENCE)
-    made, correct = guess_outcomes(scores, included, np.array([r]), null.positive_share(1.0 / sigma, r / n))
+    null, n = setting.null, scores.size
+    r = design_num_guesses(null, setting.claim, n, confidence=CONFIDENCE)
+    made, correct = guess_outcomes(scores, included, np.array([r]), null.positive_share(setting.leak, r / n))
     return _bound(null, n, int(made[0]), int(correct[0])), int(made[0]), int(correct[0])
 
 
 def fdp_epsilon(setting: Setting, scores: np.ndarray, included: np.ndarray) -> float:
     """The generic bound on the same scores: Steinke and the f-DP recursion against the subsampled Gaussian's curve, Bonferroni."""
-    family = SubsampledGaussian(sampling_prob=setting.sampling_rate, num_steps=setting.steps)
+    family: Any = "gdp" if setting.sampling_rate == 1.0 else SubsampledGaussian(sampling_prob=setting.sampling_rate, num_steps=setting.steps)
     return float(one_run_lower_bound(scores, included, delta=DELTA, confidence=CONFIDENCE, family=family).epsilon)
 
 
@@ -207,7 +228,7 @@ def run(setting: Setting, games: int, *, fdp_games: int = 0, first_seed: int = 0
         scores, included = play(setting, seed)
         bound, r, correct = order_statistics_epsilon(setting, scores, included)
         if seed == first_seed:  # the cached path is the library's own call
-            direct = one_run_lower_bound(scores, included, delta=DELTA, confidence=CONFIDENCE, null=setting.null, claim=setting.noise_multiplier)
+            direct = one_run_lower_bound(scores, included, delta=DELTA, confidence=CONFIDENCE, null=setting.null, claim=setting.claim)
             if direct.epsilon != bound:
                 raise AssertionError(f"one_run_lower_bound gives {direct.epsilon}, the cached counts {bound}")
         bounds.append(bound)
@@ -244,12 +265,21 @@ def _summary(bounds: list[float], truth: float, games: int) -> dict[str, Any]:
     }
 
 
+def settings(kinds: list[str]) -> list[Setting]:
+    """Each kind at q = 0.5 (σ = 1, T = 4); the crafted kinds also in full batches (q = 1, σ = 2), where the test is tight, beside a control without interference."""
+    found = [Setting(kind=kind) for kind in kinds]
+    found += [Setting(kind=kind, **FULL_BATCH) for kind in kinds if kind != "mislabeled"]  # type: ignore[arg-type]
+    if "grouped" in kinds:  # the control: one canary per coordinate, no interference but the shared bias
+        found.append(Setting(kind="grouped", group=1, **FULL_BATCH))  # type: ignore[arg-type]
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated among {', '.join(KINDS)}")
     parser.add_argument("--fdp-games", type=int, default=50, help="games that also get the f-DP recursion (about 1 s each)")
-    parser.add_argument("--workers", type=int, default=1, help="processes, one canary kind each")
+    parser.add_argument("--workers", type=int, default=1, help="processes, one setting each")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "one_run_interference.json")
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
@@ -271,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     fdp_games = out["fdp_games"]
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.workers) as pool:
-        out["runs"] = list(pool.map(functools.partial(run, games=args.games, fdp_games=fdp_games), [Setting(kind=kind) for kind in kinds]))
-    for kind, found in zip(kinds, out["runs"]):
+        out["runs"] = list(pool.map(functools.partial(run, games=args.games, fdp_games=fdp_games), settings(kinds)))
+    for found in out["runs"]:
+        kind = f"{found['setting']['kind']} (group {found['setting']['group']}), q = {found['setting']['sampling_rate']:g}"
         brief = {k: found[k] for k in ("true_epsilon", "num_guesses", "order_statistics_rejects_true_sigma", "seconds")}
         tests = {name: {k: v for k, v in found[name].items() if k != "bounds"} for name in ("order_statistics", "fdp_recursion") if name in found}
         print(json.dumps({"kind": kind, **brief, **tests}), file=sys.stderr)
