@@ -77,6 +77,7 @@ from privaudit.stats.pld import SubsampledGaussian
 
 DELTA, CONFIDENCE, DATA_DIMS = 1e-5, 0.95, 4
 KINDS = ("grouped", "shared", "mislabeled")
+FRACTIONS = (0.01, 0.05, 0.1)  # small fixed r/n, where the top scores (the groups with most members in) would give a failure of dominance away
 FULL_BATCH = {"sampling_rate": 1.0, "noise_multiplier": 2.0}  # μ = √4/2 = 1: ε = 4.38 at δ = 1e-5
 
 
@@ -186,6 +187,16 @@ def rejects_truth(setting: Setting, r: int, correct: int) -> bool:
     return p < 1.0 - CONFIDENCE
 
 
+def rejects_truth_at_fractions(setting: Setting, scores: np.ndarray, included: np.ndarray) -> list[bool]:
+    """For each r/n in ``FRACTIONS`` (each its own 95% test, fixed in advance, split by the null's share): whether the true null is rejected."""
+    n, out = scores.size, []
+    for fraction in FRACTIONS:
+        r = max(1, round(fraction * n))
+        made, correct = guess_outcomes(scores, included, np.array([r]), setting.null.positive_share(setting.leak, r / n))
+        out.append(bool(made[0]) and rejects_truth(setting, int(made[0]), int(correct[0])))
+    return out
+
+
 def order_statistics_epsilon(setting: Setting, scores: np.ndarray, included: np.ndarray) -> tuple[float, int, int]:
     """(bound, r, correct): the test ``one_run_lower_bound(null=DPSGD(q, T, δ), claim=σ)`` runs, cached by its counts.
 
@@ -224,6 +235,7 @@ def run(setting: Setting, games: int, *, fdp_games: int = 0, first_seed: int = 0
     bounds: list[float] = []
     fdps: list[float] = []
     counts: list[tuple[int, int]] = []
+    small: list[list[bool]] = []
     for seed in range(first_seed, first_seed + games):
         scores, included = play(setting, seed)
         bound, r, correct = order_statistics_epsilon(setting, scores, included)
@@ -233,6 +245,7 @@ def run(setting: Setting, games: int, *, fdp_games: int = 0, first_seed: int = 0
                 raise AssertionError(f"one_run_lower_bound gives {direct.epsilon}, the cached counts {bound}")
         bounds.append(bound)
         counts.append((r, correct))
+        small.append(rejects_truth_at_fractions(setting, scores, included))
         if seed < first_seed + fdp_games:
             fdps.append(fdp_epsilon(setting, scores, included))
     out: dict[str, Any] = {
@@ -243,6 +256,7 @@ def run(setting: Setting, games: int, *, fdp_games: int = 0, first_seed: int = 0
         "num_guesses": sorted({r for r, _ in counts}),
         "order_statistics": _summary(bounds, truth, games),
         "order_statistics_rejects_true_sigma": sum(rejects_truth(setting, r, correct) for r, correct in counts),
+        "rejects_true_sigma_at_fixed_fraction": {str(fraction): sum(row[i] for row in small) for i, fraction in enumerate(FRACTIONS)},
         "guesses_and_correct": counts,
     }
     if fdps:
@@ -304,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         out["runs"] = list(pool.map(functools.partial(run, games=args.games, fdp_games=fdp_games), settings(kinds)))
     for found in out["runs"]:
         kind = f"{found['setting']['kind']} (group {found['setting']['group']}), q = {found['setting']['sampling_rate']:g}"
-        brief = {k: found[k] for k in ("true_epsilon", "num_guesses", "order_statistics_rejects_true_sigma", "seconds")}
+        brief = {k: found[k] for k in ("true_epsilon", "num_guesses", "order_statistics_rejects_true_sigma", "rejects_true_sigma_at_fixed_fraction", "seconds")}
         tests = {name: {k: v for k, v in found[name].items() if k != "bounds"} for name in ("order_statistics", "fdp_recursion") if name in found}
         print(json.dumps({"kind": kind, **brief, **tests}), file=sys.stderr)
     args.output.parent.mkdir(parents=True, exist_ok=True)
