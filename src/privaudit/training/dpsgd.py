@@ -81,7 +81,7 @@ class ReferenceDPSGD:
     (4,)
     """
 
-    def __init__(self, model, x, y, config: DPSGDConfig, *, audit_size: int = 0, audit_groups: int = 1, seed: int = 0):
+    def __init__(self, model, x, y, config: DPSGDConfig, *, audit_size: int = 0, audit_groups: int = 1, seed: int = 0, expected_size: float | None = None):
         torch = require_torch()
         self.torch, self.model, self.config = torch, model, config
         self.params = {name: p for name, p in model.named_parameters() if p.requires_grad}
@@ -92,7 +92,11 @@ class ReferenceDPSGD:
         self.audit_groups = check_count(audit_groups, "audit_groups", minimum=1)
         if self.audit_size % self.audit_groups:
             raise ValueError(f"`audit_size` must be a multiple of `audit_groups` ({audit_groups}), got {audit_size}")
-        self.denominator = config.sampling_rate * len(self.x)  # expected batch size, as Opacus
+        # the expected batch size, as Opacus: q times a size fixed by the design, never the realised data's (whose size would tell how many canaries are in)
+        size = len(self.x) if expected_size is None else float(expected_size)
+        if not size > 0:
+            raise ValueError(f"`expected_size` must be > 0, got {expected_size!r}")
+        self.denominator = config.sampling_rate * size
         self.seed = check_seed(seed)  # recorded: every batch and noise draw of the run comes from it
         self.generator = torch.Generator().manual_seed(self.seed)
         self._per_example = self._per_example_gradients()

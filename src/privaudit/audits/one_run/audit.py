@@ -246,7 +246,8 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
         ]
         return np.array(negated_losses), None, audited
 
-    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"])
+    expected = int(train_kept.sum()) + config.inclusion_prob * config.num_canaries  # the design's, not the draw's: the divisor reveals no count
+    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"], expected_size=expected)
     for step in range(config.num_steps):
         trainer.step(None)
         progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
