@@ -57,7 +57,6 @@ import numpy as np
 from ..._core.conventions import Convention, default
 from ..._core.extras import require
 from ..._core.usercode import call_user
-from ...data.tabular import load_dataset, load_dataset_file
 from ...models.classifiers import build_classifier
 from ...models.loading import import_callable
 from ...runner import RunStore, check_backend, input_digests, resume_plan, run_all
@@ -66,7 +65,9 @@ from ...stats.conversions import gaussian_epsilon
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
-from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, BlackBoxConfig, BlackBoxResult
+from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, BlackBoxConfig, BlackBoxResult
+from .worst_case import craft_initial_state, training_set
+from .worst_case import dataset_split as _data
 
 __all__ = ["AUDIT", "BlackBoxAudit", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
 
@@ -75,14 +76,6 @@ def _run_seeds(root: int, index: int) -> tuple[int, int]:
     """(model init seed, DP noise seed) of run ``index``, from SeedSequence((root, index))."""
     state = np.random.SeedSequence((int(root), int(index))).generate_state(2, dtype=np.uint32)
     return int(state[0]), int(state[1])
-
-
-@functools.lru_cache(maxsize=4)
-def _data(name: str, seed: int, data: str | None = None, label_col: str | None = None):
-    """The embedded dataset ``name``, or the user's file ``data``, split by ``seed``."""
-    if data is not None:
-        return load_dataset_file(data, name="--data", label_col=label_col, seed=seed)
-    return load_dataset(name, seed=seed)
 
 
 def dataset_conventions(config: BlackBoxConfig) -> tuple[Convention, ...]:
@@ -117,9 +110,13 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
-    for key in ("train", "data", "label_col"):
+    for key in ("train", "data", "label_col", "num_records"):
         if base[key] is None:  # unset: runs stored before these options existed resume unchanged
             del base[key]
+    if config.init == "average":
+        del base["init"]
+    else:  # the crafted start is part of each run's key: a changed crafting is a new run, never a stale one resumed
+        base["init_digest"] = craft_initial_state(config).record.digest
     digests = input_digests(files={"data": config.data}, functions={"train": config.train})
     if digests:  # the contents each run reads: a changed file is a new run, never a stale one resumed
         base["inputs"] = digests
@@ -178,6 +175,24 @@ def _user_canary_logits(model, canary_x: np.ndarray, canary_y: int, path: str, i
     return values
 
 
+def _config_of_run(config: dict[str, Any]) -> BlackBoxConfig:
+    fields = {field.name for field in dataclasses.fields(BlackBoxConfig)}
+    return BlackBoxConfig(**{key: value for key, value in config.items() if key in fields})
+
+
+def _start_from_crafted(model, config: dict[str, Any]) -> None:
+    """Load the auditor's crafted start into ``model``, after checking it is the one the audit recorded."""
+    import torch
+
+    crafted = craft_initial_state(_config_of_run(config))
+    if crafted.record.digest != config["init_digest"]:
+        raise RuntimeError(
+            f"run {int(config['index'])}: this worker crafted initial parameters of digest {crafted.record.digest[:12]}…, "
+            f"not the audit's {str(config['init_digest'])[:12]}… (a different torch or CPU?); run every worker on the same installation"
+        )
+    model.load_state_dict({name: torch.from_numpy(value.copy()) for name, value in crafted.state.items()})
+
+
 def train_one(config: dict[str, Any]) -> dict[str, Any]:
     """Train one model with DP-SGD, with or without the canary, and score the canary.
 
@@ -196,8 +211,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
 
     data = _data(config["dataset"], int(config["seed"]), config.get("data"), config.get("label_col"))
     model_seed, noise_seed = _run_seeds(config["seed"], config["index"])
-    x = np.asarray(data.x_train, dtype=np.float32)
-    y = np.asarray(data.y_train, dtype=np.int64)
+    x, y = training_set(data, config.get("num_records"))
     canary_x, canary_y = _canary(data, config["canary"])
     if config["with_canary"]:
         x = np.concatenate([x, canary_x[None]])
@@ -220,6 +234,8 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         image_shape=data.image_shape,
         seed=model_seed,
     )
+    if config.get("init", "average") == "worst-case":
+        _start_from_crafted(model, config)
     dp = DPSGDConfig(
         noise_multiplier=config["noise_multiplier"],
         clip_norm=config["clip_norm"],
@@ -269,6 +285,9 @@ def run_blackbox_audit(
         raise ValueError(f"`config` must be a BlackBoxConfig, got {type(config).__name__}")
     if config.train is not None:  # a bad path or signature is refused before any run starts
         check_train_function(config.train)
+    available = len(_data(config.dataset, config.seed, config.data, config.label_col).x_train)
+    if config.num_records is not None and config.num_records > available:
+        raise ValueError(f"`num_records` (--num-records) must be at most the train split's {available} records, got {config.num_records}")
     store = RunStore(directory)
     configs = run_configs(config)
     plan = resume_plan(store, configs)
@@ -283,13 +302,14 @@ def run_blackbox_audit(
     eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - len(plan.reused)
+    initialisation = craft_initial_state(config).record if config.init == "worst-case" else None
     result = BlackBoxResult(
         epsilon_lower_bound=gdp.epsilon,
         epsilon_lower_bound_eps_delta=eps_delta.epsilon,
         claimed_epsilon=claimed,
         delta=config.delta,
         confidence=config.confidence,
-        threat_model=THREAT_MODEL,
+        threat_model=THREAT_MODEL if initialisation is None else THREAT_MODEL_WORST_CASE,
         num_in=int(in_scores.size),
         num_out=int(out_scores.size),
         mean_in_score=float(in_scores.mean()),
@@ -303,6 +323,7 @@ def run_blackbox_audit(
         config=config,
         conventions=dataset_conventions(config),
         resume_note=plan.explanation(),
+        initialisation=initialisation,
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
     return bound_verdict(result, gdp, claim=claim, raise_with="more trained models per side (num_models_per_side)")
