@@ -361,7 +361,7 @@ def blackbox_init_rows(
     rows = []
     for epsilon in epsilons:
         sigma = privaudit.gaussian_noise_multiplier(epsilon, 1e-5, sampling_prob=1.0, num_steps=steps)
-        for init in ("average", "worst-case"):
+        for init in inits:
             ratios, bounds, walls, digests = [], [], [], []
             for seed in seeds:
                 config = BlackBoxConfig(
@@ -579,7 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", default="1,4,8", help="DP-SGD rows: the claimed ε, comma-separated")
     parser.add_argument("--dpsgd-canaries", type=int, default=None, help="DP-SGD rows: white-box canaries per run (default: the one-run audit's 1,000)")
     parser.add_argument("--final-model-runs", type=int, default=200, help="final-model rows: training runs per audit (half with the canary; <= 400)")
-    parser.add_argument("--final-model-steps", type=int, default=5, help="final-model rows: full-batch DP-SGD steps per training run")
+    parser.add_argument("--final-model-inits", default="average,worst-case", help="final-model rows: the starts, comma-separated")
+    parser.add_argument("--final-model-steps", type=int, default=2, help="final-model rows: full-batch DP-SGD steps per training run")
     parser.add_argument("--final-model-lr", type=float, default=0.5, help="final-model rows: DP-SGD learning rate (on the mean gradient)")
     parser.add_argument("--final-model-epsilons", default="10,4", help="final-model rows: the claimed ε, comma-separated")
     parser.add_argument("--workers", type=int, default=2, help="final-model rows: worker processes")
@@ -619,7 +620,10 @@ def main(argv: list[str] | None = None) -> int:
         rows += mia_rows(args.heavy_seeds, 300, args.case)
     if "final-model" in families and not args.quick:
         seed_list = list(range(args.heavy_seeds)) if args.seed is None else [args.seed]
-        rows += blackbox_init_rows(seed_list, final_epsilons, args.final_model_runs // 2, args.final_model_steps, args.final_model_lr, args.workers)
+        inits = tuple(args.final_model_inits.split(","))
+        if not set(inits) <= {"average", "worst-case"}:
+            parser.error(f"--final-model-inits must name average and/or worst-case, got {args.final_model_inits!r}")
+        rows += blackbox_init_rows(seed_list, final_epsilons, args.final_model_runs // 2, args.final_model_steps, args.final_model_lr, args.workers, inits)
     if "dpmm" in families and not args.quick:
         rows += dpmm_rows(args.heavy_seeds if args.dpmm_seeds is None else args.dpmm_seeds, args.case)
     if "lm" in families:

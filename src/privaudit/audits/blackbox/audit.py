@@ -69,7 +69,7 @@ from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, 
 from .worst_case import craft_initial_state, training_set
 from .worst_case import dataset_split as _data
 
-__all__ = ["AUDIT", "BlackBoxAudit", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = ["AUDIT", "BlackBoxAudit", "bound_scores", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
 
 
 def _run_seeds(root: int, index: int) -> tuple[int, int]:
@@ -261,6 +261,21 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def bound_scores(in_scores: np.ndarray, out_scores: np.ndarray, config: BlackBoxConfig):
+    """The audit's two bounds from the final models' scores: (GDP, (ε, δ)), Clopper–Pearson at a held-out split threshold, seeded by ``config.seed``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> gdp, _ = bound_scores(rng.normal(2, 1, 200), rng.normal(0, 1, 200), BlackBoxConfig())
+    >>> gdp.method, bool(0 < gdp.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
+    ('gdp', True)
+    """
+    common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
+    return (
+        epsilon_lower_bound(in_scores, out_scores, method="gdp", **common),
+        epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common),
+    )
+
+
 def run_blackbox_audit(
     config: BlackBoxConfig,
     directory,
@@ -297,9 +312,7 @@ def run_blackbox_audit(
     wall = time.perf_counter() - start
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)
-    common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
-    gdp = epsilon_lower_bound(in_scores, out_scores, method="gdp", **common)
-    eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
+    gdp, eps_delta = bound_scores(in_scores, out_scores, config)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - len(plan.reused)
     initialisation = craft_initial_state(config).record if config.init == "worst-case" else None
