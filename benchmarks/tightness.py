@@ -346,7 +346,13 @@ PAPER_FINAL_MODEL = {10.0: 7.21 / 10.0}
 
 
 def blackbox_init_rows(
-    seeds: list[int], epsilons: tuple[float, ...], models_per_side: int, steps: int, learning_rate: float, workers: int | None
+    seeds: list[int],
+    epsilons: tuple[float, ...],
+    models_per_side: int,
+    steps: int,
+    learning_rate: float,
+    workers: int | None,
+    inits: tuple[str, ...] = ("average", "worst-case"),
 ) -> list[dict]:
     """DP-SGD final model only: the black-box audit's GDP bound ÷ the accountant's ε, from random weights and from the worst-case start, side by side.
 

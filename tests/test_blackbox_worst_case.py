@@ -16,6 +16,7 @@ from privaudit import gdp_epsilon  # noqa: E402
 from privaudit.audits.blackbox import worst_case  # noqa: E402
 from privaudit.audits.blackbox.audit import bound_scores, run_blackbox_audit, run_configs, train_one  # noqa: E402
 from privaudit.audits.blackbox.config import BlackBoxConfig  # noqa: E402
+from privaudit.runner import RunStore  # noqa: E402
 
 CRAFT = BlackBoxConfig(dataset="digits", architecture="mlp", init="worst-case", num_records=1000, seed=4)
 
@@ -97,11 +98,13 @@ def test_more_records_than_the_train_split_is_refused_before_any_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-# A noise level at which the worst-case start separates the two sides fully (2 steps at σ = 0.1 is μ = 14 GDP: the gap
-# between the sides is 14 standard deviations of the scores, which from the crafted start behave as the linearised
-# Gaussian), so its bound is the design's ceiling, the most this many models can show. Whatever the random start gives is
-# then at most that: worst ≥ average holds on any CPU, and worst > 0. 40 models a side, as the held-out split needs
-# 8 a side to choose its threshold with a nonzero bound (with 4 a side every threshold selects 0).
+# 2 steps at σ = 0.1 is μ = √2/0.1 = 14 GDP. From the crafted start the canary's loss moves linearly with the noisy
+# steps, so its scores with and without the canary sit about 14 of their standard deviations apart: half of that (7)
+# fails with probability far below 1e-6 at 40 a side, on any CPU. The bound itself is not asserted > 0: at 40 a side
+# the held-out split chooses its threshold on 8 a side, where every threshold's projected bound is 0 and the choice
+# is arbitrary (privaudit.stats.bounds), so even perfectly separated scores can bound 0. What is asserted is that
+# the worst-case start's bound is not below the random start's on the same seeds and settings, and that its
+# scores separate: the evidence the bound is computed from.
 TINY = {
     "dataset": "digits",
     "architecture": "mlp",
@@ -113,7 +116,12 @@ TINY = {
 }
 
 
-def test_cli_worst_case_bound_is_positive_at_its_ceiling_and_not_below_the_average_start(cli, tmp_path):
+def _scores(runs) -> tuple[np.ndarray, np.ndarray]:
+    results = RunStore(runs).load_all().values()
+    return np.array([r["score"] for r in results if r["with_canary"]]), np.array([r["score"] for r in results if not r["with_canary"]])
+
+
+def test_cli_worst_case_separates_the_canary_and_bounds_no_less_than_the_random_start(cli, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
     code, out, err = cli(["audit", "blackbox", "--config", config, "--init", "worst-case", "--output", tmp_path / "out", "--no-history", "--workers", "1"])
@@ -122,8 +130,10 @@ def test_cli_worst_case_bound_is_positive_at_its_ceiling_and_not_below_the_avera
     assert worst["initialisation"]["digest"] == worst_case.craft_initial_state(BlackBoxConfig(**TINY, init="worst-case")).record.digest
     assert worst["initialisation"]["scope"] == "for the pipeline under worst-case initialisation, which is what a DP claim covers"
     assert "worst-case initialisation" in worst["threat_model"] and "which is what a DP claim covers" in out
-    assert worst["epsilon_lower_bound"] > 0
-    assert worst["epsilon_lower_bound"] == pytest.approx(worst["ceiling"]["value"], rel=1e-9)
+    ins, outs = _scores(tmp_path / "out" / "runs")
+    gap = (ins.mean() - outs.mean()) / np.sqrt((ins.var(ddof=1) + outs.var(ddof=1)) / 2)
+    assert gap >= 0.5 * np.sqrt(TINY["num_steps"]) / TINY["noise_multiplier"]
+    assert ins.min() > outs.max()
     average = run_blackbox_audit(BlackBoxConfig(**TINY), tmp_path / "average", max_workers=1)
     assert average.initialisation is None and "initialisation" not in average.to_dict()
     assert worst["epsilon_lower_bound"] >= average.epsilon_lower_bound

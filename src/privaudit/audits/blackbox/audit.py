@@ -8,6 +8,14 @@ negated, or its logit log(p / (1 - p)) for the canary's label): higher means
 (:func:`privaudit.stats.bounds.epsilon_lower_bound`) to compare with the ε
 that DP-SGD's accounting claims.
 
+Every run starts from its own random weights (``init="average"``), or, with
+``init="worst-case"`` (``--init worst-case``), from the parameters the auditor
+crafted once on records outside the audited set
+(:mod:`privaudit.audits.blackbox.worst_case`, after Annamalai and De
+Cristofaro 2024): the bound is then for the pipeline under worst-case
+initialisation, which is what a DP claim covers, and the result records the
+start's seed and digest (``initialisation``).
+
 Each run is one job for :func:`privaudit.runner.run_all`, seeded from the
 root seed and its own index, so a killed audit resumes where it stopped and
 gives the same numbers on any backend.
