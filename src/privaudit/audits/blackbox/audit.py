@@ -74,7 +74,7 @@ from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, BlackBoxConfig, BlackBoxResult
-from .worst_case import craft_initial_state, training_set
+from .worst_case import craft_initial_state, start_from_crafted, training_set
 from .worst_case import dataset_split as _data
 
 __all__ = ["AUDIT", "BlackBoxAudit", "bound_scores", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
@@ -183,24 +183,6 @@ def _user_canary_logits(model, canary_x: np.ndarray, canary_y: int, path: str, i
     return values
 
 
-def _config_of_run(config: dict[str, Any]) -> BlackBoxConfig:
-    fields = {field.name for field in dataclasses.fields(BlackBoxConfig)}
-    return BlackBoxConfig(**{key: value for key, value in config.items() if key in fields})
-
-
-def _start_from_crafted(model, config: dict[str, Any]) -> None:
-    """Load the auditor's crafted start into ``model``, after checking it is the one the audit recorded."""
-    import torch
-
-    crafted = craft_initial_state(_config_of_run(config))
-    if crafted.record.digest != config["init_digest"]:
-        raise RuntimeError(
-            f"run {int(config['index'])}: this worker crafted initial parameters of digest {crafted.record.digest[:12]}…, "
-            f"not the audit's {str(config['init_digest'])[:12]}… (a different torch or CPU?); run every worker on the same installation"
-        )
-    model.load_state_dict({name: torch.from_numpy(value.copy()) for name, value in crafted.state.items()})
-
-
 def train_one(config: dict[str, Any]) -> dict[str, Any]:
     """Train one model with DP-SGD, with or without the canary, and score the canary.
 
@@ -243,7 +225,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         seed=model_seed,
     )
     if config.get("init", "average") == "worst-case":
-        _start_from_crafted(model, config)
+        start_from_crafted(model, config)
     dp = DPSGDConfig(
         noise_multiplier=config["noise_multiplier"],
         clip_norm=config["clip_norm"],

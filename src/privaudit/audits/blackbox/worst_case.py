@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,17 @@ from ...data.tabular import load_dataset, load_dataset_file
 from ...models.classifiers import build_classifier
 from .config import BlackBoxConfig, WorstCaseInit
 
-__all__ = ["PRETRAIN_STEPS", "CraftedInit", "dataset_split", "state_digest", "craft_initial_state", "init_seed", "pretraining_pool", "training_set"]
+__all__ = [
+    "PRETRAIN_STEPS",
+    "CraftedInit",
+    "dataset_split",
+    "state_digest",
+    "craft_initial_state",
+    "init_seed",
+    "pretraining_pool",
+    "start_from_crafted",
+    "training_set",
+]
 
 PRETRAIN_STEPS = 300  # full-batch Adam steps: the pool's loss falls below 0.01 on digits (MLP)
 PRETRAIN_LEARNING_RATE = 1e-2
@@ -128,3 +139,21 @@ def _craft(dataset: str, seed: int, data: str | None, label_col: str | None, num
         training_accuracy=training_accuracy,
     )
     return CraftedInit(state, record)
+
+
+def _config_of_run(config: dict[str, Any]) -> BlackBoxConfig:
+    fields = {field.name for field in dataclasses.fields(BlackBoxConfig)}
+    return BlackBoxConfig(**{key: value for key, value in config.items() if key in fields})
+
+
+def start_from_crafted(model, config: dict[str, Any]) -> None:
+    """Load the auditor's crafted start into ``model``, after checking it is the one the audit recorded."""
+    import torch
+
+    crafted = craft_initial_state(_config_of_run(config))
+    if crafted.record.digest != config["init_digest"]:
+        raise RuntimeError(
+            f"run {int(config['index'])}: this worker crafted initial parameters of digest {crafted.record.digest[:12]}…, "
+            f"not the audit's {str(config['init_digest'])[:12]}… (a different torch or CPU?); run every worker on the same installation"
+        )
+    model.load_state_dict({name: torch.from_numpy(value.copy()) for name, value in crafted.state.items()})
