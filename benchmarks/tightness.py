@@ -43,6 +43,12 @@ Rows:
   upper bound), and MST with its noise removed (bound ÷ its ceiling):
   ``--only dpmm``, in the dpmm extra's own environment (dpmm pins numpy
   1.26; ``benchmarks/tightness_dpmm.py`` says how each seed runs);
+* DP-SGD final model only (``--only final-model``,
+  :func:`blackbox_init_rows`): ``privaudit audit blackbox`` on 1,000 digits
+  records, the built-in MLP, full-batch DP-SGD at ε = 10 and 4, the
+  mislabelled canary scored by its loss, from random weights (``--init
+  average``) and from the auditor's crafted start (``--init worst-case``),
+  beside Annamalai and De Cristofaro's 0.72 (MNIST, 1,000 records, ε = 10);
 * the Opacus LM fine-tunes at ε = 4 and 8, white box and black box: read
   from the JSON files other benchmarks write (``benchmarks/lm_dp.py`` for
   the black box on privaudit's own DP-Adam loop,
@@ -394,6 +400,82 @@ def mia_rows(seeds: int, canaries: int, only: str | None = None) -> list[dict]:
     return rows
 
 
+#: Annamalai and De Cristofaro (NeurIPS 2024, arXiv:2405.14106), Table/abstract: ε_emp = 7.21 at ε = 10, MNIST, 1,000 records, worst-case start.
+PAPER_FINAL_MODEL = {10.0: 7.21 / 10.0}
+
+
+def blackbox_init_rows(
+    seeds: list[int],
+    epsilons: tuple[float, ...],
+    models_per_side: int,
+    steps: int,
+    learning_rate: float,
+    workers: int | None,
+    inits: tuple[str, ...] = ("average", "worst-case"),
+) -> list[dict]:
+    """DP-SGD final model only: the black-box audit's GDP bound ÷ the accountant's ε, from random weights and from the worst-case start, side by side.
+
+    Every run of a row shares the training (digits, the first 1,000 train
+    records, the built-in MLP, ``steps`` full-batch steps at ``learning_rate``,
+    clip 1) and differs only in where it starts; σ is the accountant's for ε
+    at sampling rate 1 and ``steps`` steps.
+    """
+    from privaudit.audits.blackbox.audit import run_blackbox_audit
+    from privaudit.audits.blackbox.config import BlackBoxConfig
+
+    rows = []
+    for epsilon in epsilons:
+        sigma = privaudit.gaussian_noise_multiplier(epsilon, 1e-5, sampling_prob=1.0, num_steps=steps)
+        for init in inits:
+            ratios, bounds, walls, digests = [], [], [], []
+            for seed in seeds:
+                config = BlackBoxConfig(
+                    dataset="digits",
+                    architecture="mlp",
+                    num_records=1000,
+                    noise_multiplier=sigma,
+                    num_steps=steps,
+                    learning_rate=learning_rate,
+                    num_models_per_side=models_per_side,
+                    init=init,
+                    seed=seed,
+                )
+                with tempfile.TemporaryDirectory(prefix="tightness-blackbox-") as directory:
+                    result = run_blackbox_audit(config, directory, max_workers=workers)
+                bounds.append(result.epsilon_lower_bound)
+                ratios.append(result.epsilon_lower_bound / epsilon)
+                walls.append(result.wall_time_s)
+                digests.append(None if result.initialisation is None else result.initialisation.digest)
+            paper = PAPER_FINAL_MODEL.get(epsilon) if init == "worst-case" else None
+            row = {
+                "family": "dpsgd final model (black box)",
+                "case": (
+                    f"DP-SGD final model only (black box, `--init {init}`), digits 1,000 records, MLP, {steps} full-batch steps, "
+                    f"{2 * models_per_side} training runs, ε = {epsilon:g}" + (f" (Annamalai and De Cristofaro, MNIST: {paper:.2f})" if paper else "")
+                ),
+                "truth": epsilon,
+                "truth_how": "the accountant (an upper bound)",
+                "default": {
+                    "ratio": _summary(ratios),
+                    "bounds": bounds,
+                    "init": init,
+                    "training_runs": 2 * models_per_side,
+                    "wall_time_s": walls,
+                    "seconds_per_run": statistics.mean(walls),  # the table's column: seconds per audit of all its training runs
+                    "workers": workers,
+                    "init_digests": digests,
+                    "noise_multiplier": sigma,
+                    "learning_rate": learning_rate,
+                    "paper_ratio": paper,
+                    "seeds": list(seeds),
+                },
+                "10x": {"not_measured": "one budget (≤ 400 training runs)"},
+            }
+            print(f"{row['case']}: bound ÷ ε mean {statistics.fmean(ratios):.3f}, {statistics.mean(walls):.0f} s per audit", flush=True)
+            rows.append(row)
+    return rows
+
+
 _THEN = "then `python benchmarks/tightness.py --only lm --update`"
 
 
@@ -558,13 +640,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", default="mechanisms,dpsgd,mia,lm", help="comma-separated families: mechanisms, dpsgd, mia, lm, final-model, dpmm (its own environment)"
     )
-    parser.add_argument("--seed", type=int, default=None, help="final-model rows: run this one seed (default: seeds 0 .. --heavy-seeds - 1)")
     parser.add_argument("--final-model-canaries", type=int, default=5000, help="final-model rows: gradient canaries per run")
     parser.add_argument("--budgets", default="default,10x", help="comma-separated: default, 10x (the mechanism rows)")
     parser.add_argument("--case", default=None, help="only the mechanism, mia and dpmm rows whose name contains this text")
     parser.add_argument("--dpmm-seeds", type=int, default=None, help="seeds per dpmm row (default: --heavy-seeds)")
     parser.add_argument("--epsilons", default="1,4,8", help="DP-SGD rows: the claimed ε, comma-separated")
     parser.add_argument("--dpsgd-canaries", type=int, default=None, help="DP-SGD rows: white-box canaries per run (default: the one-run audit's 1,000)")
+    parser.add_argument("--final-model-runs", type=int, default=200, help="final-model rows: training runs per audit (half with the canary; <= 400)")
+    parser.add_argument("--final-model-inits", default="average,worst-case", help="final-model rows: the starts, comma-separated")
+    parser.add_argument("--final-model-steps", type=int, default=2, help="final-model rows: full-batch DP-SGD steps per training run")
+    parser.add_argument("--final-model-lr", type=float, default=0.5, help="final-model rows: DP-SGD learning rate (on the mean gradient)")
+    parser.add_argument("--final-model-epsilons", default="10,4", help="final-model rows: the claimed ε, comma-separated")
+    parser.add_argument("--workers", type=int, default=2, help="final-model rows: worker processes")
+    parser.add_argument("--seed", type=int, default=None, help="final-model rows: run this one seed only (default: seeds 0 .. --heavy-seeds - 1)")
     parser.add_argument("--update", action="store_true", help="keep the rows of --output that this run does not measure")
     parser.add_argument("--output", type=Path, default=RESULTS / "tightness.json")
     args = parser.parse_args(argv)
@@ -577,8 +665,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--epsilons must be comma-separated numbers, got {args.epsilons!r}")
     families = set(args.only.split(","))
-    if not families <= {"mechanisms", "dpsgd", "mia", "lm", "dpmm", "final-model"}:
+    if not families <= {"mechanisms", "dpsgd", "mia", "lm", "final-model", "dpmm"}:
         parser.error(f"--only must name mechanisms, dpsgd, mia, lm, final-model or dpmm, got {args.only!r}")
+    if not 10 <= args.final_model_runs <= 400 or args.final_model_runs % 2:
+        parser.error(f"--final-model-runs must be an even number in [10, 400], got {args.final_model_runs}")
+    try:
+        final_epsilons = tuple(float(part) for part in args.final_model_epsilons.split(","))
+    except ValueError:
+        parser.error(f"--final-model-epsilons must be comma-separated numbers, got {args.final_model_epsilons!r}")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.final_model_canaries < 4:
@@ -599,6 +693,12 @@ def main(argv: list[str] | None = None) -> int:
         rows += final_model_rows(final_seeds, epsilons, args.final_model_canaries)
     if "mia" in families and not args.quick:
         rows += mia_rows(args.heavy_seeds, 300, args.case)
+    if "final-model" in families and not args.quick:
+        seed_list = list(range(args.heavy_seeds)) if args.seed is None else [args.seed]
+        inits = tuple(args.final_model_inits.split(","))
+        if not set(inits) <= {"average", "worst-case"}:
+            parser.error(f"--final-model-inits must name average and/or worst-case, got {args.final_model_inits!r}")
+        rows += blackbox_init_rows(seed_list, final_epsilons, args.final_model_runs // 2, args.final_model_steps, args.final_model_lr, args.workers, inits)
     if "dpmm" in families and not args.quick:
         rows += dpmm_rows(args.heavy_seeds if args.dpmm_seeds is None else args.dpmm_seeds, args.case)
     if "lm" in families:

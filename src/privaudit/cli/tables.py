@@ -54,7 +54,13 @@ def _blackbox(result: Any, output: Path) -> str:
         [f"accountant's ε for the config's σ and steps (δ = {settings.delta:g}; evidence)", format_value(float(result.claimed_epsilon))],
         ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
         ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],
+        ["what the bound covers", result.scope],
     ]
+    if result.initialisation is not None:
+        crafted = result.initialisation
+        rows.append(
+            ["worst-case start (seed, SHA-256)", f"seed {crafted.seed}, {crafted.digest[:16]}…, crafted on {crafted.pool_size} records outside the audited set"]
+        )
     return render_table(f"Black-box audit, results in {output}", ["quantity", "value"], rows)
 
 

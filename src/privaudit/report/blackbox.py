@@ -29,6 +29,17 @@ def section(data: dict, directory: Path | None) -> ReportSection:
             ("(ε, δ) Clopper–Pearson bound", result.epsilon_lower_bound_eps_delta),
             ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
             ("δ", result.delta),
+            ("what the bound covers", result.scope),
+            *(
+                ()
+                if result.initialisation is None
+                else (
+                    (
+                        "worst-case start (seed, SHA-256, records crafted on)",
+                        f"{result.initialisation.seed}, {result.initialisation.digest}, {result.initialisation.pool_size}",
+                    ),
+                )
+            ),
         ),
         **provenance(data),
     )

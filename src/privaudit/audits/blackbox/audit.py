@@ -8,6 +8,14 @@ negated, or its logit log(p / (1 - p)) for the canary's label): higher means
 (:func:`privaudit.stats.bounds.epsilon_lower_bound`) to compare with the ε
 that DP-SGD's accounting claims.
 
+Every run starts from its own random weights (``init="average"``), or, with
+``init="worst-case"`` (``--init worst-case``), from the parameters the auditor
+crafted once on records outside the audited set
+(:mod:`privaudit.audits.blackbox.worst_case`, after Annamalai and De
+Cristofaro 2024): the bound is then for the pipeline under worst-case
+initialisation, which is what a DP claim covers, and the result records the
+start's seed and digest (``initialisation``).
+
 Each run is one job for :func:`privaudit.runner.run_all`, seeded from the
 root seed and its own index, so a killed audit resumes where it stopped and
 gives the same numbers on any backend.
@@ -57,7 +65,6 @@ import numpy as np
 from ..._core.conventions import Convention, default
 from ..._core.extras import require
 from ..._core.usercode import call_user
-from ...data.tabular import load_dataset, load_dataset_file
 from ...models.classifiers import build_classifier
 from ...models.loading import import_callable
 from ...runner import RunStore, check_backend, input_digests, resume_plan, run_all
@@ -66,23 +73,17 @@ from ...stats.conversions import gaussian_epsilon
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
-from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, BlackBoxConfig, BlackBoxResult
+from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, BlackBoxConfig, BlackBoxResult
+from .worst_case import craft_initial_state, start_from_crafted, training_set
+from .worst_case import dataset_split as _data
 
-__all__ = ["AUDIT", "BlackBoxAudit", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = ["AUDIT", "BlackBoxAudit", "bound_scores", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
 
 
 def _run_seeds(root: int, index: int) -> tuple[int, int]:
     """(model init seed, DP noise seed) of run ``index``, from SeedSequence((root, index))."""
     state = np.random.SeedSequence((int(root), int(index))).generate_state(2, dtype=np.uint32)
     return int(state[0]), int(state[1])
-
-
-@functools.lru_cache(maxsize=4)
-def _data(name: str, seed: int, data: str | None = None, label_col: str | None = None):
-    """The embedded dataset ``name``, or the user's file ``data``, split by ``seed``."""
-    if data is not None:
-        return load_dataset_file(data, name="--data", label_col=label_col, seed=seed)
-    return load_dataset(name, seed=seed)
 
 
 def dataset_conventions(config: BlackBoxConfig) -> tuple[Convention, ...]:
@@ -117,9 +118,13 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
-    for key in ("train", "data", "label_col"):
+    for key in ("train", "data", "label_col", "num_records"):
         if base[key] is None:  # unset: runs stored before these options existed resume unchanged
             del base[key]
+    if config.init == "average":
+        del base["init"]
+    else:  # the crafted start is part of each run's key: a changed crafting is a new run, never a stale one resumed
+        base["init_digest"] = craft_initial_state(config).record.digest
     digests = input_digests(files={"data": config.data}, functions={"train": config.train})
     if digests:  # the contents each run reads: a changed file is a new run, never a stale one resumed
         base["inputs"] = digests
@@ -196,8 +201,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
 
     data = _data(config["dataset"], int(config["seed"]), config.get("data"), config.get("label_col"))
     model_seed, noise_seed = _run_seeds(config["seed"], config["index"])
-    x = np.asarray(data.x_train, dtype=np.float32)
-    y = np.asarray(data.y_train, dtype=np.int64)
+    x, y = training_set(data, config.get("num_records"))
     canary_x, canary_y = _canary(data, config["canary"])
     if config["with_canary"]:
         x = np.concatenate([x, canary_x[None]])
@@ -220,6 +224,8 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         image_shape=data.image_shape,
         seed=model_seed,
     )
+    if config.get("init", "average") == "worst-case":
+        start_from_crafted(model, config)
     dp = DPSGDConfig(
         noise_multiplier=config["noise_multiplier"],
         clip_norm=config["clip_norm"],
@@ -243,6 +249,21 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         "seed": noise_seed,
         "score": _score(logits, canary_y, config["score"]),
     }
+
+
+def bound_scores(in_scores: np.ndarray, out_scores: np.ndarray, config: BlackBoxConfig):
+    """The audit's two bounds from the final models' scores: (GDP, (ε, δ)), Clopper–Pearson at a held-out split threshold, seeded by ``config.seed``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> gdp, _ = bound_scores(rng.normal(2, 1, 200), rng.normal(0, 1, 200), BlackBoxConfig())
+    >>> gdp.method, bool(0 < gdp.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
+    ('gdp', True)
+    """
+    common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
+    return (
+        epsilon_lower_bound(in_scores, out_scores, method="gdp", **common),
+        epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common),
+    )
 
 
 def run_blackbox_audit(
@@ -269,6 +290,9 @@ def run_blackbox_audit(
         raise ValueError(f"`config` must be a BlackBoxConfig, got {type(config).__name__}")
     if config.train is not None:  # a bad path or signature is refused before any run starts
         check_train_function(config.train)
+    available = len(_data(config.dataset, config.seed, config.data, config.label_col).x_train)
+    if config.num_records is not None and config.num_records > available:
+        raise ValueError(f"`num_records` (--num-records) must be at most the train split's {available} records, got {config.num_records}")
     store = RunStore(directory)
     configs = run_configs(config)
     plan = resume_plan(store, configs)
@@ -278,18 +302,17 @@ def run_blackbox_audit(
     wall = time.perf_counter() - start
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)
-    common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
-    gdp = epsilon_lower_bound(in_scores, out_scores, method="gdp", **common)
-    eps_delta = epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common)
+    gdp, eps_delta = bound_scores(in_scores, out_scores, config)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - len(plan.reused)
+    initialisation = craft_initial_state(config).record if config.init == "worst-case" else None
     result = BlackBoxResult(
         epsilon_lower_bound=gdp.epsilon,
         epsilon_lower_bound_eps_delta=eps_delta.epsilon,
         claimed_epsilon=claimed,
         delta=config.delta,
         confidence=config.confidence,
-        threat_model=THREAT_MODEL,
+        threat_model=THREAT_MODEL if initialisation is None else THREAT_MODEL_WORST_CASE,
         num_in=int(in_scores.size),
         num_out=int(out_scores.size),
         mean_in_score=float(in_scores.mean()),
@@ -303,6 +326,7 @@ def run_blackbox_audit(
         config=config,
         conventions=dataset_conventions(config),
         resume_note=plan.explanation(),
+        initialisation=initialisation,
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
     return bound_verdict(result, gdp, claim=claim, raise_with="more trained models per side (num_models_per_side)")

@@ -11,10 +11,29 @@ from ...stats.bounds import EpsilonLowerBound
 from ..base import AuditResult, Headline
 from ..verdicts import check_claim_fields
 
-__all__ = ["ARCHITECTURES", "BlackBoxConfig", "BlackBoxResult", "CANARIES", "DATASETS", "MIN_MODELS_PER_SIDE", "SCORES", "THREAT_MODEL", "check_data_fields"]
+__all__ = [
+    "ARCHITECTURES",
+    "BlackBoxConfig",
+    "BlackBoxResult",
+    "CANARIES",
+    "DATASETS",
+    "INIT_SCOPE",
+    "INITS",
+    "MIN_MODELS_PER_SIDE",
+    "SCORES",
+    "THREAT_MODEL",
+    "THREAT_MODEL_WORST_CASE",
+    "WorstCaseInit",
+    "check_data_fields",
+]
 
 
 THREAT_MODEL = "black-box: final model only, canary loss/confidence"
+THREAT_MODEL_WORST_CASE = "black-box: final model only, canary loss/confidence; every run starts from the auditor's worst-case initialisation"
+
+INIT_SCOPE = "for the pipeline under worst-case initialisation, which is what a DP claim covers"
+
+INITS = ("average", "worst-case")  # average: each run's own random weights; worst-case: the auditor's crafted start (.worst_case)
 
 DATASETS = ("breast-cancer", "digits")
 
@@ -47,6 +66,11 @@ class BlackBoxConfig:
 
     ``num_steps`` full-batch DP-SGD steps (sampling rate 1) per model;
     ``num_models_per_side`` models with the canary and as many without.
+    ``num_records``: the audited training set is the first this many records
+    of the train split (None: all of it). ``init``: ``"average"`` starts each
+    run from its own random weights; ``"worst-case"`` starts every run from
+    parameters the auditor crafted on records outside the audited set
+    (:mod:`privaudit.audits.blackbox.worst_case`), privaudit's own DP-SGD only.
 
     >>> BlackBoxConfig(num_models_per_side=0)
     Traceback (most recent call last):
@@ -71,6 +95,8 @@ class BlackBoxConfig:
     label_col: str | None = None  # its label column (--label-col; .csv/.parquet only)
     claimed_epsilon: float | None = None  # the user's end-to-end claim; None: the accountant's for privaudit's own DP-SGD, else no verdict
     claimed_delta: float | None = None  # its δ; None: `delta`
+    init: str = "average"  # --init: "average" or "worst-case"
+    num_records: int | None = None  # --num-records: the audited records, the first this many of the train split; None: all
 
     def __post_init__(self):
         check_claim_fields(self.claimed_epsilon, self.claimed_delta)
@@ -89,6 +115,31 @@ class BlackBoxConfig:
         check_probability(self.delta, "delta")
         check_probability(self.confidence, "confidence")
         check_count(self.seed, "seed")
+        check_choice(self.init, "init", INITS)
+        if self.num_records is not None:
+            check_count(self.num_records, "num_records", minimum=2)
+        if self.init == "worst-case" and self.train is not None:
+            raise ValueError("`init` 'worst-case' (--init) starts privaudit's own DP-SGD from crafted parameters; it cannot be used with `train` (--train)")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorstCaseInit:
+    """What the auditor started every run from: how it was crafted, its seed and its digest.
+
+    ``pool_size`` records, disjoint from the audited ones and from the
+    canary, pre-trained the ``architecture`` for ``steps`` full-batch Adam
+    steps; ``digest`` is the SHA-256 of the parameters (names and float32
+    bytes, in name order). ``scope`` says what the bound then covers.
+    """
+
+    seed: int
+    digest: str
+    pool_size: int
+    steps: int
+    learning_rate: float
+    pool_accuracy: float
+    training_accuracy: float
+    scope: str = INIT_SCOPE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +173,20 @@ class BlackBoxResult(AuditResult):
     bound_eps_delta: EpsilonLowerBound
     config: BlackBoxConfig
     resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
+    initialisation: WorstCaseInit | None = None  # the crafted start of every run (--init worst-case); None: each run's own random weights
+
+    @property
+    def scope(self) -> str:
+        """What the bound covers: the pipeline as it ran, from the auditor's worst-case start where there was one."""
+        if self.initialisation is not None:
+            return f"ε lower bound {self.initialisation.scope}"
+        return "ε lower bound for the pipeline from random initial weights (an average-case start; a DP claim covers every start)"
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if out.get("initialisation", 0) is None:  # the default start: results.json stays as it was before the field
+            del out["initialisation"]
+        return out
 
     @property
     def num_runs(self) -> int:

@@ -23,6 +23,20 @@ FLAGS: tuple[Flag, ...] = (
     ),
     data_flag("the mislabelled canary is the first test record with the next label."),
     _LABEL_COL,
+    Flag(
+        "--init",
+        Optional[str],
+        "Where every training run starts: average (each run's own random weights, the default) or worst-case (parameters privaudit crafts once "
+        "from --seed by pre-training on records outside the audited set, after Annamalai and De Cristofaro 2024; privaudit's own DP-SGD only, "
+        "not with --train). A DP claim holds from every start, so the worst-case bound is for the pipeline under worst-case initialisation.",
+        config="init",
+    ),
+    Flag(
+        "--num-records",
+        Optional[int],
+        "Audit a training set of the first N records of the train split (default: all of it); the rest can craft the worst-case start.",
+        config="num_records",
+    ),
     *backend_flags(),
     *claim_flags("your training (without --train: privaudit's accountant for its own DP-SGD)"),
 )
