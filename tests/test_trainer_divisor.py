@@ -46,3 +46,25 @@ def test_the_one_run_black_box_divisor_does_not_depend_on_the_inclusion_draw(mon
     (small, first), (_, second), (large, third) = seen
     assert large - small == 20  # the draws put 20 more canaries in the training data
     assert first == second == third == pytest.approx(0.1 * (small - 10 + 0.5 * 40))  # q (data kept + p m): the design's, every draw
+
+
+def test_the_blackbox_runs_with_and_without_the_canary_divide_by_the_same_size(monkeypatch):
+    from privaudit.audits.blackbox import audit as blackbox_audit
+    from privaudit.audits.blackbox.config import BlackBoxConfig
+
+    seen: dict[bool, tuple[int, float]] = {}
+
+    class Recording(ReferenceDPSGD):
+        def __init__(self, model, x, y, config, **kwargs):
+            super().__init__(model, x, y, config, **kwargs)
+            seen[len(seen) == 1] = (len(self.x), self.denominator)
+
+    monkeypatch.setattr(blackbox_audit, "ReferenceDPSGD", Recording)
+    runs = blackbox_audit.run_configs(BlackBoxConfig(num_steps=1))
+    without = next(dict(run) for run in runs if not dict(run)["with_canary"])
+    with_canary = next(dict(run) for run in runs if dict(run)["with_canary"])
+    blackbox_audit.train_one(without)
+    blackbox_audit.train_one(with_canary)
+    (size_out, divisor_out), (size_in, divisor_in) = seen[False], seen[True]
+    assert size_in == size_out + 1  # the canary is one more training record
+    assert divisor_in == divisor_out == pytest.approx(size_out)  # full batch: q = 1 times the audited records, in both worlds

@@ -202,6 +202,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     data = _data(config["dataset"], int(config["seed"]), config.get("data"), config.get("label_col"))
     model_seed, noise_seed = _run_seeds(config["seed"], config["index"])
     x, y = training_set(data, config.get("num_records"))
+    records = len(x)  # the public size both worlds divide by: the canary's presence must not move DP-SGD's divisor
     canary_x, canary_y = _canary(data, config["canary"])
     if config["with_canary"]:
         x = np.concatenate([x, canary_x[None]])
@@ -232,7 +233,7 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         sampling_rate=1.0,
         learning_rate=config["learning_rate"],
     )
-    trainer = ReferenceDPSGD(model, torch.from_numpy(x), torch.from_numpy(y), dp, audit_size=0, seed=noise_seed)
+    trainer = ReferenceDPSGD(model, torch.from_numpy(x), torch.from_numpy(y), dp, audit_size=0, seed=noise_seed, expected_size=records)
     empty = np.zeros((0, 0))
     for _ in range(int(config["num_steps"])):
         trainer.step(empty)
