@@ -1,4 +1,4 @@
-"""``--family NAME --family-claim VALUE`` on the one-run audits whose canaries share one model: mia --mode canary and synthetic-data.
+"""``--family NAME --family-claim VALUE`` on the one-run audits whose canaries share one model: mia --mode canary, synthetic-data, lm-one-run, synthetic-text and PANORAMIA's O(1).
 
 With a family the headline is the order-statistics test against it; each
 run's number is recomputed here by an independent call of
@@ -210,3 +210,74 @@ def test_bad_lm_family_input_is_refused_in_one_line_before_any_work(tmp_path, ar
     pytest.importorskip("transformers")
     output = tmp_path / "out"
     assert_refused([*argv, "--output", output, "--no-history"], output, match)
+
+
+# the tiny embedded PANORAMIA case with one target that trains long enough to leak a little through its losses
+PANORAMIA_TINY = {
+    "targets": {"mlp": {"epochs": 60, "depth": 2}},
+    "helper": {"epochs": 2},
+    "hidden": 64,
+    "num_candidates": 200,
+    "generator_epochs": 5,
+    "audit_size": 200,
+    "classifier_iterations": 10,
+    "num_recall_levels": 4,
+}
+
+
+def test_panoramia_o1_family_is_the_order_statistics_test_on_the_recorded_scores_and_the_default_is_unchanged(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("mbi")
+    from privaudit.data.statsmodels_data import load_statsmodels_dataset
+
+    (tmp_path / "tiny.json").write_text(json.dumps(PANORAMIA_TINY))
+    argv = ["audit", "panoramia", "--config", tmp_path / "tiny.json", "--no-history"]
+    output = tmp_path / "out"
+    code, stdout, stderr = run_cli([*argv, "--output", output, "--family", "gdp", "--family-claim", 0.5])
+    assert code == 0, stderr
+    data = json.loads((output / "results.json").read_text())
+    block = data["family_test"]
+    scores, member = np.array(block["scores"]), np.array(block["member"], dtype=bool)
+    # the recorded coins are the embedded default's fair coins, redrawn from its seed (0) as it draws them
+    rng = np.random.default_rng(np.random.SeedSequence(0).spawn(1)[0])
+    rng.permutation(len(load_statsmodels_dataset("fair").x))
+    assert np.array_equal(member, rng.random(200) < 0.5) and scores.size == 200
+    expected = one_run_lower_bound(scores, member, delta=1e-5, confidence=0.95, null=GaussianDP(1e-5), claim=0.5)
+    assert block["bound"]["epsilon"] == expected.epsilon and block["refuted"] == expected.refuted and block["ceiling"] == expected.ceiling
+    assert block["bound"]["method"] == "order-statistics" and block["ceiling"] > 1.0
+    # the generic bound beside it is the O(1) bound the table reports, recomputed on the same scores
+    one_run = data["targets"]["mlp"]["audit"]["one_run"]
+    generic = one_run_lower_bound(scores, member, delta=1e-5, confidence=0.95)
+    assert block["generic_epsilon"] == one_run["epsilon"] == generic.epsilon and block["generic_verdict"] is None
+    # like for like: the family bound against the claim in its family, ε(δ) of 0.5-GDP
+    claim_epsilon = GaussianDP(1e-5).epsilon(0.5)
+    assert block["claim_epsilon"] == claim_epsilon and data["claim_verdict"]["claim"]["epsilon"] == claim_epsilon
+    assert data["claim_verdict"]["bound"] == expected.epsilon and data["claim_verdict"]["flagged"] == (expected.epsilon > claim_epsilon)
+    assert "transmission dominance" in block["validity"] and "refuted: " + block["refuted"] in stdout and "transmission dominance" in stdout
+    assert html.escape(block["refuted"]) in (output / "report.html").read_text()
+
+    default = tmp_path / "default"
+    code, stdout, stderr = run_cli([*argv, "--output", default])
+    assert code == 0, stderr
+    plain = json.loads((default / "results.json").read_text())
+    # float32 training on one CPU in two processes: the same model, so the same O(1) bound, now without the family block
+    assert plain["targets"]["mlp"]["audit"]["one_run"] == one_run and plain["claim_verdict"] is None
+    assert "family_test" not in plain and not FAMILY_KEYS & set(plain["config"]) and "transmission dominance" not in stdout
+
+
+@pytest.mark.parametrize(
+    ("tiny", "extra", "match"),
+    [
+        (False, ["--family", "gdp", "--family-claim", "1"], "`--family` 'gdp' needs one O(1) audit: `--model` with `--inclusion-randomised`"),
+        (False, ["--model", "m.pt", "--members", "m.npz", "--family", "gdp", "--family-claim", "1"], "`--family` 'gdp' needs one O(1) audit"),
+        (False, ["--family-claim", "1"], "`--family-claim` needs `--family`"),
+        (True, ["--family", "gdp", "--family-claim", "1e-9"], "`--family-claim` 1e-09 states ε = 0"),
+        (True, ["--family", "dpsgd", "--family-claim", "1", "--family-sampling-rate", "0.1"], "`--family-steps` must be given with `--family` 'dpsgd'"),
+    ],
+)
+def test_bad_panoramia_family_input_is_refused_in_one_line_before_any_work(tmp_path, tiny, extra, match):
+    if tiny:  # the tiny embedded case has one target: a family is refused there for its own values only
+        (tmp_path / "tiny.json").write_text(json.dumps(PANORAMIA_TINY))
+        extra = ["--config", tmp_path / "tiny.json", *extra]
+    output = tmp_path / "out"
+    assert_refused(["audit", "panoramia", *extra, "--output", output, "--no-history"], output, match)

@@ -108,6 +108,38 @@ def test_user_model_with_non_members(user_files, tmp_path):
     ]
 
 
+def test_user_model_o1_against_the_claims_family_scores_each_candidate_by_its_own_loss(user_files, tmp_path):
+    from privaudit.stats.families import SubsampledGaussianDP
+    from privaudit.stats.one_run_combined import one_run_lower_bound
+
+    argv = ["audit", "panoramia", "--model", user_files / "model.pt", "--members", user_files / "members.npz", "--non-members"]
+    argv += [user_files / "non_members.csv", "--label-col", "label", "--inclusion-randomised", "--audit-size", 150, "--helper-epochs", 1]
+    family = ["--family", "subsampled-gaussian", "--family-claim", "1", "--family-sampling-rate", "0.5", "--claimed-epsilon", "4"]
+    code, stdout, stderr = run([*argv, *family, "--output", tmp_path / "run", "--json"])
+    assert code == 0, stderr
+    data = json.loads(stdout)
+    block = data["family_test"]
+    # the candidates are the members (coin in) then the non-members (coin out), each scored by -cross-entropy of the saved model, recomputed here
+    model = build_classifier("mlp", input_dim=3, num_classes=2, hidden=8)
+    model.load_state_dict(torch.load(user_files / "model.pt"))
+    members, rows = np.load(user_files / "members.npz"), np.loadtxt(user_files / "non_members.csv", delimiter=",", skiprows=1)
+    x, y = np.r_[members["x"], rows[:, :3]], np.r_[members["y"], rows[:, 3]].astype(np.int64)
+    with torch.no_grad():
+        logits = model(torch.as_tensor(x, dtype=torch.float32)).double().numpy()
+    own = logits[np.arange(700), y] - np.log(np.exp(logits).sum(1))
+    scores, member = np.array(block["scores"]), np.array(block["member"], dtype=bool)
+    assert np.array_equal(member, np.arange(700) < 500)
+    np.testing.assert_allclose(scores, own, rtol=1e-5, atol=1e-6)  # float32 forward pass
+    null = SubsampledGaussianDP(0.5, 1e-5)
+    expected = one_run_lower_bound(scores, member, delta=1e-5, confidence=0.95, null=null, claim=1.0)
+    assert block["bound"]["epsilon"] == expected.epsilon and block["refuted"] == expected.refuted and block["ceiling"] == expected.ceiling
+    # like for like: the family bound against σ = 1 in its family, the user's ε = 4 against the generic O(1) bound beside it
+    one_run = data["targets"]["model"]["audit"]["one_run"]
+    assert data["claim_verdict"]["claim"]["epsilon"] == null.epsilon(1.0) and data["claim_verdict"]["bound"] == expected.epsilon
+    assert block["generic_verdict"]["claim"]["epsilon"] == 4.0 and block["generic_verdict"]["bound"] == one_run["epsilon"] == block["generic_epsilon"]
+    assert "transmission dominance" in block["validity"]
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -25,6 +25,7 @@ from .html import ReportSection, plots_in
 from .plotting import new_figure, save_figure
 from .provenance import provenance
 from .sections import generic_section, typed_result
+from .verdict import family_rows
 
 __all__ = ["figure_name", "figures", "plot_panoramia", "section"]
 
@@ -100,6 +101,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     for row in result.summary_rows():
         target = row["target"]
         details += [(f"{target}: {_SUMMARY_LABELS[key]}", value) for key, value in row.items() if key != "target" and value is not None]
+    details[:0] = family_rows(data)  # with a family named: the O(1) candidates' test against it, its claim, the generic bound and the validity condition
     figures = {figure_name(name): f"PANORAMIA on {name}: precision against recall of the baseline and the MIA" for name in result.targets}
     confidence = next(iter(result.targets.values())).audit.settings.confidence
     return ReportSection(

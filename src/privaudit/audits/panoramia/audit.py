@@ -28,7 +28,9 @@ from ..._core.validation import check_choice, check_count, check_probability
 from ...data.statsmodels_data import load_statsmodels_dataset
 from ...data.tabular import load_dataset
 from ...models.outputs import OUTPUT_KINDS
+from ...stats.ceiling import make_ceiling
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_plan, family_test
 from ..verdicts import bound_verdict, check_claim_fields, claim_of
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
@@ -211,6 +213,7 @@ class PanoramiaResults(AuditResult):
     config: dict[str, Any]
     targets: dict[str, PanoramiaTarget]
     threat_model: str = "black-box: per-example loss of the final model; no retraining, no canaries"
+    family_test: FamilyTest | None = None  # O(1) with a family named: the headline, beside the generic bound (privaudit.audits.family_test)
 
     def summary_rows(self) -> list[dict[str, Any]]:
         """One row per target: c_lb with its generator, {c+ε}_lb, ε̃, and RM;RN and O(1) beside them."""
@@ -229,21 +232,65 @@ class PanoramiaResults(AuditResult):
         ]
 
     def headline(self) -> Headline:
+        family = self.family_test
+        if family is not None:  # the claim's family: the O(1) candidates' order-statistics test is the headline
+            bound = family.bound
+            return Headline(
+                value=family.epsilon,
+                label=(
+                    f"ε lower bound against the claim's family (O(1) candidates, -loss scores, order statistics of Xiang et al.; refuted: {family.refuted}; "
+                    f"{bound.num_canaries} candidates, δ = {bound.delta:g}, {bound.confidence:.0%}; generic bound {family.generic_epsilon:.3g} beside it; "
+                    "valid if transmission dominance holds)"
+                ),
+                kind=bound.kind,
+                confidence=bound.confidence,
+                valid=bound.valid,
+                flag=family.verdict.flagged,
+            )
         name, top = max(self.targets.items(), key=lambda item: item[1].audit.epsilon_tilde)
         return Headline(value=top.audit.epsilon_tilde, label=f"ε̃ estimate, target {name}", kind="estimate", confidence=None, valid=True, flag=None)
 
 
-def _with_one_run_verdict(result: PanoramiaResults, claimed_epsilon: float | None, claimed_delta: float | None) -> PanoramiaResults:
+def _with_one_run_verdict(
+    result: PanoramiaResults, claimed_epsilon: float | None, claimed_delta: float | None, scores: dict, family: tuple[FamilyPlan, Any] | None = None
+) -> PanoramiaResults:
     """The O(1) one-run bound of the user's model (the only ε lower bound here) against the user's claim, with its ceiling.
 
     ε̃ and c_lb are an estimate and a bound on c; neither meets a claim.
+    With ``family`` (the plan and its request, :func:`_family_request`) the
+    headline becomes the order-statistics test of the same candidates'
+    scores against the claim's family, the generic bound beside it.
     """
-    bounded = [entry.audit.one_run for entry in result.targets.values() if entry.audit.one_run is not None]
+    bounded = [(name, entry.audit.one_run) for name, entry in result.targets.items() if entry.audit.one_run is not None]
     if len(bounded) != 1:
         return result
-    (bound,) = bounded
+    ((name, bound),) = bounded
     claim = claim_of(claimed_epsilon, claimed_delta, delta=bound.delta)
-    return bound_verdict(result, bound, claim=claim, raise_with="more randomised members (--audit-size)")
+    result = bound_verdict(result, bound, claim=claim, raise_with="more randomised members (--audit-size)")
+    if family is None:
+        return result
+    plan, request = family
+    game = scores[name]
+    tested = family_test(plan, request, game.one_run_scores, game.one_run_included, generic=bound, generic_verdict=result.claim_verdict, quantity="end-to-end")
+    design = f"{bound.num_canaries} candidates, {bound.confidence:.0%}, 1 test"
+    ceiling = make_ceiling(tested.epsilon, tested.ceiling, raise_with="more randomised candidates", design=design)
+    return dataclasses.replace(result, family_test=tested, claim_verdict=tested.verdict, ceiling=ceiling)
+
+
+def _family_request(family, family_claim, family_sampling_rate, family_steps, *, settings, claimed_epsilon, claimed_delta) -> Any:
+    """The family keys with the O(1) bound's δ and confidence, as :mod:`privaudit.audits.family_test` reads them (the run's options, not config keys)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        family=family,
+        family_claim=family_claim,
+        family_sampling_rate=family_sampling_rate,
+        family_steps=family_steps,
+        delta=settings.one_run_delta,
+        confidence=settings.confidence,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+    )
 
 
 def _targets(results: dict) -> dict[str, PanoramiaTarget]:
@@ -315,8 +362,19 @@ class PanoramiaAudit(Audit):
         trusted=(),
         claimed_epsilon: float | None = None,
         claimed_delta: float | None = None,
+        family: str | None = None,
+        family_claim: float | None = None,
+        family_sampling_rate: float | None = None,
+        family_steps: int | None = None,
     ) -> AuditRun:
-        """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given."""
+        """The embedded default (``config``), or the user's saved classifier when ``model`` and ``members`` are given.
+
+        ``family`` and ``family_claim`` (with ``family_sampling_rate`` and
+        ``family_steps`` for the subsampled families) test the O(1)
+        candidates against the claim's family (:mod:`privaudit.audits.family_test`):
+        they need exactly one O(1) audit, of ``--model`` with
+        ``--inclusion-randomised`` or of the embedded default's one target.
+        """
         say = progress or no_progress
         check_choice(model_kind, "--model-kind", MODEL_KINDS)  # checked with or without --model: a typo is never ignored
         check_choice(model_output, "--model-output", ("auto",) + OUTPUT_KINDS)
@@ -325,6 +383,14 @@ class PanoramiaAudit(Audit):
             raise ValueError("`--claimed-epsilon` needs `--model` with `--inclusion-randomised`: only the O(1) audit bounds ε (ε̃ is an estimate)")
         if (model is None) != (members is None):
             raise ValueError("`--model` and `--members` must both be given (or neither, for the embedded default)")
+        settings = config.settings() if model is None else PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
+        request = _family_request(
+            family, family_claim, family_sampling_rate, family_steps, settings=settings, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta
+        )
+        one_target = inclusion_randomised if model is not None else len(config.targets) == 1
+        refused = None if one_target else "needs one O(1) audit: `--model` with `--inclusion-randomised`, or the embedded default with one target (`targets`)"
+        check_family_fields(request, refused=refused)
+        plan = family_plan(request)  # the claim's own family, built (its claim checked) before any training
         conventions: tuple[Convention, ...] = ()
         if model is None:
             if label_col is not None:
@@ -332,7 +398,6 @@ class PanoramiaAudit(Audit):
             results, scores = run_panoramia_default(config, progress=say)
             inputs = dataclasses.asdict(config)
         else:
-            settings = PanoramiaSettings(audit_size=audit_size, confidence=confidence, seed=config.seed)
             say("auditing your model", detail=str(model))
             reader: dict[str, Any] = {"model_kind": model_kind, "factory": factory}  # how --model is read, passed on and recorded as given
             results, scores, conventions = run_panoramia_on_model(
@@ -359,7 +424,8 @@ class PanoramiaAudit(Audit):
                 "trusted": list(trusted or ()),
                 "settings": dataclasses.asdict(settings),
             }
-        result = _with_one_run_verdict(PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions), claimed_epsilon, claimed_delta)
+        result = PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions)
+        result = _with_one_run_verdict(result, claimed_epsilon, claimed_delta, scores, None if plan is None else (plan, request))
         # the figures' curves are computed here, with the statistics, so that plotting computes nothing
         curves = {name: panoramia_curves(scores[name], entry.audit) for name, entry in result.targets.items()}
         return AuditRun(self.name, config, result, observations={"scores": scores, "curves": curves})

@@ -136,6 +136,8 @@ class GameScores:
     is_member: np.ndarray
     real_non_member_mia: np.ndarray | None = None
     real_non_member_is_member: np.ndarray | None = None
+    one_run_scores: np.ndarray | None = None  # O(1): -loss of each candidate (higher = included), for a test against the claim's family
+    one_run_included: np.ndarray | None = None  # O(1): each candidate's fair coin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,11 +329,12 @@ def run_panoramia(
             target_loss, non_members, x[train_idx], y[train_idx], a_real, member_losses, n_tr, settings, rn_rng, classifier_seed
         )
         clock("RM;RN comparison")
-    one_run = None
+    one_run = one_run_scores = one_run_included = None
     if one_run_candidates is not None:
         cx, cy, included = one_run_candidates
         losses = score_losses(target_loss, np.asarray(cx, dtype=np.float64), np.asarray(cy, dtype=np.int64))
-        one_run = one_run_lower_bound(-losses, np.asarray(included, dtype=bool), delta=settings.one_run_delta, confidence=settings.confidence)
+        one_run_scores, one_run_included = -losses, np.asarray(included, dtype=bool)
+        one_run = one_run_lower_bound(one_run_scores, one_run_included, delta=settings.one_run_delta, confidence=settings.confidence)
         clock("O(1) comparison")
 
     result = PanoramiaAuditResult(
@@ -345,7 +348,7 @@ def run_panoramia(
         settings=settings,
         split_sizes=sizes,
     )
-    return result, GameScores(baseline, mia, s, rn_scores, rn_member)
+    return result, GameScores(baseline, mia, s, rn_scores, rn_member, one_run_scores, one_run_included)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from ..claims import family_flags
 from .flags import Flag, factory_flag
 
 __all__ = ["FLAGS"]
@@ -62,4 +64,6 @@ FLAGS: tuple[Flag, ...] = (
         run="claimed_epsilon",
     ),
     Flag("--claimed-delta", Optional[float], "The δ of --claimed-epsilon's claim, in [0, 1) (default: the O(1) bound's δ).", run="claimed_delta"),
+    # the shared spelling, passed to the audit's run (its config is the embedded default's)
+    *(dataclasses.replace(flag, config=None, run=flag.config) for flag in family_flags("the training of the O(1) audit's one target")),
 )
