@@ -51,8 +51,9 @@ __all__ = [
     "order_statistics_p_value",
 ]
 
-#: The release fractions r/n among which :func:`design_num_guesses` picks.
-DESIGN_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+#: The release fractions r/n among which :func:`design_num_guesses` picks, about 20% apart: the mistakes are
+#: integers, so the bound jumps with r and a coarse grid misses the best median.
+DESIGN_FRACTIONS = (0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0)
 _GRID = 1024  # cells over the Beta's support: the bound moves by < 10⁻⁴ in ε beyond it
 _OUTSIDE = 1e-13  # Beta mass left outside the grid on each side (counted as a certain rejection failure)
 
@@ -250,8 +251,8 @@ def design_num_guesses(null: OneRunNull, claim: Any, num_canaries: Any, *, confi
     r/n = ½), also fixed by the design alone.
 
     >>> from privaudit.stats.families import GaussianDP
-    >>> design_num_guesses(GaussianDP(1e-5), 0.915, 1_000)  # ε = 4: release half
-    500
+    >>> design_num_guesses(GaussianDP(1e-5), 0.915, 1_000)  # ε = 4: release 60%
+    600
     >>> design_num_guesses(GaussianDP(1e-5), 0.1, 200)  # μ = 0.1 from 200 canaries: no count could refute it, so half
     100
     """
