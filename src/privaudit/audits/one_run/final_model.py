@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ...observation.one_run import collect_final_model_observations
 from ...stats.last_iterate import LastIterateDP, LastIterateHeuristic, last_iterate_heuristic
 from ...stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ...stats.order_statistics import design_num_guesses
@@ -38,8 +39,6 @@ __all__ = ["final_model_observations", "final_model_rows", "heuristic_and_test"]
 
 def final_model_observations(trainer: Any, *, included: np.ndarray, config: Any, canary: Any, seed: int, progress: Any) -> np.ndarray:
     """Train with the canaries in every step as the white-box audit inserts them, and score them from the final audit coordinates alone."""
-    from ...observation.one_run import collect_final_model_observations
-
     done = [0]
 
     def step(rows: np.ndarray) -> None:
