@@ -246,6 +246,30 @@ def test_observation_collectors_default_to_seed_0_and_record_it():
     _same(one_run, collect_one_run_observations(_gaussian_release(5), included=included, num_steps=5, clip_norm=1.0, seed=0))
 
 
+def test_final_model_observations_and_the_per_step_test_default_to_seed_0():
+    from privaudit.observation.one_run import collect_final_model_observations, draw_inclusion
+    from privaudit.stats.gaussian_steps import gaussian_step_bound
+
+    included = draw_inclusion(40, 0.5)
+
+    def hidden_state(**seed):
+        params, noise = np.zeros(40), np.random.default_rng(7)
+
+        def step(rows):  # one DP-SGD step on the audit coordinates: clipped canary rows plus N(0, 1), learning rate 0.1
+            params[:] -= 0.1 * (rows.sum(axis=0) + noise.normal(size=40))
+
+        return collect_final_model_observations(step, params.copy, included=included, num_steps=5, clip_norm=1.0, learning_rate=0.1, canary_rate=0.5, **seed)
+
+    first = hidden_state()
+    _same(first, hidden_state(seed=0))
+    assert not np.array_equal(first, hidden_state(seed=1))  # the seed draws which steps a canary joins
+    inside, outside = _scores(3)
+    _same(
+        gaussian_step_bound(inside, outside, delta=1e-5, test="order-statistics", claim=1.0),
+        gaussian_step_bound(inside, outside, delta=1e-5, test="order-statistics", claim=1.0, seed=0),
+    )
+
+
 def test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it():
     from privaudit.testing import assert_dp
 
@@ -420,6 +444,8 @@ CASES = {
     "privaudit.observation.gradient:collect_gradient_observations": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.observation.one_run:collect_one_run_observations": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.observation.one_run:draw_inclusion": test_observation_collectors_default_to_seed_0_and_record_it,
+    "privaudit.observation.one_run:collect_final_model_observations": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
+    "privaudit.stats.gaussian_steps:gaussian_step_bound": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
     "privaudit.testing:assert_dp": test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it,
     "privaudit.testing:assert_mechanism_dp": test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it,
     **{
