@@ -29,7 +29,7 @@ from scipy import stats
 from .._core.results import Result
 from .._core.validation import as_scores, check_fraction
 
-__all__ = ["MembersAbove", "members_above"]
+__all__ = ["MembersAbove", "members_above", "members_among_flagged_p_value"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,3 +81,20 @@ def members_above(in_scores: Any, out_scores: Any, *, fpr: Any = 0.0) -> Members
         p_value=float(min(1.0, law.sf(above.size - 1))),
         above=above,
     )
+
+
+def members_among_flagged_p_value(flagged: Any, is_member: Any) -> float:
+    """P[at least this many members among the flagged records] when membership is a random split (hypergeometric: Fisher's one-sided test).
+
+    >>> round(members_among_flagged_p_value([True, True, False, False], [True, True, False, False]), 12)  # both flagged are members: 1/C(4, 2)
+    0.166666666667
+    >>> members_among_flagged_p_value([False, False], [True, False])  # nothing flagged
+    1.0
+    """
+    flags, member = np.asarray(flagged, dtype=bool), np.asarray(is_member, dtype=bool)
+    if flags.shape != member.shape or flags.ndim != 1:
+        raise ValueError(f"`flagged` and `is_member` must be 1-D of one length, got shapes {flags.shape} and {member.shape}")
+    total = int(flags.sum())
+    if total == 0:
+        return 1.0
+    return float(stats.hypergeom(member.size, int(member.sum()), total).sf(int(np.sum(flags & member)) - 1))

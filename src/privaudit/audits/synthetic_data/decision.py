@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ...stats.intervals import binomial_interval
 from ...stats.mia_metrics import supported_fpr
-from ...stats.rank_test import members_above
+from ...stats.rank_test import members_above, members_among_flagged_p_value
 
 __all__ = ["NAMED_IN_SENTENCE", "StewardDecision", "dcr_explanation", "steward_decision"]
 
@@ -121,8 +122,7 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
     top = members_above(in_scores, out_scores, fpr=0.0)
     at_1pct = members_above(in_scores, out_scores, fpr=0.01) if supported_fpr(0.01, int((~member).sum())) else None
     copy = closest == 0.0
-    in_copies, copies = int(np.sum(copy & member)), int(np.sum(copy))
-    copies_p = float(stats.hypergeom(member.size, int(member.sum()), copies).sf(in_copies - 1)) if copies else 1.0
+    copies_p = members_among_flagged_p_value(copy, member)
     tests = [copies_p, top.p_value] + ([] if at_1pct is None else [at_1pct.p_value])
     by_score = np.argsort(-scores, kind="stable")
     exact = tuple(str(ids[i]) for i in by_score if member[i] and copy[i])
@@ -130,7 +130,7 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
     found_rows = found_rows[np.argsort(-scores[found_rows], kind="stable")]
     interval = None
     if at_1pct is not None:
-        low, high = stats.binomtest(at_1pct.count, at_1pct.num_in).proportion_ci(confidence_level=confidence, method="exact")
+        low, high = binomial_interval(at_1pct.count, at_1pct.num_in, confidence=confidence)  # Clopper–Pearson, as every TPR interval
         interval = (float(low), float(high))
     return StewardDecision(
         attack=attack,
@@ -138,7 +138,7 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
         num_members=top.num_in,
         num_non_members=top.num_out,
         exact_copies=exact,
-        non_member_copies=copies - in_copies,
+        non_member_copies=int(np.sum(copy & ~member)),
         copies_p_value=copies_p,
         found_ids=tuple(str(ids[i]) for i in found_rows),
         near_copies=tuple(str(ids[i]) for i in found_rows if not copy[i]),
