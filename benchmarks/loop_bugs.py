@@ -8,7 +8,11 @@ the guide says) and the user's claim (3, 1e-5). Bugs, each with the words
 its finding must hold: shuffled batches accounted as Poisson, the user's own
 loader, a ``WeightedRandomSampler``, BatchNorm, σ lowered after
 ``make_private``, two batches accumulated per noisy step, training past the
-calibrated epochs. Correct loops: Poisson, ``BatchMemoryManager``.
+calibrated epochs, torch's seed reset before each step (the same noise every
+step), the noisy sum divided by the realised batch size, ``make_private``
+called again after an epoch (same engine), σ calibrated with Opacus' GDP
+accountant. Correct loops: Poisson, ``BatchMemoryManager``, the PRV
+accountant (σ calibrated with it), LoRA adapters through peft.
 Acceptance: every bug flagged with its cause named in >= 9 of 10 seeds,
 correct loops flagged in <= 1 of 20 (0 of 20 for Poisson). The JSON holds
 per case the counts, each seed's findings and the wall time.
@@ -30,6 +34,8 @@ EPSILON, DELTA, EPOCHS, BATCH = 3.0, 1e-5, 3, 64
 CASES: dict[str, str | None] = {
     "poisson": None,
     "batch-memory-manager": None,
+    "prv-accountant": None,
+    "lora": None,
     "shuffled-as-poisson": "poisson_sampling=False",
     "own-loader": "did not come from the DPDataLoader",
     "weighted-sampler": "WeightedRandomSampler",
@@ -37,7 +43,12 @@ CASES: dict[str, str | None] = {
     "sigma-lowered": "lowered after make_private",
     "accumulation": "accumulated into one noisy step",
     "past-calibrated-steps": "past the steps it was calibrated for",
+    "noise-reused": "is the same draw",
+    "realised-divisor": "expected_batch_size was changed",
+    "second-make-private": "when the auditor was attached",
+    "gdp-accountant": "central limit theorem",
 }
+ACCOUNTANT = {"prv-accountant": "prv", "gdp-accountant": "gdp"}  # the others: RDP, make_private_with_epsilon's default
 
 
 def _data():
@@ -49,27 +60,31 @@ def _data():
 
 
 @functools.cache
-def calibrated_sigma(sample_rate: float) -> float:
-    """σ as ``make_private_with_epsilon`` calibrates it (Opacus' ``get_noise_multiplier``, RDP) for the claim and EPOCHS; computed once."""
+def calibrated_sigma(sample_rate: float, accountant: str = "rdp") -> float:
+    """σ as ``make_private_with_epsilon`` calibrates it (Opacus' ``get_noise_multiplier`` with ``accountant``) for the claim and EPOCHS; computed once."""
     from opacus.accountants.utils import get_noise_multiplier
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(get_noise_multiplier(target_epsilon=EPSILON, target_delta=DELTA, sample_rate=sample_rate, epochs=EPOCHS, accountant="rdp"))
+        return float(get_noise_multiplier(target_epsilon=EPSILON, target_delta=DELTA, sample_rate=sample_rate, epochs=EPOCHS, accountant=accountant))
 
 
 def user_loop(case: str, seed: int, *, canaries_per_step: int = 20, audit: bool = True):
-    """Train the zoo's ``case`` loop (seeded) with the auditor attached (not attached without ``audit``); the auditor after training."""
-    import opacus
-    import torch
-    from opacus.utils.batch_memory_manager import BatchMemoryManager
+    """Train the zoo's ``case`` loop (seeded) with the auditor attached (not attached without ``audit``); the auditor after training.
 
-    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+    torch's global RNG is the caller's again on return (the noise-reuse loop reseeds it at every step, as its bug).
+    """
+    import torch
 
     if case not in CASES:
         raise ValueError(f"`case` must be one of {sorted(CASES)}, got {case!r}")
-    x, y = _data()
-    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        return _user_loop(case, seed, canaries_per_step=canaries_per_step, audit=audit)
+
+
+def _model(case: str, generator):
+    import torch
+
     layers = [torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)]
     if case == "batchnorm":
         layers.insert(1, torch.nn.BatchNorm1d(16, affine=False))  # no weights of its own, so Opacus' validator lets it through
@@ -77,6 +92,23 @@ def user_loop(case: str, seed: int, *, canaries_per_step: int = 20, audit: bool 
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1)
+    if case == "lora":  # LoRA adapters of rank 4 on both layers through peft; the base weights frozen
+        import peft
+
+        model = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["0", "2"], init_lora_weights="gaussian"))
+    return model
+
+
+def _user_loop(case: str, seed: int, *, canaries_per_step: int, audit: bool):
+    import opacus
+    import torch
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
+
+    x, y = _data()
+    generator = torch.Generator().manual_seed(seed)
+    model = _model(case, generator)
     dataset = torch.utils.data.TensorDataset(x, y)
     if case == "weighted-sampler":
         weights = torch.where(y == 0, 20.0, 1.0).double()  # oversample the rare class, as tutorials do
@@ -84,31 +116,42 @@ def user_loop(case: str, seed: int, *, canaries_per_step: int = 20, audit: bool 
         loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, sampler=sampler)
     else:
         loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, generator=generator)
-    engine = opacus.PrivacyEngine(accountant="rdp")
+    engine = opacus.PrivacyEngine(accountant=ACCOUNTANT.get(case, "rdp"))
+    torch.manual_seed(seed + 2)  # the noise-reuse loop's global RNG (its noise_generator is None), inside the caller's fork
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus' notes on secure RNG and the RDP orders
-        private, optimizer, private_loader = engine.make_private(  # what make_private_with_epsilon(EPSILON, DELTA, EPOCHS) does, σ cached
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=loader,
-            noise_multiplier=calibrated_sigma(1.0 / len(loader)),
-            max_grad_norm=1.0,
-            poisson_sampling=case not in ("shuffled-as-poisson", "weighted-sampler", "accumulation"),  # Opacus refuses accumulation with Poisson
-            noise_generator=torch.Generator().manual_seed(seed + 1),
-        )
-        if case == "sigma-lowered":
-            optimizer.noise_multiplier /= 10
-        auditor = OpacusInLoopAuditor(
-            private, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant, data_loader=private_loader
-        )
-        epochs = 2 * EPOCHS if case == "past-calibrated-steps" else EPOCHS
-        feed = loader if case == "own-loader" else private_loader
+
+        def private(module, optimizer, data_loader):  # what make_private_with_epsilon(EPSILON, DELTA, EPOCHS) does, σ cached
+            return engine.make_private(
+                module=module,
+                optimizer=optimizer,
+                data_loader=data_loader,
+                noise_multiplier=calibrated_sigma(1.0 / len(loader), ACCOUNTANT.get(case, "rdp")),
+                max_grad_norm=1.0,
+                poisson_sampling=case not in ("shuffled-as-poisson", "weighted-sampler", "accumulation"),  # Opacus refuses accumulation with Poisson
+                noise_generator=None if case == "noise-reused" else torch.Generator().manual_seed(seed + 1),
+            )
+
+        trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
+        module, optimizer, private_loader = private(model, torch.optim.SGD(trainable, lr=0.5), loader)
 
         def step(xb, yb, *, update: bool = True):
             if update:
                 optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(private(xb), yb).backward()
+            torch.nn.functional.cross_entropy(module(xb), yb).backward()
 
+        if case == "second-make-private":  # one epoch, then make_private again on what it returned, as a re-run notebook cell does
+            for xb, yb in private_loader:
+                step(xb, yb)
+                optimizer.step()
+            module, optimizer, private_loader = private(module, optimizer, private_loader)
+        if case == "sigma-lowered":
+            optimizer.noise_multiplier /= 10
+        auditor = OpacusInLoopAuditor(
+            module, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant, data_loader=private_loader
+        )
+        epochs = 2 * EPOCHS if case == "past-calibrated-steps" else EPOCHS
+        feed = loader if case == "own-loader" else private_loader
         with auditor if audit else contextlib.nullcontext():
             for _ in range(epochs):
                 if case == "batch-memory-manager":
@@ -124,6 +167,10 @@ def user_loop(case: str, seed: int, *, canaries_per_step: int = 20, audit: bool 
                             optimizer.step()
                         continue
                     step(xb, yb)
+                    if case == "noise-reused":
+                        torch.manual_seed(seed)  # "for reproducibility", before the step: every step draws the same noise
+                    if case == "realised-divisor":
+                        optimizer.expected_batch_size = max(1, len(xb))  # "average over the batch that was drawn"
                     optimizer.step()
     return auditor
 

@@ -78,6 +78,38 @@ def test_the_shuffled_epsilon_is_the_composition_of_one_gaussian_step_per_epoch(
         assert shuffled_epsilon(sigma, 1e-5, epochs) == pytest.approx(oracle, rel=2e-3)
 
 
+def test_the_noise_reuse_pvalue_is_the_tail_of_the_cosine_of_independent_gaussian_draws():
+    from privaudit.integrations.opacus_loop import LOOP_ALPHA, noise_reuse_check
+
+    rng = np.random.default_rng(11)
+    length, runs = 8, 4000
+    # one pair of independent draws: the p-value is uniform, so P(p < level) = level (Monte Carlo, independent of the Beta formula)
+    pvalues = np.array([noise_reuse_check(rng.normal(size=(2, length)) * rng.uniform(0.1, 10)).p_value for _ in range(runs)])
+    for level in (0.01, 0.05, 0.2):
+        assert abs(np.mean(pvalues < level) - level) <= 4 * np.sqrt(level * (1 - level) / runs)
+    # many steps: the union bound keeps a correct loop's false alarms below LOOP_ALPHA, and a repeated draw is found
+    assert all(noise_reuse_check(rng.normal(size=(300, 64))).finding is None for _ in range(20))
+    steps = rng.normal(size=(300, 64))
+    steps[250] = -2.0 * steps[17]  # the same draw, scaled and negated: still the same draw
+    check = noise_reuse_check(steps)
+    assert check.p_value < LOOP_ALPHA and "noisy steps 17 and 250" in check.finding
+
+
+def test_a_divisor_that_follows_the_realised_batch_size_is_a_finding():
+    from privaudit.integrations.opacus_loop import LoopRecord, loop_checks
+
+    sizes = (60, 64, 71, 58)
+    common = dict(sample_rate=None, run_steps=4, delta=1e-5, sigma=1.0, loader_kind=None)
+    fixed = loop_checks(LoopRecord(batch_sizes=sizes, passes=(1,) * 4, divisors=(64.0,) * 4), **common)
+    assert [c.finding for c in fixed if c.name == "divisor of the noisy sum"] == [None]
+    realised = loop_checks(LoopRecord(batch_sizes=sizes, passes=(1,) * 4, divisors=tuple(map(float, sizes))), **common)
+    finding = next(c.finding for c in realised if c.name == "divisor of the noisy sum")
+    assert "4 different numbers over 4 noisy steps (58 to 71; the realised batch size at 4 of them)" in finding
+    # accumulated passes: Opacus divides by expected_batch_size × passes, one number per pass
+    accumulated = loop_checks(LoopRecord(batch_sizes=sizes, passes=(2, 2, 1, 2), divisors=(128.0, 128.0, 64.0, 128.0)), **common)
+    assert [c.finding for c in accumulated if c.name == "divisor of the noisy sum"] == [None]
+
+
 # -- the zoo -------------------------------------------------------------------------------
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
@@ -258,3 +290,23 @@ def test_audit_opacus_accounts_a_tiny_sigma_in_bounded_time_and_audits_a_model_l
     rdp = dp_accounting.rdp.RdpAccountant()  # the bounded path: dp_accounting's RDP over the accountant's own history
     rdp.compose(dp_accounting.PoissonSampledDpEvent(rate, dp_accounting.GaussianDpEvent(sigma)), steps)
     assert result.claims.opacus_epsilon == pytest.approx(rdp.get_epsilon(1e-5), rel=1e-9)
+
+
+def test_the_noise_scale_is_measured_on_the_users_own_parameters(monkeypatch):
+    import opacus.optimizers.optimizer as dp_optimizer
+
+    original = dp_optimizer._generate_noise
+
+    def half(std, reference, generator=None, secure_mode=False):  # an optimizer that noises at half the σ it reports
+        return original(std / 2, reference, generator=generator, secure_mode=secure_mode)
+
+    honest = ZOO.user_loop("poisson", SEEDS[0]).result(delta=ZOO.DELTA)
+    measured = {check.name: check for check in honest.loop_checks}
+    assert measured["noise scale"].finding is None and measured["noise reused across steps"].finding is None
+    with monkeypatch.context() as patch:
+        patch.setattr(dp_optimizer, "_generate_noise", half)
+        result = ZOO.user_loop("poisson", SEEDS[0]).result(delta=ZOO.DELTA)
+    check = next(check for check in result.loop_checks if check.name == "noise scale")
+    # 87 noisy steps × 64 coordinates of the user's first layer, each N(0, (σC/2)²): Σ z² / n concentrates at 1/4
+    assert check.observed.startswith("measured 0.") and abs(float(check.observed.split()[1]) - 0.5) < 0.02
+    assert "5568 coordinates of your parameters' noise" in check.finding and result.flagged

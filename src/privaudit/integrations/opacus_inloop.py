@@ -63,11 +63,12 @@ from ..stats.bounds import EpsilonLowerBound
 from ..stats.ceiling import Ceiling
 from ..stats.gaussian_steps import GaussianStepBound, gaussian_step_bound
 from .opacus import OpacusCanaryAuditor, _check_dp_optimizer, check_audit_size, step_ceiling, threshold_bound
-from .opacus_loop import LoopCheck, LoopRecord, LoopRecorder, loader_kind, loop_checks, noise_check
+from .opacus_loop import LoopCheck, LoopRecord, LoopRecorder, loader_kind, loop_checks, noise_check, noise_reuse_check
 from .opacus_verdict import OpacusEvidence, OpacusVerdict, claim_step_mu, opacus_verdict, read_run, refuted_run
 
 __all__ = ["OpacusInLoopAuditor", "OpacusInLoopResult"]
 
+NOISE_COORDINATES = 64  # of the user's noise read per noisy step: its scale and its independence across steps are tested on them
 THREAT_MODEL = "white-box, gradient canaries in the user's own Opacus loop, every step observed"
 
 
@@ -184,6 +185,7 @@ class OpacusInLoopAuditor:
         self._in: list = []
         self._out: list = []
         self._sigmas: list = []  # the optimizer's σ at each audited step: evidence
+        self._user_noise: list = []  # the first NOISE_COORDINATES of the noise drawn for the user's parameters, per noisy step, in units of σ·C
         self._core = self._hook = self._audit_group = None
         self._recorder: LoopRecorder | None = None  # what fed each noised step, over every entry of the block
 
@@ -247,10 +249,28 @@ class OpacusInLoopAuditor:
         try:
             inner.param_groups = self._user_groups()
             self._originals[2]()  # the user's draws, exactly as without the audit
+            self._read_user_noise()
             inner.param_groups, optimizer.generator = [self._audit_group], self.noise
             self._originals[2]()
         finally:
             inner.param_groups, optimizer.generator = groups, generator
+
+    def _read_user_noise(self) -> None:
+        """The noise just added to the user's parameters (grad − summed_grad, before Opacus scales it), its first coordinates, copied."""
+        scale = float(self.optimizer.noise_multiplier) * float(self.optimizer.max_grad_norm)
+        if not scale > 0.0:
+            return
+        parts, taken = [], 0
+        for group in self._user_groups():
+            for param in group["params"]:
+                summed = getattr(param, "summed_grad", None)
+                if summed is None or param.grad is None or taken >= NOISE_COORDINATES:
+                    continue
+                noise = (param.grad.detach().reshape(-1) - summed.detach().reshape(-1))[: NOISE_COORDINATES - taken]
+                parts.append(noise.double().cpu().numpy() / scale)
+                taken += len(parts[-1])
+        if parts:
+            self._user_noise.append(np.concatenate(parts))
 
     def _user_grad_samples(self):
         """(rows, passes) of the user's per-sample gradients for this step; refused when backward() did not produce them."""
@@ -280,7 +300,7 @@ class OpacusInLoopAuditor:
         empty = canaries.new_zeros((0, d))
         core.audit.grad_sample = canaries if passes == 1 else [canaries] + [empty] * (passes - 1)  # as many passes as the user's
         proceed = self._originals[0](closure)
-        self._recorder.step(rows, passes, bool(proceed))
+        self._recorder.step(rows, passes, bool(proceed), divisor=core.denominator * passes)
         if proceed and slots is not None:  # a noised step: the audit coordinates were privatized
             denominator = core.denominator * passes  # Opacus divides by expected_batch_size × accumulated passes
             observed = core.audit.grad.detach().cpu().numpy().astype(np.float64) * denominator / float(optimizer.max_grad_norm)
@@ -367,7 +387,7 @@ class OpacusInLoopAuditor:
             delta=bound.delta if claimed_delta is None else claimed_delta,
             sigma=min(self._sigmas),
             loader_kind=loader_kind(self.data_loader),
-        ) + (noise_check(out_scores / sigmas, float(np.median(self._sigmas))),)
+        ) + self._noise_checks(out_scores / sigmas)
         if loader_rate is not None and max(record.passes) * loader_rate != evidence.sample_rate:  # accumulated passes explain a k·q
             checks += (
                 LoopCheck(
@@ -381,6 +401,8 @@ class OpacusInLoopAuditor:
         verdict, evidence = opacus_verdict(
             bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=self.accountant, loop_findings=findings
         )
+        if verdict is not None:
+            verdict = dataclasses.replace(verdict, findings=verdict.findings + self._shortfall_causes(verdict.findings, record, evidence))
         return OpacusInLoopResult(
             bound=bound,
             num_steps=self.num_steps,
@@ -403,6 +425,38 @@ class OpacusInLoopAuditor:
             threshold_bound=self.threshold_bound(delta=delta, confidence=confidence),
             conventions=self._conventions(),
         )
+
+    def _shortfall_causes(self, findings: tuple[str, ...], record: LoopRecord, evidence: OpacusEvidence) -> tuple[str, ...]:
+        """Where σ falls short of the claim or the accountant's ε exceeds it: causes read from the accountant (steps before the audit, a CLT accountant)."""
+        if not any(" is below the σ ≥ " in line or line.startswith("Opacus' accountant reports ε") for line in findings):
+            return ()
+        causes = []
+        before = record.accountant_steps_before
+        if before:
+            causes.append(
+                f"the accountant already held {before} of the run's {evidence.run_steps} steps when the auditor was attached: training "
+                "before this block counts towards the claim. Calling make_private again on the same model and engine calibrates σ for a "
+                "fresh budget while the accountant composes every step: account the whole run, or calibrate for it"
+            )
+        mechanism = getattr(self.accountant, "mechanism", None)
+        if callable(mechanism) and mechanism() == "gdp":
+            causes.append(
+                "the accountant is Opacus' GDP accountant, which approximates DP-SGD by the central limit theorem and understates ε at "
+                "this q and T; make_private_with_epsilon calibrated σ to it: calibrate and account with accountant='prv' or 'rdp'"
+            )
+        return tuple(causes)
+
+    def _noise_checks(self, audit_noise: np.ndarray) -> tuple[LoopCheck, ...]:
+        """The user's noise: drawn anew at each step, at the σ read (measured on the user's own coordinates; the audit's where σ·C is 0)."""
+        sigma = float(np.median(self._sigmas))
+        lengths = {len(row) for row in self._user_noise}
+        if len(lengths) != 1 or len(self._user_noise) != self.num_steps:  # no noise, or parameters that changed: the audit's own coordinates
+            return (noise_check(audit_noise, sigma, where="audit coordinates"),)
+        user = np.stack(self._user_noise)
+        reuse = noise_reuse_check(user)
+        if reuse.finding:  # a repeated draw is not a sample of the noise's scale: measure it on the distinct draws
+            user = np.unique(user, axis=0)
+        return reuse, noise_check(user.ravel(), sigma)
 
     def _conventions(self) -> tuple[Convention, ...]:
         optimizer = self.optimizer

@@ -29,9 +29,10 @@ from .._core.results import Result
 from ..stats.conversions import gaussian_epsilon
 from ..stats.sampling_checks import binomial_total_pvalue, largest_count_pvalue, tied_values_pvalue
 
-__all__ = ["LOOP_ALPHA", "LoopCheck", "LoopRecord", "LoopRecorder", "loop_checks", "loader_kind"]
+__all__ = ["LOOP_ALPHA", "LoopCheck", "LoopRecord", "LoopRecorder", "loop_checks", "loader_kind", "noise_reuse_check"]
 
 LOOP_ALPHA = 1e-4  # false-alarm rate of each statistical check on a correct Poisson loop
+REUSE_STEPS = 20_000  # the noise-reuse check compares every pair among the first this many noisy steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,8 @@ class LoopRecord(Result):
     unmatched_rows: int = 0
     batchnorm_in_training: tuple[str, ...] = ()
     accountant_steps: int | None = None  # entries the accountant recorded while the auditor was attached
+    accountant_steps_before: int | None = None  # entries it already held when the auditor was first attached
+    divisors: tuple[float, ...] = ()  # what Opacus divided each noisy sum by (expected_batch_size × passes; 1 with loss_reduction "sum")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +91,7 @@ class LoopRecorder:
             self._index = index
             self.counts = np.zeros(len(rows), dtype=np.int64)
         self._pending_rows: list[int] = []
+        self.divisors: list[float] = []
         self.unmatched = 0
         self.batch_sizes: list[int] = []
         self.passes: list[int] = []
@@ -120,8 +124,11 @@ class LoopRecorder:
             elif found >= 0:
                 self._pending_rows.append(found)
 
-    def step(self, size: int, passes: int, proceed: bool) -> None:
-        """A call of the optimizer's pre_step: ``size`` rows in ``passes`` passes; ``proceed`` when it noised (not a skipped micro-batch)."""
+    def step(self, size: int, passes: int, proceed: bool, divisor: float = 1.0) -> None:
+        """A call of the optimizer's pre_step: ``size`` rows in ``passes`` passes; ``proceed`` when it noised (not a skipped micro-batch).
+
+        ``divisor`` is what Opacus divided the step's noisy sum by.
+        """
         self._pending_size += size
         self._pending_passes = max(self._pending_passes, passes)
         self.batchnorm_seen.update(name for name, m in self.batchnorm if m.training)
@@ -129,6 +136,7 @@ class LoopRecorder:
             return
         self.batch_sizes.append(self._pending_size)
         self.passes.append(self._pending_passes)
+        self.divisors.append(float(divisor))
         if self._index is not None and self._pending_rows:
             np.add.at(self.counts, self._pending_rows, 1)
         self._pending_rows, self._pending_size, self._pending_passes = [], 0, 0
@@ -143,6 +151,8 @@ class LoopRecorder:
             unmatched_rows=self.unmatched,
             batchnorm_in_training=tuple(sorted(self.batchnorm_seen)),
             accountant_steps=None if now is None or start is None else now - start,
+            accountant_steps_before=start,
+            divisors=tuple(self.divisors),
         )
 
 
@@ -272,6 +282,7 @@ def loop_checks(record: LoopRecord, *, sample_rate: float | None, run_steps: int
             ),
         )
     )
+    checks += _divisor_checks(record)
     if record.accountant_steps is not None:
         ran = len(record.batch_sizes)
         checks.append(
@@ -289,8 +300,76 @@ def loop_checks(record: LoopRecord, *, sample_rate: float | None, run_steps: int
     return tuple(checks)
 
 
-def noise_check(standardised, sigma: float) -> LoopCheck:
-    """Σ z² of the audit coordinates' noise (each in units of the σ read at its step) against χ²(n), two-sided: the σ read is the σ applied."""
+def _divisor_checks(record: LoopRecord) -> list[LoopCheck]:
+    """The noisy sum divided by one fixed number, as the accountant assumes (Opacus: expected_batch_size, never the realised size)."""
+    if not record.divisors:
+        return []
+    per_pass = np.asarray(record.divisors, dtype=np.float64) / np.asarray(record.passes, dtype=np.float64)
+    values = np.unique(per_pass)
+    observed = f"{values[0]:g}" if len(values) == 1 else f"{len(values)} values, {values.min():g}–{values.max():g}"
+    finding = None
+    if len(values) > 1:
+        realised = int(np.sum(per_pass == np.asarray(record.batch_sizes) / np.asarray(record.passes)))
+        finding = (
+            f"the noisy sum was divided by {len(values)} different numbers over {len(per_pass)} noisy steps ({values.min():g} to "
+            f"{values.max():g}; the realised batch size at {realised} of them): optimizer.expected_batch_size was changed during the run. "
+            "Dividing by the realised batch size makes the update depend on how many records were sampled, which one record's presence "
+            "changes, and Opacus' accountant assumes a fixed divisor: leave expected_batch_size as make_private set it"
+        )
+    return [LoopCheck("divisor of the noisy sum", observed, finding=finding)]
+
+
+def noise_reuse_check(fingerprints) -> LoopCheck:
+    """The largest |cosine| between two noisy steps' noise (the same coordinates of the user's parameters) against independent draws.
+
+    Two independent isotropic Gaussian vectors of length m have cos² ~
+    Beta(1/2, (m − 1)/2) (the squared first coordinate of a uniform point on the
+    sphere), whatever σ; the p-value is that tail at the largest cos² over
+    every pair, times the number of pairs (a union bound). Noise drawn again
+    from the same generator state (a seed reset each step, a generator made
+    anew) gives cos = 1 and p = 0.
+
+    >>> rng = np.random.default_rng(0)
+    >>> noise_reuse_check(rng.normal(size=(50, 64))).finding is None
+    True
+    >>> noise_reuse_check(np.tile(rng.normal(size=64), (3, 1))).p_value
+    0.0
+    """
+    from scipy import stats
+
+    steps = np.asarray(fingerprints, dtype=np.float64)[:REUSE_STEPS]
+    count, length = steps.shape
+    if count < 2 or length < 2:
+        return LoopCheck("noise reused across steps", "not tested: fewer than two noisy steps")
+    unit = steps / np.maximum(np.linalg.norm(steps, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    largest, pair = -1.0, (0, 1)
+    for start in range(0, count - 1, 1024):  # blocks of rows against the rows after them: memory stays O(1024 · count)
+        block = np.abs(unit[start : start + 1024] @ unit.T)
+        block[np.tril_indices(block.shape[0], k=start, m=count)] = -1.0  # each pair once, no step with itself
+        at = np.unravel_index(int(np.argmax(block)), block.shape)
+        if block[at] > largest:
+            largest, pair = float(block[at]), (start + int(at[0]), int(at[1]))
+    pairs = count * (count - 1) / 2
+    p = float(min(1.0, pairs * stats.beta.sf(min(largest, 1.0) ** 2, 0.5, (length - 1) / 2)))
+    finding = None
+    if p < LOOP_ALPHA:
+        finding = (
+            f"the noise of noisy steps {pair[0]} and {pair[1]} is the same draw (|cosine| {largest:.4f} over {length} coordinates of your "
+            f"parameters; independent noise allows it with p ≤ {p:.2g}): noise reused across steps adds no privacy, so the accounting "
+            "does not hold. Do not reset torch's seed (or the optimizer's generator) inside the loop"
+        )
+    tested = "" if len(fingerprints) <= REUSE_STEPS else f" (the first {REUSE_STEPS} noisy steps)"
+    return LoopCheck("noise reused across steps", f"largest |cosine| {largest:.3g} over {count} steps{tested}", p, finding)
+
+
+def noise_check(standardised, sigma: float, *, where: str = "coordinates of your parameters' noise") -> LoopCheck:
+    """Σ z² of the noise (each value in units of σ·C read at its step) against χ²(n), two-sided: the σ read is the σ applied.
+
+    >>> noise_check(np.random.default_rng(0).normal(size=5000), 1.0).finding is None
+    True
+    >>> noise_check(np.random.default_rng(0).normal(size=5000) * 0.9, 1.0).observed
+    'measured 0.8959 × σ read'
+    """
     from scipy import stats
 
     z = np.asarray(standardised, dtype=np.float64)
@@ -300,7 +379,7 @@ def noise_check(standardised, sigma: float) -> LoopCheck:
     finding = None
     if p < LOOP_ALPHA:
         finding = (
-            f"the noise applied is {scale:.4g} × the σ = {sigma:.4g} read from the optimizer (p ≤ {p:.2g} over {len(z)} audit coordinates): "
+            f"the noise applied is {scale:.4g} × the σ = {sigma:.4g} read from the optimizer (p ≤ {p:.2g} over {len(z)} {where}): "
             "the optimizer does not noise with the noise_multiplier it reports"
         )
     return LoopCheck("noise scale", f"measured {scale:.4g} × σ read", p, finding)
