@@ -430,6 +430,14 @@ def test_lm_sampling_and_canary_placement_default_to_seed_0():
     assert placed == corpus_with_canaries(corpus, ["canary one", "canary two"], seed=0)
 
 
+def test_shuffled_epsilon_lower_bound_defaults_to_seed_0_and_records_it():
+    from privaudit.stats.shuffling import shuffled_epsilon_lower_bound
+
+    first = shuffled_epsilon_lower_bound(1.0, 4, 2, 1e-3, samples=5_000)
+    assert first == shuffled_epsilon_lower_bound(1.0, 4, 2, 1e-3, samples=5_000) == shuffled_epsilon_lower_bound(1.0, 4, 2, 1e-3, samples=5_000, seed=0)
+    assert first.seed == 0 and first.epsilon != shuffled_epsilon_lower_bound(1.0, 4, 2, 1e-3, samples=5_000, seed=1).epsilon
+
+
 # every public function or method with a seed in RANDOM_PACKAGES, and the test above that holds it to its default
 CASES = {
     "privaudit.stats.bounds:epsilon_lower_bound": test_epsilon_lower_bound_is_deterministic_by_default_and_records_seed_0,
@@ -446,6 +454,7 @@ CASES = {
     "privaudit.observation.one_run:draw_inclusion": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.observation.one_run:collect_final_model_observations": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
     "privaudit.stats.gaussian_steps:gaussian_step_bound": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
+    "privaudit.stats.shuffling:shuffled_epsilon_lower_bound": test_shuffled_epsilon_lower_bound_defaults_to_seed_0_and_records_it,
     "privaudit.testing:assert_dp": test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it,
     "privaudit.testing:assert_mechanism_dp": test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it,
     **{
