@@ -3,12 +3,15 @@
 For each setting (noise σ, S steps per epoch, E epochs, δ = 1e-5) three ε:
 
 * ``lower``: :func:`privaudit.stats.shuffling.shuffled_epsilon_lower_bound`,
-  the Monte Carlo lower bound at 95% on the shuffled loop's ε (one pair of
-  adjacent datasets; Annamalai et al., arXiv:2411.10614), with its point
-  ``estimate``; n = min(``--max-samples``, ``--budget`` / (S·E)) draws per
-  direction;
-* ``upper``: E Gaussian steps composed, μ = √E/σ, no amplification credited
-  (what the Opacus loop finding states today);
+  the Monte Carlo lower bound at 95% on the shuffled loop's ε, with its point
+  ``estimate``, for the opposed pair (other records' gradients opposing the
+  audited one's: the short batch gives it away) and, as ``lower_zero``, the
+  zero pair (other records' gradients 0); n = min(``--max-samples``,
+  ``--budget`` / (S·E)) draws per direction;
+* ``upper``: E Gaussian steps composed, μ = √E/σ, no amplification credited:
+  an upper bound where a neighbour replaces the record by one of zero
+  gradient, and for both pairs as modelled here (the short batch at a
+  uniform step), not for add/remove with the short batch at a known step;
 * ``poisson``: the accounting the loop claims, Poisson sampling at q = 1/S
   for T = S·E steps, dp_accounting's pessimistic PLD
   (:func:`privaudit.stats.conversions.gaussian_epsilon`): an upper bound on
@@ -47,7 +50,8 @@ ZOO = {"sigma": 0.964, "steps": 29, "epochs": 3, "claimed": 3.0, "note": "1797 d
 def row(sigma: float, steps: int, epochs: int, samples: int, seed: int) -> dict:
     """The three ε of one setting, with the bound's sample count and wall time."""
     started = time.perf_counter()
-    found = shuffled_epsilon_lower_bound(sigma, steps, epochs, DELTA, samples=samples, seed=seed)
+    found = shuffled_epsilon_lower_bound(sigma, steps, epochs, DELTA, samples=samples, seed=seed, pair="opposed")
+    zero = shuffled_epsilon_lower_bound(sigma, steps, epochs, DELTA, samples=samples, seed=seed, pair="zero")
     seconds = time.perf_counter() - started
     poisson = gaussian_epsilon(sigma, DELTA, sampling_prob=1.0 / steps, num_steps=steps * epochs)
     return {
@@ -57,6 +61,7 @@ def row(sigma: float, steps: int, epochs: int, samples: int, seed: int) -> dict:
         "delta": DELTA,
         "lower": round(found.epsilon, 4),
         "estimate": round(found.estimate, 4),
+        "lower_zero": round(zero.epsilon, 4),
         "upper": round(gaussian_epsilon(sigma, DELTA, num_steps=epochs), 4),
         "poisson": round(poisson, 4),
         "ratio": round(found.epsilon / poisson, 3),

@@ -387,6 +387,7 @@ class OpacusInLoopAuditor:
             delta=bound.delta if claimed_delta is None else claimed_delta,
             sigma=min(self._sigmas),
             loader_kind=loader_kind(self.data_loader),
+            seed=self.seed,
         ) + self._noise_checks(out_scores / sigmas)
         if loader_rate is not None and max(record.passes) * loader_rate != evidence.sample_rate:  # accumulated passes explain a k·q
             checks += (
