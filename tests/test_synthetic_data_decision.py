@@ -9,9 +9,11 @@ ids), a clean release (rows of the same population) and the same release with
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -122,6 +124,13 @@ def test_a_release_with_copies_gets_a_decision_that_names_them(releases, tmp_pat
     assert first.startswith("The release exposes training records") and f"{len(verbatim)} of the 400 training records appear verbatim" in first
     assert all(record in first for record in decision["exact_copies"][:10])  # named by id, most exposed first, the rest in results.json
     assert "DCR's holdout test" in console.split("Decision: ")[1].splitlines()[1]
+    # the first line: the decision, with the TPR at FPR 0 beside the TPR at 1% FPR and the share a random split finds there
+    assert console.startswith("Decision: ")
+    found, tpr = len(decision["found_ids"]), decision["at_1pct_count"] / 400
+    assert f"puts {found} training records ({found / 400:.1%}, its TPR at FPR 0)" in first
+    assert f"It finds {tpr:.1%} of the members" in first and f"where a random split finds {decision['at_1pct_expected'] / 400:.1%}" in first
+    assert f"{decision['at_1pct_expected'] / 400:.1%}" == f"{3 / 201:.1%}"  # above the 3rd highest of 200 non-members: 3/201 of members by chance
+    assert "most exposed (ranked by the robust DCR)" in console
 
 
 def test_a_clean_release_gets_a_decision_that_the_attacks_are_at_chance(releases, tmp_path):
@@ -154,3 +163,109 @@ def test_the_verbatim_copies_p_value_is_the_share_of_splits_with_as_many_member_
     counts = np.array(member_copies)
     for count, p_value in zip(counts, p_values, strict=True):
         assert p_value == pytest.approx(float(np.mean(counts >= count)), abs=1e-12)
+
+
+def _chance_numbers(in_scores: np.ndarray, out_scores: np.ndarray, confidence: float = 0.95) -> dict:
+    """The decision's numbers from the robust DCR's scores by counting and exact combinatorics (no scipy law, no privaudit code).
+
+    A record has an exact copy in the release iff its score is >= 0: the score is minus the distance plus a tie-break below half the
+    smallest gap between distances, so only distance 0 scores 0 or above.
+    """
+    m, k = in_scores.size, out_scores.size
+    total = m + k
+
+    def flagged_tail(member_flagged: int, flagged: int) -> float:  # P[at least this many members among the flagged] (hypergeometric)
+        return sum(math.comb(m, x) * math.comb(k, flagged - x) for x in range(member_flagged, min(m, flagged) + 1)) / math.comb(total, flagged)
+
+    def before_rank(count: int, rank: int) -> float:  # P[at least `count` members before the rank-th non-member in a random order]
+        exactly = [math.comb(x + rank - 1, x) * math.comb(total - x - rank, k - rank) for x in range(m + 1)]
+        return sum(exactly[count:]) / math.comb(total, k)
+
+    member_copies, out_copies = int(np.sum(in_scores >= 0)), int(np.sum(out_scores >= 0))
+    above_all = int(np.sum(in_scores > out_scores.max()))
+    rank = math.floor(0.01 * k + 1e-9) + 1  # non-members allowed above the 1% FPR threshold, plus one
+    at_1pct = int(np.sum(in_scores > np.sort(out_scores)[::-1][rank - 1]))
+    alpha = 1 - confidence
+    interval = (
+        0.0 if at_1pct == 0 else stats.beta.ppf(alpha / 2, at_1pct, m - at_1pct + 1),
+        1.0 if at_1pct == m else stats.beta.ppf(1 - alpha / 2, at_1pct + 1, m - at_1pct),
+    )  # Clopper–Pearson from its definition
+    p_values = (flagged_tail(member_copies, member_copies + out_copies), before_rank(above_all, 1), before_rank(at_1pct, rank))
+    return {
+        "member_copies": member_copies,
+        "out_copies": out_copies,
+        "above_all": above_all,
+        "above_all_chance": m / (k + 1),  # members before the first of k non-members: m / (k + 1) on average
+        "at_1pct": at_1pct,
+        "at_1pct_chance": rank / (k + 1),  # the share of members above the rank-th highest non-member, on average
+        "interval": interval,
+        "p_values": p_values,
+        "rejects": tuple(p <= alpha / 3 for p in p_values),  # Bonferroni over the three tests
+    }
+
+
+def _report(paths, release, directory):
+    """The Python API's run of ``release`` (its scores), its results and figures written, and the report page built from the folder."""
+    from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
+    from privaudit.report.html import render_report
+    from privaudit.report.runs import write_run
+    from privaudit.report.sections import load_results, section_for
+
+    config = SyntheticDataConfig(train=str(paths["train"]), holdout=str(paths["holdout"]), synthetic=str(paths[release]), id_col="record", sdmetrics=False)
+    run = AUDIT.run(config)
+    write_run(directory, run)
+    data = load_results(directory)
+    section = section_for(data, directory)
+    scores, member = run.observations["curves"]["robust-dcr"]
+    return run.result, section, render_report([section]), _chance_numbers(scores[member], scores[~member])
+
+
+def _opening(page: str) -> str:
+    """The text of the first element after the section's title: what the reader sees first."""
+    after_title = page.split('<section id="audit-0">', 1)[1].split("</h2>", 1)[1].lstrip()
+    first = after_title.split("</div>", 1)[0] if after_title.startswith("<div") else after_title.split("</p>", 1)[0]
+    return re.sub(r"<[^>]+>", " ", html.unescape(first))
+
+
+def test_the_report_opens_with_a_decision_that_names_the_verbatim_copies(releases, tmp_path):
+    paths, copied, _ = releases
+    result, section, page, expected = _report(paths, "leaky", tmp_path / "leaky")
+    decision = result.decision
+    assert expected["member_copies"] == len(decision.exact_copies) >= len(copied) and expected["out_copies"] == decision.non_member_copies
+    assert expected["rejects"][0] and expected["rejects"][1]  # 20 copies among 400 members: both counts far above chance
+    opening = _opening(page)
+    assert '<div class="decision flagged">' in page.split("</h2>", 1)[1][:40]  # the decision first, in red, above the number
+    summary = html.unescape(re.search(r'<p class="summary">(.*?)</p>', page).group(1))
+    assert summary == section.decision_summary and opening.strip().startswith(summary)
+    assert summary.startswith(
+        f"The release exposes training records: {expected['member_copies']} of 400 appear verbatim in it ({expected['out_copies']} of 200 non-members do); "
+        f"{expected['above_all']} of 400 closer to it than any non-member ({expected['above_all_chance']:.1f} by chance)"
+    )
+    low, high = expected["interval"]
+    at_1pct = f"{expected['at_1pct'] / 400:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({expected['at_1pct_chance']:.1%} by chance)"
+    assert summary.endswith(at_1pct) == expected["rejects"][2]
+    assert all(record in opening for record in decision.exact_copies[:10])  # named by id in the full sentence under it
+    assert f"(p = {expected['p_values'][0]:.2g})" in opening and f"(p = {expected['p_values'][1]:.2g})" in opening
+    # the number beside it: the TPR at 1% FPR, with the members above every non-member in its label
+    assert section.value == pytest.approx(expected["at_1pct"] / 400) and f"at FPR 0: {expected['above_all']} of 400 members" in section.label
+    assert page.index('class="decision') < page.index('class="headline beside"') < page.index("<h3>Numbers</h3>")
+    assert "The records the robust DCR (the headline attack) scores highest" in page  # the most exposed name the attack that ranked them
+
+
+def test_the_report_of_a_clean_release_opens_with_the_attacks_at_chance(releases, tmp_path):
+    paths, _, _ = releases
+    result, section, page, expected = _report(paths, "clean", tmp_path / "clean")
+    assert not any(expected["rejects"]) and not result.decision.records_exposed
+    opening = _opening(page)
+    assert '<div class="decision">' in page.split("</h2>", 1)[1][:40] and 'class="flag"' not in page
+    low, high = expected["interval"]
+    assert section.decision_summary == (
+        f"The attacks are at chance on this release: {expected['above_all']} of 400 training records closer to it than any non-member "
+        f"({expected['above_all_chance']:.1f} by chance); "
+        f"{expected['at_1pct'] / 400:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({expected['at_1pct_chance']:.1%} by chance)"
+    )
+    assert "leak" not in opening and "expos" not in opening  # no leak spoken of where the attacks are at chance
+    assert f"(p = {expected['p_values'][2]:.2g})" in opening
+    assert section.value == pytest.approx(expected["at_1pct"] / 400) and f"at FPR 0: {expected['above_all']} of 400 members" in section.label
+    # the contents line opens with the same verdict
+    assert html.unescape(page.split('<ul class="toc">', 1)[1].split("</li>", 1)[0]).split(": ", 1)[1].startswith(section.decision_summary)

@@ -56,6 +56,9 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}td,th{border:1px s
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption,caption{font-size:.85rem;color:#555}caption{text-align:left}
 details{margin:.5rem 0}summary{cursor:pointer;font-weight:600}pre{white-space:pre-wrap;word-break:break-word;font-size:.8rem;background:#f6f6f6;padding:.5rem}
 .toc li{margin:.2rem 0}
+.decision{border-left:.35rem solid #2b6cb0;background:#f3f7fc;padding:.5rem .9rem;margin:.6rem 0}.decision.flagged{border-left-color:#a40000;background:#fdf1f1}
+.decision .summary{font-size:1.35rem;font-weight:700;margin:.2rem 0}.decision.flagged .summary{color:#a40000}.decision p{margin:.35rem 0}
+.headline.beside{font-size:1.1rem}
 """
 
 
@@ -77,7 +80,12 @@ class ReportSection:
     ``captured_warnings`` the :class:`~privaudit._core.capture.CapturedWarning`
     values of what libraries warned about while the audit ran; ``verdict``
     the lines of :func:`privaudit.report.verdict.verdict_lines` (the claim's
-    verdict, the bound's ceiling, the sanity warnings).
+    verdict, the bound's ceiling, the sanity warnings). ``decision``: the
+    plain verdict a reader acts on (e.g. the steward's decision on a synthetic
+    table), which opens the section above the headline number, with
+    ``decision_summary`` its one-line form (the headline and the contents)
+    and ``decision_notes`` the lines that explain it; ``decision_flagged``
+    shows it in red.
 
     >>> ReportSection(title="t", audit="a", value=1.0, label="l", kind="guess", meaning="", not_meaning="", threat_model="")
     Traceback (most recent call last):
@@ -104,6 +112,10 @@ class ReportSection:
     conventions: tuple = ()
     captured_warnings: tuple = ()
     verdict: tuple = ()
+    decision: str | None = None
+    decision_summary: str | None = None
+    decision_notes: tuple = ()
+    decision_flagged: bool = False
     versions: dict = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
 
@@ -275,6 +287,13 @@ def _seeds(seeds) -> str:
     return _table(rows, ("seed (where in results.json)", "value")) if rows else "<p>None recorded in the results.</p>"
 
 
+def _decision(section: ReportSection) -> str:
+    """The decision block that opens a section: its one-line summary, the full verdict, the lines that explain it."""
+    lines = [f'<p class="summary">{_text(section.decision_summary)}</p>'] if section.decision_summary else []
+    lines += [f"<p>{_text(line)}</p>" for line in (section.decision, *section.decision_notes) if line]
+    return f'<div class="decision{" flagged" if section.decision_flagged else ""}">{"".join(lines)}</div>'
+
+
 def _headline(section: ReportSection) -> str:
     if section.value is None:
         number = "not computed"
@@ -283,13 +302,15 @@ def _headline(section: ReportSection) -> str:
     confidence = f" at {section.confidence:.0%} confidence" if section.confidence is not None and section.kind != "statistic" else ""
     kind_class = "kind" if section.valid else "kind invalid"
     validity = "" if section.valid else " — optimistic (valid = False)"
-    return (
-        f'<p class="headline">{_text(section.label)}: {number}<span class="{kind_class}">{_text(section.kind)}{_text(confidence)}{_text(validity)}</span></p>'
-    )
+    beside = " beside" if section.decision or section.decision_summary else ""  # the number beside the decision, below it
+    return f'<p class="headline{beside}">{_text(section.label)}: {number}<span class="{kind_class}">{_text(section.kind)}{_text(confidence)}{_text(validity)}</span></p>'
 
 
 def _section(index: int, section: ReportSection) -> str:
-    parts = [f'<section id="audit-{index}"><h2>{_text(section.title)}</h2>', _headline(section)]
+    parts = [f'<section id="audit-{index}"><h2>{_text(section.title)}</h2>']
+    if section.decision or section.decision_summary:
+        parts.append(_decision(section))
+    parts.append(_headline(section))
     if section.flag:
         parts.append(f'<p class="flag">{_text(section.flag)}</p>')
     if section.verdict:
@@ -319,7 +340,7 @@ def render_report(sections: Sequence[ReportSection], *, title: str = "privaudit 
         raise ValueError("`sections` must be a sequence of ReportSection")
     stamp = generated_at or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     toc = "".join(
-        f'<li><a href="#audit-{i}">{_text(s.title)}</a>: {_text(s.label)} = '
+        f'<li><a href="#audit-{i}">{_text(s.title)}</a>: {_text(s.decision_summary) + "; " if s.decision_summary else ""}{_text(s.label)} = '
         f"{'not computed' if s.value is None else _text(float(s.value))} ({_text(s.kind)})</li>"
         for i, s in enumerate(sections)
     )

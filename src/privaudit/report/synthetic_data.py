@@ -80,7 +80,7 @@ def exposed_table(result: Any) -> tuple[str, tuple[str, ...], list[tuple[Any, ..
         (rank, r.record_id, "yes" if r.member else "no", *("—" if v is None else v + 0.0 for v in r.attack_scores), r.outlier_score)
         for rank, r in enumerate(result.most_exposed, 1)
     ]
-    return "The records the robust DCR (the headline) scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
+    return "The records the robust DCR (the headline attack) scores highest, by their id (shadow score: only for the shadow attack's targets)", header, rows
 
 
 def section(data: dict, directory: Any) -> Any:
@@ -98,11 +98,6 @@ def section(data: dict, directory: Any) -> Any:
         return generic_section(data, directory)
     dcr = result.dcr
     details: list[tuple[str, Any]] = []
-    if result.decision is not None:  # the steward's decision first: exact tests of this run's scores, the records named
-        details += [
-            ("Decision", result.decision.sentence()),
-            ("Why DCR's holdout test says what it says", dcr_explanation(dcr, result.num_synthetic, result.decision.num_exposed)),
-        ]
     details.append(("DCR's verdict beside the attacks", dcr_gap_note(result)))
     details += [
         (
@@ -134,12 +129,15 @@ def section(data: dict, directory: Any) -> Any:
         ("shadow targets (selection)", f"{', '.join(result.shadow_targets) or 'none'} ({result.selection})"),
     ]
     flag = None
-    if result.decision is not None and result.decision.records_exposed:
+    decision: dict[str, Any] = {}
+    if result.decision is not None:  # the steward's decision opens the section: exact tests of this run's scores, the records named
         d = result.decision
-        flag = (
-            f"The release exposes training records: {len(d.exact_copies)} appear verbatim in it ({d.non_member_copies} of the non-members do), "
-            f"{len(d.found_ids)} sit closer to it than any non-member ({len(d.near_copies)} of them near copies)."
-        )
+        decision = {
+            "decision_summary": d.summary(),
+            "decision": d.sentence(),
+            "decision_notes": (dcr_explanation(dcr, result.num_synthetic, d.num_exposed),),
+            "decision_flagged": d.records_exposed,
+        }
     if result.bound is not None:
         b = result.bound
         details[:0] = [
@@ -178,13 +176,14 @@ def section(data: dict, directory: Any) -> Any:
         not_meaning=not_meaning,
         threat_model=result.threat_model,
         flag=flag,
+        **decision,
         details=tuple(details),
         tables=(exposed_table(result),) if result.most_exposed else (),
         plots=plots_in(
             directory,
             {
                 "roc.png": "ROC of every attack on log-log axes: the leak lives at low FPR, not in the AUC",
-                "vulnerability.png": "The records the robust DCR (the headline) scores highest, by their id (red: member of the training table)",
+                "vulnerability.png": "The records the robust DCR (the headline attack) scores highest, by their id (red: member of the training table)",
             },
         ),
         **provenance(data),

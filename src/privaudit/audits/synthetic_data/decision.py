@@ -72,6 +72,43 @@ class StewardDecision:
         """The records the decision names (exact copies and near copies), 0 where the attacks are at chance."""
         return len(self.exact_copies) + len(self.near_copies) if self.records_exposed else 0
 
+    def _rejects(self) -> tuple[bool, bool, bool]:
+        """Which of the three tests rejects at the Bonferroni level: (verbatim copies, above every non-member, at 1% FPR)."""
+        tests = [self.copies_p_value, self.above_all_p_value] + ([] if self.at_1pct_p_value is None else [self.at_1pct_p_value])
+        level = (1.0 - self.confidence) / len(tests)
+        return self.copies_p_value <= level, self.above_all_p_value <= level, self.at_1pct_p_value is not None and self.at_1pct_p_value <= level
+
+    def _at_1pct(self, short: bool = False) -> str:
+        """The TPR at 1% FPR with its interval, beside the share a random split puts above the same threshold ("" without one)."""
+        if self.tpr_at_1pct is None or self.tpr_at_1pct_interval is None or self.at_1pct_expected is None:
+            return ""
+        low, high = self.tpr_at_1pct_interval
+        chance = self.at_1pct_expected / self.num_members  # above the k-th highest non-member: k / (non-members + 1) of the members by chance
+        if short:
+            return f"{self.tpr_at_1pct:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({chance:.1%} by chance)"
+        return f"{self.tpr_at_1pct:.1%} of the members [{low:.1%}, {high:.1%}] at 1% FPR, where a random split finds {chance:.1%}"
+
+    def summary(self) -> str:
+        """The verdict in one short line (the report's headline and contents): the tests that reject, or the attacks at chance.
+
+        >>> member = np.arange(400) < 200
+        >>> closest = np.r_[np.zeros(20), np.full(180, 0.3), np.full(200, 0.3)]
+        >>> scores = -closest + np.linspace(0, 0.01, 400)
+        >>> print(*steward_decision(scores, member, np.arange(400).astype(str), closest, attack="robust DCR", confidence=0.95).summary().split("; "), sep="\\n")
+        The release exposes training records: 20 of 200 appear verbatim in it (0 of 200 non-members do)
+        20 of 200 closer to it than any non-member (1.0 by chance)
+        10.0% [6.2%, 15.0%] found at 1% FPR (1.5% by chance)
+        """
+        copies, above, at_1pct = self._rejects()
+        m, k = self.num_members, self.num_non_members
+        found = f"{len(self.found_ids)} of {m}{' training records' if not self.records_exposed else ''} closer to it than any non-member ({self.above_all_expected:.1f} by chance)"
+        if not self.records_exposed:
+            return "; ".join(part for part in ("The attacks are at chance on this release: " + found, self._at_1pct(short=True)) if part)
+        parts = [f"{len(self.exact_copies)} of {m} appear verbatim in it ({self.non_member_copies} of {k} non-members do)"] if copies else []
+        parts += [found + (f", {len(self.near_copies)} of them near copies" if self.near_copies else "")] if above else []
+        parts += [self._at_1pct(short=True)] if at_1pct else []
+        return "The release exposes training records: " + "; ".join(parts)
+
     def sentence(self) -> str:
         """The plain verdict the console and the report open with."""
         m, k = self.num_members, self.num_non_members
@@ -81,15 +118,10 @@ class StewardDecision:
             f"{k} non-members (p = {self.copies_p_value:.2g})"
         )
         above = (
-            f"the {self.attack} puts {_records(len(self.found_ids))} closer to a synthetic row than any non-member is, where a random split "
-            f"puts {self.above_all_expected:.1f} (p = {self.above_all_p_value:.2g})"
+            f"the {self.attack} puts {_records(len(self.found_ids))} ({len(self.found_ids) / m:.1%}, its TPR at FPR 0) closer to a synthetic row "
+            f"than any non-member is, where a random split puts {self.above_all_expected:.1f} (p = {self.above_all_p_value:.2g})"
         )
-        at_1pct = ""
-        if self.tpr_at_1pct is not None and self.tpr_at_1pct_interval is not None:
-            low, high = self.tpr_at_1pct_interval
-            at_1pct = (
-                f" At 1% FPR it finds {self.tpr_at_1pct:.1%} of the members [{low:.1%}, {high:.1%}], against 1% by chance (p = {self.at_1pct_p_value:.2g})."
-            )
+        at_1pct = f" It finds {self._at_1pct()} (p = {self.at_1pct_p_value:.2g})." if self._at_1pct() else ""
         if not self.records_exposed:
             return f"The attacks are at chance on this release: {copies}; {above}.{at_1pct} This is what these attacks see, not a proof of privacy."
         named = _named(self.exact_copies, "exact_copies")

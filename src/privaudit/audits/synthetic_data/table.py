@@ -37,6 +37,8 @@ MISSING = "<missing>"  # the category a missing categorical value becomes
 SUFFIXES = (".csv", ".parquet")
 MAX_TABLE_BYTES = 256 * 2**20
 MAX_COLUMNS = 1000
+# a value this common pins the quartiles (a zero-inflated count): the robust DCR's scale then looks past it (Encoder.robust_scale)
+POINT_MASS = 0.25
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -207,15 +209,23 @@ class Encoder:
     def robust_scale(self, population: Table) -> np.ndarray:
         """Each numeric column's interquartile range in ``population`` (missing values left out): the robust DCR's unit.
 
-        A column whose IQR is 0 (mostly one value) gets its range in
-        ``population``, and one that is constant there gets 1, so every
-        scale is positive. Unlike the training range, a few outliers do not
-        stretch it: an ordinary difference still counts.
+        Where one value holds at least :data:`POINT_MASS` of a column (a
+        zero-inflated count), the quartiles sit on or near it and the IQR
+        shrinks to a sliver of the values' spread; the column then gets the
+        larger of its IQR and the IQR of its other values, so small noise
+        on a near copy does not count as a large share of a unit. A column
+        whose scale is still 0 gets its range in ``population``, and one
+        that is constant there gets 1, so every scale is positive. Unlike
+        the training range, a few outliers do not stretch it: an ordinary
+        difference still counts.
 
         >>> import pandas as pd
         >>> frame = read_frame(pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 100.0], "k": [5.0, 5.0, 5.0, 5.0, 7.0]}), "t")
         >>> Encoder.fit(frame).robust_scale(frame).tolist()
         [2.0, 2.0]
+        >>> zeros = read_frame(pd.DataFrame({"affairs": [0.0] * 9 + [0.5, 2.0, 4.0, 6.0, 9.0, 12.0]}), "t")  # IQR 3; the non-zero values' 5.75
+        >>> Encoder.fit(zeros).robust_scale(zeros).tolist()
+        [5.75]
         """
         if not self.numeric:
             return np.zeros(0)
@@ -225,6 +235,7 @@ class Encoder:
             quartiles = np.nanpercentile(values, [25.0, 75.0], axis=0)
             spread = np.nanmax(values, axis=0) - np.nanmin(values, axis=0)
         iqr = np.nan_to_num(quartiles[1] - quartiles[0])
+        iqr = np.maximum(iqr, [_iqr_beside_point_mass(column[~np.isnan(column)]) for column in values.T])
         spread = np.nan_to_num(spread)
         return np.where(iqr > 0, iqr, np.where(spread > 0, spread, 1.0))
 
@@ -262,6 +273,20 @@ class Encoder:
         )
 
 
+def _iqr_beside_point_mass(values: np.ndarray) -> float:
+    """The IQR of a column's values other than its most common one, where that one holds >= POINT_MASS of them (else 0: no point mass)."""
+    if values.size == 0:
+        return 0.0
+    distinct, counts = np.unique(values, return_counts=True)
+    if counts.max() < POINT_MASS * values.size:
+        return 0.0
+    others = values[values != distinct[np.argmax(counts)]]
+    if others.size < 4:  # too few to have quartiles of their own
+        return 0.0
+    low, high = np.percentile(others, [25.0, 75.0])
+    return float(high - low)
+
+
 def _category(value: Any) -> str:
     """A categorical cell as text, a missing one as :data:`MISSING`."""
     import pandas as pd  # optional (the parquet extra)
@@ -282,7 +307,8 @@ def schema_conventions(train: Table, encoder: Encoder, *, id_col: str | None, re
         ),
         default(
             "numeric encoding",
-            "robust DCR (the headline): |a - b| / the population sample's interquartile range (its range where the IQR is 0, else 1), capped at 1; "
+            "robust DCR (the headline): |a - b| / the population sample's interquartile range (where one value holds >= 25% of a column, the larger "
+            "of it and the other values' IQR; its range where that is 0, else 1), capped at 1; "
             "DCR: |a - b| / the training column's range, capped at 1 (missing vs a number: 1 in both); DOMIAS: standardised by the training mean and deviation",
             "a few outliers stretch a range but not an IQR; sdmetrics' DCR per column; the embedding only sets DOMIAS' kernel scale",
         ),

@@ -316,10 +316,12 @@ class SyntheticDataResult(AuditResult):
         headline = self.attack(HEADLINE_ATTACK)
         value = headline.tpr_at(0.01)
         needs = "" if value is not None else f": n/a (needs >= 100 non-members, got {headline.num_non_members})"
+        at_zero = headline.tpr_at(0.0)  # beside it, the members above every non-member: where a few copies show
+        beside = "" if at_zero is None else f"; at FPR 0: {round(at_zero * headline.num_members)} of {headline.num_members} members above every non-member"
         return Headline(
             value=value,
             label="TPR at 1% FPR of the robust DCR (closest synthetic row on the population's IQR scales) on the released synthetic table "
-            f"(attack statistic, not an ε bound){needs}",
+            f"(attack statistic, not an ε bound{beside}){needs}",
             kind="statistic",
             confidence=None,
             valid=True,
