@@ -62,18 +62,29 @@ def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
     >>> end = {"bound": 2.7, "bound_delta": 1e-5, "claim": claim, "quantity": "end-to-end", "ratio": 0.675, "flagged": False, "conversion": None}
     >>> verdict_lines({"verdict": {"end_to_end": end, "per_step": end}, "ceiling": None})[0].startswith("not flagged: the end-to-end bound")
     True
+
+    A finding flags the run whatever the bound says, so the bound's line
+    never opens "not flagged" above one:
+
+    >>> verdict_lines({"verdict": {"end_to_end": end, "per_step": end, "findings": ["batch sizes are fixed"]}, "ceiling": None})
+    ('the bound does not flag the claim (the finding below does): the end-to-end bound ε ≥ 2.7 does not exceed the claimed ε = 4 (δ = 1e-05, user); bound/claim = 0.675', 'finding (flags the run): batch sizes are fixed')
     """
     lines: list[str] = []
     verdict, ceiling = data.get("claim_verdict"), data.get("ceiling")
+    findings = list(data.get("findings") or ())
     if verdict is None and isinstance(data.get("verdict"), dict):  # opacus-inloop: per step and end to end; mechanism's "verdict" is a word
+        findings += list(data["verdict"].get("findings") or ())
         verdict = data["verdict"].get("end_to_end")
     if isinstance(verdict, dict):
-        lines.append(describe_verdict(Verdict.from_dict(verdict)))
+        line = describe_verdict(Verdict.from_dict(verdict))
+        if findings and line.startswith("not flagged: "):
+            line = f"the bound does not flag the claim (the finding{'s' if len(findings) > 1 else ''} below {'do' if len(findings) > 1 else 'does'}): " + line[13:]
+        lines.append(line)
     elif isinstance(ceiling, dict):
         lines.append(describe_verdict(None))
     if isinstance(ceiling, dict):
         lines.append(ceiling_line(ceiling))
-    lines.extend(f"finding (flags the run): {text}" for text in data.get("findings") or ())
+    lines.extend(f"finding (flags the run): {text}" for text in findings)
     lines.extend(f"warning: {text}" for text in data.get("sanity_warnings") or ())
     return tuple(lines)
 
