@@ -78,7 +78,9 @@ def verdict_lines(data: dict[str, Any]) -> tuple[str, ...]:
     if isinstance(verdict, dict):
         line = describe_verdict(Verdict.from_dict(verdict))
         if findings and line.startswith("not flagged: "):
-            line = f"the bound does not flag the claim (the finding{'s' if len(findings) > 1 else ''} below {'do' if len(findings) > 1 else 'does'}): " + line[13:]
+            line = (
+                f"the bound does not flag the claim (the finding{'s' if len(findings) > 1 else ''} below {'do' if len(findings) > 1 else 'does'}): " + line[13:]
+            )
         lines.append(line)
     elif isinstance(ceiling, dict):
         lines.append(describe_verdict(None))
