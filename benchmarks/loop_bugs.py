@@ -205,8 +205,14 @@ def timing(repeats: int = 3) -> dict:
         work()
         return time.process_time() - start
 
+    from privaudit.stats import dpsgd_claims
+
+    def audited_run():
+        dpsgd_claims._optimistic_epsilon.cache_clear()  # each repeat pays the verdict's conversions, as a first result would
+        user_loop("poisson", 0).result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)
+
     alone = min(cpu(lambda: user_loop("poisson", 0, audit=False)) for _ in range(repeats))
-    audited = min(cpu(lambda: user_loop("poisson", 0).result(delta=DELTA, claimed_epsilon=EPSILON, claimed_delta=DELTA)) for _ in range(repeats))
+    audited = min(cpu(audited_run) for _ in range(repeats))
     x, y = _data()
     module = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=BATCH, generator=torch.Generator().manual_seed(0))

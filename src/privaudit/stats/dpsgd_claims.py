@@ -58,8 +58,12 @@ def _check_run(sampling_prob: float, num_steps: int) -> tuple[float, int]:
     return q, check_count(num_steps, "num_steps", minimum=1)
 
 
+@functools.lru_cache(maxsize=64)
 def _optimistic_epsilon(sigma: float, delta: float, q: float, steps: int) -> float:
-    """ε(δ) from the optimistic PLD: on a grid of 1e-3, or 1e-2 where that would pass ``_POINTS`` points (a coarser grid only lowers ε)."""
+    """ε(δ) from the optimistic PLD: on a grid of 1e-3, or 1e-2 where that would pass ``_POINTS`` points (a coarser grid only lowers ε).
+
+    Cached: a verdict and the null it refutes compose the same step over the same run.
+    """
     if q == 1.0:
         return float(gaussian_epsilon(sigma, delta, num_steps=steps, pessimistic=False))
     grid = _GRID if pld_grid_points(sigma, q, steps, _GRID, False) <= _POINTS else 10 * _GRID
