@@ -266,7 +266,8 @@ class OpacusInLoopAuditor:
                 summed = getattr(param, "summed_grad", None)
                 if summed is None or param.grad is None or taken >= NOISE_COORDINATES:
                     continue
-                noise = (param.grad.detach().reshape(-1) - summed.detach().reshape(-1))[: NOISE_COORDINATES - taken]
+                want = NOISE_COORDINATES - taken  # slice before subtracting: a large layer is not copied at every step
+                noise = param.grad.detach().reshape(-1)[:want] - summed.detach().reshape(-1)[:want]
                 parts.append(noise.double().cpu().numpy() / scale)
                 taken += len(parts[-1])
         if parts:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._core.results import Result
 from ..stats.conversions import gaussian_epsilon
-from ..stats.sampling_checks import binomial_total_pvalue, largest_count_pvalue, tied_values_pvalue
+from ..stats.sampling_checks import binomial_total_pvalue, largest_cosine_pvalue, largest_count_pvalue, tied_values_pvalue
 from ..stats.shuffling import shuffled_epsilon_lower_bound
 
 __all__ = ["LOOP_ALPHA", "LoopCheck", "LoopRecord", "LoopRecorder", "loop_checks", "loader_kind", "noise_reuse_check"]
@@ -337,12 +337,10 @@ def _divisor_checks(record: LoopRecord) -> list[LoopCheck]:
 def noise_reuse_check(fingerprints) -> LoopCheck:
     """The largest |cosine| between two noisy steps' noise (the same coordinates of the user's parameters) against independent draws.
 
-    Two independent isotropic Gaussian vectors of length m have cos² ~
-    Beta(1/2, (m − 1)/2) (the squared first coordinate of a uniform point on the
-    sphere), whatever σ; the p-value is that tail at the largest cos² over
-    every pair, times the number of pairs (a union bound). Noise drawn again
-    from the same generator state (a seed reset each step, a generator made
-    anew) gives cos = 1 and p = 0.
+    The p-value is :func:`~privaudit.stats.sampling_checks.largest_cosine_pvalue`'s
+    (an exact Beta tail, times the number of pairs). Noise drawn again from
+    the same generator state (a seed reset each step, a generator made anew)
+    gives cos = 1 and p = 0.
 
     >>> rng = np.random.default_rng(0)
     >>> noise_reuse_check(rng.normal(size=(50, 64))).finding is None
@@ -350,22 +348,11 @@ def noise_reuse_check(fingerprints) -> LoopCheck:
     >>> noise_reuse_check(np.tile(rng.normal(size=64), (3, 1))).p_value
     0.0
     """
-    from scipy import stats
-
     steps = np.asarray(fingerprints, dtype=np.float64)[:REUSE_STEPS]
     count, length = steps.shape
     if count < 2 or length < 2:
         return LoopCheck("noise reused across steps", "not tested: fewer than two noisy steps")
-    unit = steps / np.maximum(np.linalg.norm(steps, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-    largest, pair = -1.0, (0, 1)
-    for start in range(0, count - 1, 1024):  # blocks of rows against the rows after them: memory stays O(1024 · count)
-        block = np.abs(unit[start : start + 1024] @ unit.T)
-        block[np.tril_indices(block.shape[0], k=start, m=count)] = -1.0  # each pair once, no step with itself
-        at = np.unravel_index(int(np.argmax(block)), block.shape)
-        if block[at] > largest:
-            largest, pair = float(block[at]), (start + int(at[0]), int(at[1]))
-    pairs = count * (count - 1) / 2
-    p = float(min(1.0, pairs * stats.beta.sf(min(largest, 1.0) ** 2, 0.5, (length - 1) / 2)))
+    p, largest, pair = largest_cosine_pvalue(steps)
     finding = None
     if p < LOOP_ALPHA:
         finding = (

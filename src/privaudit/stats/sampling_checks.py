@@ -30,7 +30,7 @@ from scipy import stats
 
 from .._core.validation import check_count, check_probability
 
-__all__ = ["binomial_total_pvalue", "largest_count_pvalue", "tied_values_pvalue"]
+__all__ = ["binomial_total_pvalue", "largest_cosine_pvalue", "largest_count_pvalue", "tied_values_pvalue"]
 
 
 def _check(n: int, p: float) -> tuple[int, float]:
@@ -74,3 +74,35 @@ def largest_count_pvalue(counts: ArrayLike, *, trials: int, p: float) -> float:
     if not len(counts):
         return 1.0
     return float(min(1.0, len(counts) * stats.binom.sf(int(counts.max()) - 1, trials, p)))
+
+
+def largest_cosine_pvalue(vectors: ArrayLike, *, block: int = 1024) -> tuple[float, float, tuple[int, int]]:
+    """(p-value, largest |cosine|, the pair) over every pair of rows of ``vectors``, against independent isotropic Gaussian rows.
+
+    Two independent isotropic Gaussian vectors of length m have cos² ~
+    Beta(1/2, (m − 1)/2) (the squared first coordinate of a uniform point on
+    the sphere), whatever their scale; the p-value is that tail at the
+    largest cos² over all pairs, times the number of pairs (a union bound).
+    Rows are compared ``block`` at a time, so memory stays O(block · rows).
+
+    >>> rng = np.random.default_rng(0)
+    >>> rows = rng.normal(size=(5, 8))
+    >>> rows[4] = -3.0 * rows[1]
+    >>> p, largest, pair = largest_cosine_pvalue(rows)
+    >>> p, round(largest, 6), pair
+    (0.0, 1.0, (1, 4))
+    """
+    steps = np.asarray(vectors, dtype=np.float64)
+    count, length = steps.shape
+    if count < 2 or length < 2:
+        raise ValueError(f"`vectors` must have at least 2 rows of length >= 2, got shape {steps.shape}")
+    unit = steps / np.maximum(np.linalg.norm(steps, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    largest, pair = -1.0, (0, 1)
+    for start in range(0, count - 1, block):
+        cosines = np.abs(unit[start : start + block] @ unit.T)
+        cosines[np.tril_indices(cosines.shape[0], k=start, m=count)] = -1.0  # each pair once, no row with itself
+        at = np.unravel_index(int(np.argmax(cosines)), cosines.shape)
+        if cosines[at] > largest:
+            largest, pair = float(cosines[at]), (start + int(at[0]), int(at[1]))
+    pairs = count * (count - 1) / 2
+    return float(min(1.0, pairs * stats.beta.sf(min(largest, 1.0) ** 2, 0.5, (length - 1) / 2))), largest, pair
