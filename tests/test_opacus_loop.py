@@ -324,3 +324,11 @@ def test_the_noise_scale_is_measured_on_the_users_own_parameters(monkeypatch):
     # 87 noisy steps × 64 coordinates of the user's first layer, each N(0, (σC/2)²): Σ z² / n concentrates at 1/4
     assert check.observed.startswith("measured 0.") and abs(float(check.observed.split()[1]) - 0.5) < 0.02
     assert "5568 coordinates of your parameters' noise" in check.finding and result.flagged
+
+
+def test_reused_noise_is_named_as_reuse_not_as_a_wrong_sigma():
+    result = ZOO.user_loop("noise-reused", SEEDS[0]).result(delta=ZOO.DELTA)
+    checks = {check.name: check for check in result.loop_checks}
+    assert checks["noise reused across steps"].p_value == 0.0 and checks["noise reused across steps"].finding
+    # one distinct draw of 64 values repeated 87 times: its scale is measured on those 64 alone, at the σ read
+    assert checks["noise scale"].finding is None and result.flagged
