@@ -16,7 +16,7 @@ pytest.importorskip("tokenizers")
 from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
 from privaudit.audits.mia.audit import ATTACKS
 from privaudit.audits.mia.config import MIAConfig
-from privaudit.audits.mia.result import attack_scores  # noqa: E402
+from privaudit.audits.mia.result import MIAResult, attack_scores  # noqa: E402
 from privaudit.audits.mia.signals_lm import read_text_pool, text_pool_signals  # noqa: E402
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "iris", "jade", "kelp", "lumen")
@@ -127,15 +127,30 @@ def test_text_pool_audit_from_the_command_line(saved, tmp_path):
 
     root, texts, members, _ = saved
     flags = ["--reference-models", root / "refs", "--reference-membership", root / "membership.npy"]
-    code, _, stderr = run_cli([*_argv(root, *flags), "--output", tmp_path / "out", "--no-history"])
+    code, stdout, stderr = run_cli([*_argv(root, *flags), "--output", tmp_path / "out", "--no-history"])
     assert code == 0, stderr
     data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert MIAResult.validate(data).to_dict()["dataset_inference"] == data["dataset_inference"]  # results.json reads back whole
+    assert "dataset inference (Maini et al." in stdout
     assert (tmp_path / "out" / "report.html").is_file() and data["num_trained"] == 0 and data["num_references"] == NUM_REFERENCES
     assert {item["name"] for item in data["conventions"]} >= {"sequence signal", "target membership", "reference membership", "record id"}
     # LOSS ranks texts by their summed log-likelihood on the target, computed here by brute force
     log_likelihood = np.array(_brute_log_likelihoods(root / "target", texts))
     loss = next(item for item in data["attacks"] if item["attack"] == "loss")
     assert loss["auc"] == pytest.approx(roc_auc_score(members, log_likelihood), abs=1e-9)  # every text, the population samples too
+    # dataset inference of the members, as a set, against every other text: the Python API's numbers on the saved target
+    from privaudit.audits.lm.dataset_inference import lm_dataset_inference
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(root / "target")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(root / "target")
+    direct = lm_dataset_inference(
+        model, tokenizer, [t for t, m in zip(texts, members, strict=True) if m], [t for t, m in zip(texts, members, strict=True) if not m], blind=False, seed=0
+    )
+    inference = data["dataset_inference"]
+    assert inference["test"]["p_value"] == direct.test.p_value and inference["test"]["num_test"] == [6, 14]
+    assert inference["blind_baseline"] == data["blind_baseline"] and inference["finding"] == direct.finding
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "dataset inference (Maini et al." in report and direct.finding.split(";")[0].replace("<", "&lt;").replace(">", "&gt;") in report
 
 
 @pytest.mark.parametrize(

@@ -438,6 +438,17 @@ def test_shuffled_epsilon_lower_bound_defaults_to_seed_0_and_records_it():
     assert first.seed == 0 and first.epsilon != shuffled_epsilon_lower_bound(1.0, 4, 2, 1e-3, samples=5_000, seed=1).epsilon
 
 
+def test_dataset_inference_defaults_to_seed_0_and_records_it():
+    from privaudit.stats.dataset_inference import dataset_inference, split_in_halves
+
+    rng = np.random.default_rng(5)
+    suspect, validation = rng.normal(size=(40, 2)), rng.normal(size=(40, 2))
+    first = dataset_inference(suspect, validation, num_permutations=199)
+    assert first == dataset_inference(suspect, validation, num_permutations=199) == dataset_inference(suspect, validation, num_permutations=199, seed=0)
+    assert first.seed == 0 and first.p_value != dataset_inference(suspect, validation, num_permutations=199, seed=1).p_value
+    assert all(np.array_equal(a, b) for a, b in zip(split_in_halves(9), split_in_halves(9, seed=0), strict=True))
+
+
 # every public function or method with a seed in RANDOM_PACKAGES, and the test above that holds it to its default
 CASES = {
     "privaudit.stats.bounds:epsilon_lower_bound": test_epsilon_lower_bound_is_deterministic_by_default_and_records_seed_0,
@@ -455,6 +466,8 @@ CASES = {
     "privaudit.observation.one_run:collect_final_model_observations": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
     "privaudit.stats.gaussian_steps:gaussian_step_bound": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
     "privaudit.stats.shuffling:shuffled_epsilon_lower_bound": test_shuffled_epsilon_lower_bound_defaults_to_seed_0_and_records_it,
+    "privaudit.stats.dataset_inference:dataset_inference": test_dataset_inference_defaults_to_seed_0_and_records_it,
+    "privaudit.stats.dataset_inference:split_in_halves": test_dataset_inference_defaults_to_seed_0_and_records_it,
     "privaudit.testing:assert_dp": test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it,
     "privaudit.testing:assert_mechanism_dp": test_assert_mechanism_dp_defaults_to_seed_0_and_returns_the_result_with_it,
     **{

@@ -124,7 +124,11 @@ class AuditResult(Result):
         inert = self.inert_config_fields()
         if inert and isinstance(out.get("config"), dict):
             out["config"] = {key: value for key, value in out["config"].items() if key not in inert}
-        for key in ("blind_baseline", "family_test"):  # None (privaudit drew the membership; no family named): results.json stays as it was before the field
+        for key in (
+            "blind_baseline",
+            "family_test",
+            "dataset_inference",
+        ):  # None (privaudit drew the membership; no family named): results.json stays as it was before the field
             if out.get(key, 0) is None:
                 del out[key]
         return out

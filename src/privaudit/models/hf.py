@@ -310,6 +310,23 @@ class HFCausalLMScorer:
         with self._evaluating():
             return self._full_bits(encoded)
 
+    def token_log_probs(self, texts) -> list[np.ndarray]:
+        """Natural-log probability of each scored token of each whole text: the terms :meth:`log_perplexity` sums (in bits)."""
+        texts = list(texts)
+        encoded = [self._ids(text) for text in texts]
+        if not encoded or min(len(ids) for ids in encoded) < 2:
+            raise ValueError("`texts` must each have at least 2 tokens with the special tokens before them")
+        out: list[np.ndarray] = []
+        with self._evaluating():
+            for start in range(0, len(encoded), self.batch_size):
+                chunk = encoded[start : start + self.batch_size]
+                tokens, mask = pad_rows(chunk, self.device)
+                logits = self.model(input_ids=tokens, attention_mask=mask.long()).logits
+                self.queries += len(chunk)
+                picked = self.torch.log_softmax(logits[:, :-1].double(), dim=-1).gather(2, tokens[:, 1:, None]).squeeze(-1).cpu().numpy()
+                out.extend(row[: len(ids) - 1] for row, ids in zip(picked, chunk, strict=True))
+        return out
+
     def completion_log_perplexities(self, prefix: str, completions, *, reuse: str = "prefix") -> np.ndarray:
         """Bits of each ``prefix + completion`` after the tokens it shares with the prefix (full-text tokenisation).
 

@@ -43,7 +43,7 @@ def _tpr_at(attack: dict[str, Any], fpr: float) -> float | None:
 
 
 def blind_rows(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(name, value) rows: the blind baseline's AUC and TPR with intervals, then each attack's AUC and TPR minus the baseline's."""
+    """(name, value) rows: the blind baseline's AUC and TPR with intervals, each attack's AUC and TPR minus the baseline's, and a text pool's dataset inference."""
     blind = blind_of(data)
     if blind is None:
         return ()
@@ -54,4 +54,7 @@ def blind_rows(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         auc, tpr = blind.advantage(float(attack["auc"]), _tpr_at(attack, blind.fpr))
         tpr_text = "n/a" if tpr is None else f"{tpr:+.4f}"
         rows.append((f"{attack.get('attack', 'attack')}: advantage over the blind baseline", f"AUC {auc:+.4f}, TPR at {blind.fpr:.1%} FPR {tpr_text}"))
+    inference = data.get("dataset_inference")
+    if isinstance(inference, dict) and inference.get("finding"):  # a text pool: were the members, as a set, used?
+        rows.append(("dataset inference (Maini et al.: the members as a set against the other texts, no reference model)", str(inference["finding"])))
     return tuple(rows)

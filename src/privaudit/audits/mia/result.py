@@ -15,6 +15,7 @@ from ...stats.one_run_combined import OneRunLowerBound
 from ..base import AuditResult, Headline
 from ..blind import BlindBaseline
 from ..family_test import FamilyTest
+from ..lm.dataset_inference import LMDatasetInference
 from .augment import augmented_attack_scores
 from .config import THREAT_MODEL, MIAConfig
 from .inert import inert_fields
@@ -102,6 +103,7 @@ class MIAResult(AuditResult):
     bound_design: BoundDesign | None = None  # the bound modes' attack and guess rule, and their ceiling
     blind_baseline: BlindBaseline | None = None  # the user gave the membership: how well the records alone tell it (privaudit.audits.blind)
     resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
+    dataset_inference: LMDatasetInference | None = None  # a text pool: were the members, as a set, used? (privaudit.audits.lm.dataset_inference)
     family_test: FamilyTest | None = None  # mode "canary" with a family named: the headline, beside the generic bound (privaudit.audits.family_test)
 
     @property

@@ -26,6 +26,7 @@ different things (refused, naming the option).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,12 @@ from ...models.loading import load_model
 from ...stats.mia import check_membership, logit_confidence_from_loss
 from ..base import AuditRun, no_progress
 from ..blind_text import blind_text_baseline
+from ..lm.dataset_inference import lm_dataset_inference
 from .result import MIAResult, evaluate, threat_model
 from .summaries import HEADLINE_ATTACK, attack_summaries, most_vulnerable, top_ties
 from .training import read_members, user_target_draws
 
-__all__ = ["SEQUENCE_SIGNAL", "read_text_pool", "reference_directories", "run_text_pool_audit", "sequence_signals", "text_pool_signals"]
+__all__ = ["SEQUENCE_SIGNAL", "checked_references", "read_text_pool", "reference_directories", "run_text_pool_audit", "sequence_signals", "text_pool_signals"]
 
 _LN2 = float(np.log(2.0))
 
@@ -76,8 +78,23 @@ def reference_directories(directory: Any) -> list[Path]:
     return found
 
 
+def checked_references(reference_models: Any, reference_membership: Any, count: int) -> tuple[list[Path], np.ndarray]:
+    """(the reference model directories, their (k, ``count``) membership), checked before any model loads."""
+    directories = reference_directories(reference_models)
+    raw = read_npy(reference_membership, "--reference-membership")  # the header bounded by the file's size before anything is allocated
+    return directories, check_membership(raw, (len(directories), count), "--reference-membership")
+
+
 def text_pool_signals(
-    model: Any, reference_models: Any, reference_membership: Any, texts: list[str], *, bos: str = "auto", seed: int = 0, device: Any = None
+    model: Any,
+    reference_models: Any,
+    reference_membership: Any,
+    texts: list[str],
+    *,
+    bos: str = "auto",
+    seed: int = 0,
+    device: Any = None,
+    loaded: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[Convention, ...]]:
     """(target φ (n,), reference φ (k, n), membership (k, n), conventions) of a text pool under saved causal LMs.
 
@@ -85,13 +102,14 @@ def text_pool_signals(
     ``reference_models`` a directory of such directories (name order), and
     ``reference_membership`` a ``.npy`` (k, n) of booleans, checked before any
     model loads. ValueErrors name ``--reference-models`` or
-    ``--reference-membership``.
+    ``--reference-membership``. ``loaded``: the target already loaded from
+    ``model`` (:func:`~privaudit.models.loading.load_model`), not loaded again.
     """
-    directories = reference_directories(reference_models)
-    raw = read_npy(reference_membership, "--reference-membership")  # the header bounded by the file's size before anything is allocated
-    membership = check_membership(raw, (len(directories), len(texts)), "--reference-membership")
-    with quiet_loading():
-        target = load_model(model, kind="huggingface", device=device, option="--model")
+    directories, membership = checked_references(reference_models, reference_membership, len(texts))
+    target = loaded
+    if target is None:
+        with quiet_loading():
+            target = load_model(model, kind="huggingface", device=device, option="--model")
     target_signals, special, leading = sequence_signals(target.model, target.tokenizer, texts, bos=bos, seed=seed)
     tokenizer: Any = target.tokenizer
     vocabulary = tokenizer.get_vocab()
@@ -126,11 +144,21 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
         )
     (progress or no_progress)("scoring texts", detail=f"{len(texts)} texts under the target and the reference models")
     start = time.perf_counter()
-    target, reference, membership, conventions = text_pool_signals(config.model, config.reference_models, config.reference_membership, texts, seed=config.seed)
+    checked_references(config.reference_models, config.reference_membership, len(texts))  # before the target loads
+    with quiet_loading():
+        loaded = load_model(config.model, kind="huggingface", option="--model")
+    target, reference, membership, conventions = text_pool_signals(
+        config.model, config.reference_models, config.reference_membership, texts, seed=config.seed, loaded=loaded
+    )
     population, in_target = user_target_draws(config.seed, members, num_population)
     observations = evaluate(target, reference, membership, population, in_target, config)
     scores, is_member, rows = observations["scores"], observations["is_member"], observations["record_ids"]
     blind = blind_text_baseline(texts, is_member, seed=config.seed)  # the user gave the membership: do the texts alone tell it?
+    (progress or no_progress)("dataset inference", detail=f"were the {int(members.sum())} members, as a set, used? (Maini et al.)")
+    # the members against every other text of the pool: the blind baseline's two sets, so it checks the test's assumption
+    inference = lm_dataset_inference(
+        loaded.model, loaded.tokenizer, [texts[i] for i in np.flatnonzero(members)], [texts[i] for i in np.flatnonzero(~members)], blind=False, seed=config.seed
+    )
     given = (
         default("record id", "row index in the pool (from 0)", "a text pool has one record a line"),
         explicit("target membership", "rows listed in --members", "--members"),
@@ -154,6 +182,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
         config=config,
         conventions=given + conventions,
         blind_baseline=blind,
+        dataset_inference=dataclasses.replace(inference, blind_baseline=blind),
         sanity_warnings=() if blind.warning() is None else (str(blind.warning()),),
     )
     return AuditRun("mia", config, result, observations=observations)
