@@ -30,11 +30,12 @@ from ...data.tabular import load_dataset
 from ...models.outputs import OUTPUT_KINDS
 from ...stats.ceiling import make_ceiling
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
+from ..blind import BlindBaseline
 from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_plan, family_test
 from ..verdicts import bound_verdict, check_claim_fields, claim_of
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
-from .own_model import MODEL_KINDS, run_panoramia_on_model
+from .own_model import MODEL_KINDS, members_blind_baseline, run_panoramia_on_model
 from .targets import TrainingRecipe, train_classifier
 
 __all__ = [
@@ -214,6 +215,7 @@ class PanoramiaResults(AuditResult):
     targets: dict[str, PanoramiaTarget]
     threat_model: str = "black-box: per-example loss of the final model; no retraining, no canaries"
     family_test: FamilyTest | None = None  # O(1) with a family named: the headline, beside the generic bound (privaudit.audits.family_test)
+    blind_baseline: BlindBaseline | None = None  # your --members against your --non-members, without the model (privaudit.audits.blind)
 
     def summary_rows(self) -> list[dict[str, Any]]:
         """One row per target: c_lb with its generator, {c+ε}_lb, ε̃, and RM;RN and O(1) beside them."""
@@ -424,11 +426,32 @@ class PanoramiaAudit(Audit):
                 "trusted": list(trusted or ()),
                 "settings": dataclasses.asdict(settings),
             }
-        result = PanoramiaResults(config=inputs, targets=_targets(results), conventions=conventions)
+        blind = None
+        if model is not None and non_members is not None:  # RM;RN (and O(1)) read your two files as one random split: do the records alone tell them?
+            say("blind baseline", detail="your --members against your --non-members, without the model")
+            blind = members_blind_baseline(members, non_members, label_col=label_col, seed=settings.seed)
+        result = PanoramiaResults(
+            config=inputs,
+            targets=_targets(results),
+            conventions=conventions,
+            blind_baseline=blind,
+            sanity_warnings=_blind_warnings(blind, inclusion_randomised),
+        )
         result = _with_one_run_verdict(result, claimed_epsilon, claimed_delta, scores, None if plan is None else (plan, request))
         # the figures' curves are computed here, with the statistics, so that plotting computes nothing
         curves = {name: panoramia_curves(scores[name], entry.audit) for name, entry in result.targets.items()}
         return AuditRun(self.name, config, result, observations={"scores": scores, "curves": curves})
+
+
+def _blind_warnings(blind: BlindBaseline | None, inclusion_randomised: bool) -> tuple[str, ...]:
+    """The flagged baseline's warning, with what it means here: RM;RN (and O(1)) may measure your split."""
+    warning = None if blind is None else blind.warning()
+    if warning is None:
+        return ()
+    meaning = "RM;RN's bound reads them as one random split, so it may measure the split, not the model"
+    if inclusion_randomised:
+        meaning += "; you declared the split random (--inclusion-randomised), which the records contradict, so O(1) may too"
+    return (f"{warning}. {meaning}",)
 
 
 AUDIT = PanoramiaAudit()

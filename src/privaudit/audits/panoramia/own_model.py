@@ -11,11 +11,12 @@ from ..._core.conventions import Convention
 from ..._core.resources import check_memory
 from ..._core.validation import check_choice
 from ...models.loading import load_model as load_user_model
+from ..blind import BlindBaseline, blind_baseline
 from .game import PanoramiaSettings, make_generator, run_panoramia
 from .memory import spec_memory_estimate
 from .targets import TrainingRecipe, load_members, load_model, train_classifier
 
-__all__ = ["MODEL_KINDS", "run_panoramia_on_model"]
+__all__ = ["MODEL_KINDS", "members_blind_baseline", "run_panoramia_on_model"]
 
 
 MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
@@ -133,3 +134,28 @@ def _check_label_col(label_col: str | None, *paths) -> None:
             "`--label-col` names the label column of a .csv or .parquet `--members` or `--non-members`; "
             "an .npz's labels are its array 'y', so give no `--label-col` with .npz files only"
         )
+
+
+def _blind_columns(read) -> tuple[list[str], np.ndarray]:
+    names = list(read.feature_names or (f"x[{i}]" for i in range(read.x.shape[1])))
+    labels = np.asarray(read.classes, dtype=object)[read.y] if read.classes else read.y.astype(str)  # a class, not a quantity
+    return names, labels
+
+
+def members_blind_baseline(members_path, non_members_path, *, label_col: str | None = None, seed: int = 0) -> BlindBaseline:
+    """The blind baseline of your ``--members`` against your ``--non-members``: trees on the records and labels alone, never the model.
+
+    RM;RN, and O(1) with ``--inclusion-randomised``, read the two files as
+    one random split; the baseline says when the records alone tell them
+    apart (:mod:`privaudit.audits.blind`). Both files are read by the audit's
+    own reader; the features take the members' header names (``x[i]``
+    without one) and the label is a category.
+    """
+    members = load_members(members_path, label_col=label_col)
+    others = load_members(non_members_path, "non-members", label_col=label_col)
+    names, member_labels = _blind_columns(members)
+    _, other_labels = _blind_columns(others)
+    x = np.vstack([members.x, others.x])
+    table: dict[str, np.ndarray] = {name: x[:, i] for i, name in enumerate(names)}
+    table["label" if "label" not in table else "label (class)"] = np.r_[member_labels, other_labels].astype(str)
+    return blind_baseline(table, np.r_[np.ones(len(members.x), bool), np.zeros(len(others.x), bool)], seed=seed)
