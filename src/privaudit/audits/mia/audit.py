@@ -42,7 +42,6 @@ from ..._core.extras import require
 from ...runner import RunStore, WorkerDiedError, resume_plan, run_all
 from ...stats.mia_stream import DEFAULT_CHUNK_RECORDS, working_bytes
 from ..base import AuditRun, BackendAudit, Progress, no_progress
-from ..blind import blind_baseline
 from .augment import augment_spec
 from .bounds import check_bound_pool, run_bound_audit
 from .config import MIN_RECORDS, MIAConfig
@@ -51,7 +50,7 @@ from .result import MIAResult, evaluate, threat_model
 from .signals_lm import read_text_pool, run_text_pool_audit
 from .summaries import ATTACKS, FRACTION_KEYS, HEADLINE_ATTACK, AttackSummary, VulnerableRecord, attack_summaries, most_vulnerable, top_ties
 from .training import applied_job_fields, draws, job_inputs, pool_of, preflight, record_ids, train_and_score
-from .user import pool_table, user_references, user_target
+from .user import user_blind_baseline, user_references, user_target
 
 __all__ = [
     "ATTACKS",
@@ -115,7 +114,7 @@ def run_mia_audit(config: MIAConfig, directory: Any, *, backend: str = "local", 
     summaries = attack_summaries(scores, is_member, config.confidence)
     ranked = most_vulnerable(scores, is_member, ids, record_ids(pool, config.id_col), config.num_vulnerable)
     # the user gave the membership: can the records alone, without the model, tell the members from the rest?
-    blind = blind_baseline(pool_table(pool, config), is_member, seed=config.seed) if config.model is not None else None
+    blind = user_blind_baseline(pool, config, is_member) if config.model is not None else None
     wall = time.perf_counter() - start
     result = MIAResult(
         attacks=tuple(summaries),

@@ -10,10 +10,12 @@ import numpy as np
 from ..._core.conventions import Convention
 from ...models.loading import load_model
 from ...stats.mia import logit_confidence_from_loss
+from ..blind import blind_baseline
+from ..blind_image import blind_image_baseline
 from .augment import augment_spec, signals_on_views
 from .training import clip_votes, pool_of, read_reference_models, target_members, user_target_draws
 
-__all__ = ["pool_table", "target_conventions", "user_references", "user_target"]
+__all__ = ["pool_table", "target_conventions", "user_blind_baseline", "user_references", "user_target"]
 
 
 def target_conventions(output: Convention, membership: Convention) -> tuple[Convention, ...]:
@@ -71,3 +73,11 @@ def pool_table(pool: Any, config: Any) -> dict[str, np.ndarray]:
     table = {str(name): pool.x[:, i] for i, name in enumerate(names)}
     table[getattr(config, "label_col", None) or "label"] = pool.y.astype(str)  # a class, not a quantity
     return table
+
+
+def user_blind_baseline(pool: Any, config: Any, is_member: np.ndarray) -> Any:
+    """The blind baseline of the user's membership: a pixel embedding for images (``--image-shape``, or an embedded image set), else trees on the table."""
+    shape = config.image_shape or getattr(pool, "image_shape", None)
+    if shape is not None:
+        return blind_image_baseline(pool.x, pool.y, is_member, image_shape=tuple(shape), seed=config.seed)
+    return blind_baseline(pool_table(pool, config), is_member, seed=config.seed)
