@@ -250,6 +250,18 @@ def one_class_scores(member: np.ndarray, size: int) -> np.ndarray | None:
     return np.full(size, share) if share in (0.0, 1.0) else None
 
 
+def out_of_fold_scores(
+    member: np.ndarray, folds: int, seed: int, score_fold: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(each record's score by a classifier that never saw it, each fold's held-out rows): ``score_fold(train rows, held-out rows)`` per shuffled fold."""
+    scores = np.empty(member.size)
+    split = shuffled_folds(member.size, folds, seed)
+    for train, test in split:
+        constant = one_class_scores(member[train], test.size)
+        scores[test] = constant if constant is not None else score_fold(train, test)
+    return scores, [test for _, test in split]
+
+
 def _cross_validated(x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, list[Any], list[np.ndarray]]:
     scores = np.empty(member.size)
     models, held_out = [], []

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.validation import check_probability
-from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, one_class_scores, shuffled_folds
+from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, out_of_fold_scores
 
 __all__ = ["COMPONENTS", "IMAGE_METHOD", "blind_image_baseline"]
 
@@ -93,20 +93,17 @@ def blind_image_baseline(
         raise ValueError(f"`image_shape` {tuple(image_shape)} must hold as many values as each image's {x.shape[1]} pixels")
     member, folds, seed = check_split(is_member, len(x), folds, seed)
     categorical = np.r_[np.zeros(COMPONENTS + 2 * image_shape[0], bool), True]
-    scores = np.empty(member.size)
-    split = shuffled_folds(member.size, folds, seed)
-    for train, test in split:
-        constant = one_class_scores(member[train], test.size)
-        if constant is not None:
-            scores[test] = constant
-            continue
-        pca = PCA(n_components=min(COMPONENTS, train.size - 1, x.shape[1]), random_state=seed).fit(x[train])
+
+    def score_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        pca = PCA(n_components=min(COMPONENTS, train.size - 1, x.shape[1]), random_state=seed).fit(x[train])  # the held-out images never shape it
         used = np.r_[np.ones(pca.n_components_, bool), np.zeros(COMPONENTS - pca.n_components_, bool), np.ones(2 * image_shape[0] + 1, bool)]
         model = HistGradientBoostingClassifier(categorical_features=categorical[used], random_state=seed)
         model.fit(_features(pca, x[train], labels[train], image_shape), member[train])
-        scores[test] = model.predict_proba(_features(pca, x[test], labels[test], image_shape))[:, 1]
+        return model.predict_proba(_features(pca, x[test], labels[test], image_shape))[:, 1]
+
+    scores, held_out = out_of_fold_scores(member, folds, seed, score_fold)
     return baseline_from_scores(
-        scores, member, [test for _, test in split], folds=folds, seed=seed, confidence=confidence, fpr=fpr,
+        scores, member, held_out, folds=folds, seed=seed, confidence=confidence, fpr=fpr,
         columns=(f"{COMPONENTS} principal components of the pixels", "each channel's mean and standard deviation", "label"),
         separating=lambda: _separating(x, labels, member, image_shape), method=IMAGE_METHOD,
     )  # fmt: skip

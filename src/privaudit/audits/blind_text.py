@@ -26,7 +26,7 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.validation import check_probability
-from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, one_class_scores, shuffled_folds
+from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, out_of_fold_scores
 
 __all__ = ["TEXT_METHOD", "blind_text_baseline"]
 
@@ -83,16 +83,13 @@ def blind_text_baseline(
     fpr = check_probability(fpr, "fpr")
     texts = [str(text) for text in texts]
     member, folds, seed = check_split(is_member, len(texts), folds, seed)
-    scores = np.empty(member.size)
-    split = shuffled_folds(member.size, folds, seed)
-    for train, test in split:
-        constant = one_class_scores(member[train], test.size)
-        if constant is not None:
-            scores[test] = constant
-            continue
+
+    def score_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         features, model = _fit([texts[i] for i in train], member[train], seed)
-        scores[test] = model.predict_proba(features.transform([texts[i] for i in test]))[:, 1]
+        return model.predict_proba(features.transform([texts[i] for i in test]))[:, 1]
+
+    scores, held_out = out_of_fold_scores(member, folds, seed, score_fold)
     return baseline_from_scores(
-        scores, member, [test for _, test in split], folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=("word n-grams", "character n-grams", *_LENGTHS),
+        scores, member, held_out, folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=("word n-grams", "character n-grams", *_LENGTHS),
         separating=lambda: _separating(texts, member, seed), method=TEXT_METHOD,
     )  # fmt: skip
