@@ -67,5 +67,12 @@ def test_mia_reads_an_image_pool_with_the_embedding_and_a_table_with_trees(digit
 
 def test_a_shape_that_does_not_hold_the_pixels_is_refused(digits):
     x, y = digits
-    with pytest.raises(ValueError, match="`image_shape` \\(1, 4, 4\\) must hold as many values as each image's 64 pixels"):
+    with pytest.raises(ValueError, match="`image_shape` \\(--image-shape\\) \\(1, 4, 4\\) must hold as many values as each image's 64 pixels"):
         blind_image_baseline(x[:50], y[:50], np.arange(50) < 25, image_shape=(1, 4, 4))
+
+
+def test_more_classes_than_the_trees_hold_as_categories_are_split_on_their_codes():
+    rng = np.random.default_rng(0)
+    images, labels = rng.random((600, 16)), np.arange(600) % 300  # 300 classes: above the 255 categories the trees hold
+    result = blind_image_baseline(images, labels, rng.random(600) < 0.5, image_shape=(1, 4, 4), seed=0)
+    assert 0.0 <= result.auc <= 1.0 and result.num_in + result.num_out == 600

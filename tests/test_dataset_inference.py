@@ -56,6 +56,7 @@ def test_the_p_value_is_the_exact_permutation_p_of_the_held_out_halves():
         differences.append(held[mask].mean() - held[~mask].mean())
     expected = np.mean(np.array(differences) >= observed - 1e-12)
     assert result.p_value == pytest.approx(expected, abs=1e-12)
+    assert result.exact and result.num_permutations == len(differences) == 126 and result.min_p_value == pytest.approx(1 / 126)  # C(9, 4)
     assert result.mean_difference == pytest.approx(abs(result.weights[0]) / np.std(np.r_[suspect[suspect_fit, 0], validation[validation_fit, 0]]) * observed)
 
 
@@ -68,6 +69,7 @@ def test_a_used_set_is_found_whichever_way_its_features_point():
     assert found.rejects(0.01) and found.mean_difference > 0 and found.weights[1] < 0
     assert found.welch_p_value < 0.01
     assert found.num_fit == (150, 150) and found.num_test == (150, 150)
+    assert not found.exact and found.num_permutations == 9999 and found.min_p_value == 1e-4
 
 
 def test_bad_input_is_refused_with_the_argument_named():

@@ -68,8 +68,7 @@ def test_the_suspect_set_of_a_fine_tuned_tiny_gpt2_is_found(setting, with_refere
     target.train()
     result = lm_dataset_inference(target, tokenizer, suspect, validation, reference_model=base if with_reference else None, seed=3)
     assert result.found and result.test.p_value < 0.01 and result.test.mean_difference > 0
-    assert (result.warning() is None) == (not result.blind_baseline.flagged)  # drawn alike, flagged at most 1% of splits (tests/test_blind_text.py)
-    assert result.blind_baseline.auc_low <= 0.5 + 0.1
+    assert result.blind_baseline.auc_low <= 0.6  # drawn alike: the texts alone tell the sets apart barely if at all
     assert len(result.test.weights) == len(result.features) == len(FEATURES) + (2 if with_reference else 0)
     assert "found used in training" in result.sentence()
     assert target.training and all(torch.equal(a, b) for a, b in zip(before, target.parameters(), strict=True))  # the user's model as it was
@@ -86,6 +85,7 @@ def test_independent_same_source_splits_are_found_at_most_at_the_level(setting):
         )
         p_values.append(result.test.p_value)
     assert sum(p <= 0.05 for p in p_values) <= stats.binom.isf(1e-3, NULL_SPLITS, 0.05)
+    assert stats.kstest(p_values, "uniform", alternative="greater").pvalue > 1e-3  # and no drift toward small p below the 5% line
     assert max(p_values) > 0.3  # not a test that finds everything
 
 
@@ -107,3 +107,32 @@ def test_bad_input_is_refused_with_the_argument_named(setting):
         lm_dataset_inference(target, tokenizer, suspect, validation, reference_model=other, blind=False)
     with pytest.raises(ValueError, match="`alpha` must be in"):
         lm_dataset_inference(target, tokenizer, suspect, validation, alpha=0.0)
+
+
+def test_eight_texts_a_side_say_that_the_test_cannot_reach_a_strict_level(setting):
+    """4 held-out texts a side: 70 arrangements, enumerated; the smallest p is 1/70, above a 1% level, and the sentence says so."""
+    tokenizer, _, target, suspect, validation, _ = setting
+    result = lm_dataset_inference(target, tokenizer, suspect[:8], validation[:8], alpha=0.01, blind=False)
+    assert result.test.exact and result.test.num_permutations == 70 and not result.found
+    assert "too few texts: the smallest p this test can give is 0.014, above 0.01" in result.sentence()
+
+
+class _Scorer:
+    """A stand-in scorer: one token per character, each of log-probability -1 for upper case and -2 for lower case."""
+
+    def token_ids(self, text):
+        return list(range(len(text)))
+
+    context_limit = None
+
+    def token_log_probs(self, texts):
+        return [np.array([-1.0 if ch.isupper() else -2.0 for ch in text[1:]]) for text in texts]
+
+
+def test_the_lowercased_feature_is_the_difference_of_means_and_zero_where_nothing_is_left_to_score():
+    from privaudit.audits.lm.dataset_inference import _lowercased_less_original
+
+    texts = ["ABC", "Ab"]
+    means = np.array([-1.0, -2.0])  # the originals' means as _Scorer scores them
+    assert _lowercased_less_original(_Scorer(), texts, means, "suspect").tolist() == [-1.0, 0.0]
+    assert _lowercased_less_original(_Scorer(), ["A"], np.array([-1.0]), "suspect").tolist() == [0.0]  # one token: nothing to score

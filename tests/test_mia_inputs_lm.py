@@ -166,3 +166,15 @@ def test_text_pool_audit_refuses_bad_settings_in_one_line(saved, tmp_path, flags
     flags = [root / flag if flag in ("refs", "membership.npy", "wrong.npy") else flag for flag in flags]
     output = tmp_path / "out"
     assert_refused([*_argv(root, *flags), "--output", output, "--no-history"], output, match)
+
+
+def test_a_pool_with_too_few_members_for_dataset_inference_runs_the_attacks_and_says_so(saved, tmp_path):
+    root, *_ = saved
+    (tmp_path / "six.txt").write_text("\n".join(map(str, range(6))) + "\n", encoding="utf-8")
+    flags = ["--reference-models", root / "refs", "--reference-membership", root / "membership.npy"]
+    argv = ["audit", "mia", "--target-kind", "huggingface", "--model", root / "target", "--data", root / "pool.txt", "--members", tmp_path / "six.txt"]
+    code, stdout, stderr = run_cli([*argv, *flags, "--output", tmp_path / "out", "--no-history"])
+    assert code == 0, stderr
+    data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert "dataset_inference" not in data and data["attacks"]
+    assert "warning: dataset inference not run: it needs at least 8 members and 8 other texts in the pool" in stdout

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from cli_helpers import assert_refused
 from cli_helpers import run_cli as run
 
 torch = pytest.importorskip("torch")
@@ -51,3 +52,34 @@ def test_the_blind_baseline_reads_both_files_and_a_shift_is_named_with_what_it_m
         (warning,) = data["sanity_warnings"]
         assert "RM;RN's bound reads them as one random split" in warning and "--inclusion-randomised" in warning
     assert bool(data.get("sanity_warnings")) == blind["flagged"]  # the warning comes with the flag, and only with it
+
+
+def test_the_non_members_labels_are_read_in_the_members_codes_and_their_columns_checked():
+    from privaudit._core.conventions import default
+    from privaudit._core.labelled import LabelledData
+    from privaudit.audits.panoramia.own_model import labels_as_members
+
+    label = default("label column", "label", "test")
+    members = LabelledData(np.zeros((3, 2)), np.array([0, 1, 2]), label, feature_names=("a", "b"), classes=("cat", "dog", "eel"))
+    dogs = LabelledData(np.zeros((2, 2)), np.array([0, 0]), label, feature_names=("a", "b"), classes=("dog",))  # its own code 0 is "dog"
+    assert labels_as_members(members, dogs).tolist() == [1, 1]
+    swapped = LabelledData(np.zeros((2, 2)), np.array([0, 0]), label, feature_names=("b", "a"), classes=("dog",))
+    with pytest.raises(ValueError, match="`--non-members` must have the columns of `--members` in the same order, got \\['b', 'a'\\]"):
+        labels_as_members(members, swapped)
+    fox = LabelledData(np.zeros((1, 2)), np.array([0]), label, feature_names=("a", "b"), classes=("fox",))
+    with pytest.raises(ValueError, match="`--non-members` has label\\(s\\) \\['fox'\\] that `--members` never uses"):
+        labels_as_members(members, fox)
+    numbers = LabelledData(np.zeros((1, 2)), np.array([1]), label, feature_names=("a", "b"))
+    with pytest.raises(ValueError, match="one file's labels are text and the other's numbers"):
+        labels_as_members(members, numbers)
+
+
+def test_non_members_with_their_columns_in_another_order_are_refused_before_the_audit(tmp_path):
+    x, y = _files(tmp_path, 0.0)
+    np.savetxt(tmp_path / "members.csv", np.column_stack([x[:500], y[:500]]), delimiter=",", header="a,b,c,label", comments="")
+    np.savetxt(tmp_path / "non_members.csv", np.column_stack([x[500:, [1, 0, 2]], y[500:]]), delimiter=",", header="b,a,c,label", comments="")
+    output = tmp_path / "out"
+    argv = ["audit", "panoramia", "--model", tmp_path / "model.pt", "--members", tmp_path / "members.csv", "--non-members", tmp_path / "non_members.csv"]
+    assert_refused(
+        [*argv, "--label-col", "label", "--output", output, "--no-history"], output, "`--non-members` must have the columns of `--members` in the same order"
+    )

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.validation import check_probability
-from .blind import BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, out_of_fold_scores
+from .blind import _MAX_CATEGORIES, BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, out_of_fold_scores
 
 __all__ = ["COMPONENTS", "IMAGE_METHOD", "blind_image_baseline"]
 
@@ -90,9 +90,10 @@ def blind_image_baseline(
     x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
     labels = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.float64)
     if int(np.prod(image_shape)) != x.shape[1]:
-        raise ValueError(f"`image_shape` {tuple(image_shape)} must hold as many values as each image's {x.shape[1]} pixels")
+        raise ValueError(f"`image_shape` (--image-shape) {tuple(image_shape)} must hold as many values as each image's {x.shape[1]} pixels")
     member, folds, seed = check_split(is_member, len(x), folds, seed)
-    categorical = np.r_[np.zeros(COMPONENTS + 2 * image_shape[0], bool), True]
+    # the label is a category, where the trees can hold it as one; more classes than that are split on their sorted codes
+    categorical = np.r_[np.zeros(COMPONENTS + 2 * image_shape[0], bool), np.unique(labels).size <= _MAX_CATEGORIES]
 
     def score_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         pca = PCA(n_components=min(COMPONENTS, train.size - 1, x.shape[1]), random_state=seed).fit(x[train])  # the held-out images never shape it

@@ -157,6 +157,10 @@ class HFCausalLMScorer:
         """The text's tokens as the model saw them: the decided special tokens, then the text tokenised whole."""
         return self._leading + list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def token_ids(self, text: str) -> list[int]:
+        """The ids the model sees for ``text``: the decided special tokens, then the text tokenised whole."""
+        return self._ids(text)
+
     @contextlib.contextmanager
     def _evaluating(self):
         training = self.model.training

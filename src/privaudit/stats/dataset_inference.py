@@ -13,8 +13,10 @@ The null is the paper's: the suspect set was not used, so suspect and
 validation records are exchangeable. The aggregator depends on the first
 halves only, so the second halves' scores are then exchangeable too, and the
 permutation test of their mean difference (``scipy.stats.permutation_test``,
-one-sided, the observed arrangement counted among the resamples) has level
-α exactly, whatever the features' distribution. That p-value is the decision.
+one-sided, the observed arrangement counted among the resamples) rejects at
+level α with probability at most α, whatever the features' distribution. With
+few records scipy enumerates every arrangement instead of resampling; then
+the smallest p it can give is one over their number (``min_p_value``). That p-value is the decision.
 The paper's one-sided Welch t-test of the same scores is reported beside it,
 for comparison only: it is exact only for Gaussian scores.
 
@@ -43,6 +45,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -82,11 +85,17 @@ class DatasetInference(Result):
     weights: tuple[float, ...]
     num_fit: tuple[int, int]  # (suspect, validation) records that fitted the aggregator
     num_test: tuple[int, int]  # (suspect, validation) records whose scores were tested
-    num_permutations: int
+    num_permutations: int  # the arrangements the p-value counts: every one when ``exact``, else the resamples drawn
+    exact: bool  # every arrangement of the held-out scores enumerated (few records), not resampled
     clip_fraction: float
     ridge: float
     seed: int
     method: str = "dataset inference (Maini et al. 2024): ridge Fisher aggregator on half of each set, one-sided permutation test on the other halves"
+
+    @property
+    def min_p_value(self) -> float:
+        """The smallest p-value this design can give: 1/arrangements when exact, else 1/(resamples + 1)."""
+        return 1.0 / (self.num_permutations + (0 if self.exact else 1))
 
     def rejects(self, alpha: float = 0.05) -> bool:
         """Whether the suspect set is found used in training at level ``alpha`` (the permutation p-value)."""
@@ -190,7 +199,8 @@ def dataset_inference(
         weights=tuple(float(value) for value in weights * scale),
         num_fit=(len(suspect_fit), len(validation_fit)),
         num_test=(len(suspect_test), len(validation_test)),
-        num_permutations=num_permutations,
+        num_permutations=int(np.size(permuted.null_distribution)),
+        exact=math.comb(member.size + other.size, member.size) <= num_permutations,  # scipy enumerates every arrangement then
         clip_fraction=clip_fraction,
         ridge=ridge,
         seed=seed,

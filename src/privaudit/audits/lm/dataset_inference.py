@@ -16,14 +16,15 @@ tells them apart the result says that the p-value may measure the split
 rather than training.
 
 Features of one text, from its natural-log token probabilities log p₁ … log p_T
-(every token after the special tokens, as :class:`~privaudit.models.hf.HFCausalLMScorer`
-scores it):
+(every token that has a context, as :class:`~privaudit.models.hf.HFCausalLMScorer`
+scores it: after the special tokens, or from the second token where none leads):
 
 - the mean log-probability (the negative loss) and its sum;
 - the sum over the text's zlib-compressed size in bytes (Carlini et al. 2021);
 - Min-K%: the mean of the lowest ⌈K·T⌉ log-probabilities, K in :data:`MIN_K` (Shi et al. 2024);
 - Max-K%: the mean of the highest ⌈K·T⌉, K in :data:`MAX_K`;
-- the lowercased text's mean log-probability less the text's;
+- the lowercased text's mean log-probability less the text's (0 where the
+  lowercased text has a single scored token too few, e.g. "NOTE" → "note");
 - with a reference model (the base model before fine-tuning): the mean
   log-probability and Min-20% less the reference's.
 
@@ -117,27 +118,40 @@ class LMDatasetInference(Result):
             if self.found
             else f"no evidence that the suspect set ({self.num_suspect} texts) was used in training: p = {test.p_value:.2g} > {self.alpha:g}"
         )
-        floor = 1 / (test.num_permutations + 1)
-        tail = f" (the smallest p this test gives is {floor:.1g})" if test.p_value <= floor else ""
+        floor = test.min_p_value
+        if floor > self.alpha:
+            tail = f" (too few texts: the smallest p this test can give is {floor:.2g}, above {self.alpha:g})"
+        else:
+            tail = f" (the smallest p this test gives is {floor:.1g})" if test.p_value <= floor else ""
         return (
             f"{head}{tail}; exact permutation test of {test.num_test[0]} against {test.num_test[1]} held-out texts, Welch's t-test p = {test.welch_p_value:.2g}"
         )
 
 
 def _log_probs(scorer: HFCausalLMScorer, texts: list[str], name: str) -> list[np.ndarray]:
+    lengths = [len(scorer.token_ids(text)) for text in texts]
     limit = scorer.context_limit
-    if limit is not None:
-        longest = max(len(scorer._ids(text)) for text in texts)
-        if longest > limit:
-            raise ValueError(f"`{name}` must hold texts that fit the model's context of {limit} tokens, got one of {longest}: split longer texts into pieces")
+    if limit is not None and max(lengths) > limit:
+        raise ValueError(f"`{name}` must hold texts that fit the model's context of {limit} tokens, got one of {max(lengths)}: split longer texts into pieces")
+    if min(lengths) < 2:
+        raise ValueError(f"`{name}` must hold texts of at least 2 tokens with the special tokens before them, got one of {min(lengths)}")
     return scorer.token_log_probs(texts)
 
 
+def _lowercased_less_original(scorer: HFCausalLMScorer, texts: list[str], means: np.ndarray, name: str) -> np.ndarray:
+    """Each lowercased text's mean log-probability less the text's; 0 where lowercasing leaves a single token (nothing to score)."""
+    lowered = [text.lower() for text in texts]
+    scorable = np.array([len(scorer.token_ids(text)) >= 2 for text in lowered])
+    out = np.zeros(len(texts))
+    if scorable.any():
+        values = _log_probs(scorer, [text for text, keep in zip(lowered, scorable, strict=True) if keep], name)
+        out[scorable] = np.array([np.mean(row) for row in values]) - means[scorable]
+    return out
+
+
 def _features(scorer: HFCausalLMScorer, reference: HFCausalLMScorer | None, texts: list[str], name: str) -> np.ndarray:
-    log_probs = _log_probs(scorer, texts, name)
-    base = text_features(log_probs, texts)
-    lowered = np.array([np.mean(values) for values in _log_probs(scorer, [text.lower() for text in texts], name)])
-    columns = [base, (lowered - base[:, 0])[:, None]]
+    base = text_features(_log_probs(scorer, texts, name), texts)
+    columns = [base, _lowercased_less_original(scorer, texts, base[:, 0], name)[:, None]]
     if reference is not None:
         theirs = text_features(_log_probs(reference, texts, name), texts)
         min_20 = 3 + MIN_K.index(0.2)
@@ -164,6 +178,7 @@ def lm_dataset_inference(
     blind: bool = True,
     num_permutations: int = 9999,
     seed: int = 0,
+    names: tuple[str, str] = ("suspect", "validation"),
 ) -> LMDatasetInference:
     """Test whether the ``suspect`` texts were used to train ``model``, against ``validation`` texts drawn alike and never used.
 
@@ -171,9 +186,10 @@ def lm_dataset_inference(
     fine-tuning, whose calibrated features sharpen the test. ``bos`` is the
     special-token decision of :class:`~privaudit.models.hf.HFCausalLMScorer`.
     ``seed`` draws the halves, the permutations and the blind baseline's folds.
+    ``names``: what errors call the two sets (a command names its options).
     Neither model is changed (each is scored in eval mode, its mode restored).
     """
-    suspect, validation = _check_texts(suspect, "suspect"), _check_texts(validation, "validation")
+    suspect, validation = _check_texts(suspect, names[0]), _check_texts(validation, names[1])
     alpha = check_probability(alpha, "alpha")
     seed = check_seed(seed)
     scorer = HFCausalLMScorer(model, tokenizer, bos=bos, seed=seed)
@@ -186,16 +202,16 @@ def lm_dataset_inference(
         reference = HFCausalLMScorer(reference_model, tokenizer, bos=bos, seed=seed)
         if reference.special_tokens.leading != scorer.special_tokens.leading:
             raise ValueError("`reference_model` puts other special tokens before each text than the model: their scores would cover other tokens")
-    names = FEATURES + (REFERENCE_FEATURES if reference is not None else ())
+    feature_names = FEATURES + (REFERENCE_FEATURES if reference is not None else ())
     test = dataset_inference(
-        _features(scorer, reference, suspect, "suspect"), _features(scorer, reference, validation, "validation"), seed=seed, num_permutations=num_permutations
+        _features(scorer, reference, suspect, names[0]), _features(scorer, reference, validation, names[1]), seed=seed, num_permutations=num_permutations
     )
     baseline = None
     if blind:
         baseline = blind_text_baseline(suspect + validation, np.r_[np.ones(len(suspect), bool), np.zeros(len(validation), bool)], seed=seed)
     result = LMDatasetInference(
         test=test,
-        features=names,
+        features=feature_names,
         num_suspect=len(suspect),
         num_validation=len(validation),
         alpha=alpha,

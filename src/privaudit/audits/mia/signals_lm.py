@@ -38,6 +38,7 @@ from ..._core.readers import read_npy
 from ...canaries.lm_synthetic import read_synthetic_corpus
 from ...models.hf import HFCausalLMScorer, quiet_loading
 from ...models.loading import load_model
+from ...stats.dataset_inference import MIN_RECORDS
 from ...stats.mia import check_membership, logit_confidence_from_loss
 from ..base import AuditRun, no_progress
 from ..blind_text import blind_text_baseline
@@ -154,11 +155,18 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
     observations = evaluate(target, reference, membership, population, in_target, config)
     scores, is_member, rows = observations["scores"], observations["is_member"], observations["record_ids"]
     blind = blind_text_baseline(texts, is_member, seed=config.seed)  # the user gave the membership: do the texts alone tell it?
-    (progress or no_progress)("dataset inference", detail=f"were the {int(members.sum())} members, as a set, used? (Maini et al.)")
-    # the members against every other text of the pool: the blind baseline's two sets, so it checks the test's assumption
-    inference = lm_dataset_inference(
-        loaded.model, loaded.tokenizer, [texts[i] for i in np.flatnonzero(members)], [texts[i] for i in np.flatnonzero(~members)], blind=False, seed=config.seed
-    )
+    inference = None
+    skipped: tuple[str, ...] = ()
+    if min(int(members.sum()), int((~members).sum())) >= MIN_RECORDS:
+        (progress or no_progress)("dataset inference", detail=f"were the {int(members.sum())} members, as a set, used? (Maini et al.)")
+        # the members against every other text of the pool: the blind baseline's two sets, so it checks the test's assumption
+        inference = lm_dataset_inference(
+            loaded.model, loaded.tokenizer, [texts[i] for i in np.flatnonzero(members)], [texts[i] for i in np.flatnonzero(~members)],
+            blind=False, seed=config.seed, names=("--members (their texts in --data)", "--data (the texts not in --members)"),
+        )  # fmt: skip
+        inference = dataclasses.replace(inference, blind_baseline=blind)
+    else:
+        skipped = (f"dataset inference not run: it needs at least {MIN_RECORDS} members and {MIN_RECORDS} other texts in the pool",)
     given = (
         default("record id", "row index in the pool (from 0)", "a text pool has one record a line"),
         explicit("target membership", "rows listed in --members", "--members"),
@@ -182,7 +190,7 @@ def run_text_pool_audit(config: Any, *, progress: Any = None) -> Any:
         config=config,
         conventions=given + conventions,
         blind_baseline=blind,
-        dataset_inference=dataclasses.replace(inference, blind_baseline=blind),
-        sanity_warnings=() if blind.warning() is None else (str(blind.warning()),),
+        dataset_inference=inference,
+        sanity_warnings=(() if blind.warning() is None else (str(blind.warning()),)) + skipped,
     )
     return AuditRun("mia", config, result, observations=observations)

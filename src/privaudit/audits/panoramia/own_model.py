@@ -16,7 +16,7 @@ from .game import PanoramiaSettings, make_generator, run_panoramia
 from .memory import spec_memory_estimate
 from .targets import TrainingRecipe, load_members, load_model, train_classifier
 
-__all__ = ["MODEL_KINDS", "members_blind_baseline", "run_panoramia_on_model"]
+__all__ = ["MODEL_KINDS", "labels_as_members", "members_blind_baseline", "run_panoramia_on_model"]
 
 
 MODEL_KINDS = ("privaudit", "torch", "torch-export", "skops", "onnx")
@@ -96,7 +96,7 @@ def run_panoramia_on_model(
     non_members = None
     if non_members_path is not None:
         read = load_members(non_members_path, "non-members", label_col=label_col)
-        non_members, conventions = (read.x, read.y), (*conventions, read.label)
+        non_members, conventions = (read.x, labels_as_members(members, read)), (*conventions, read.label)
     if inclusion_randomised and non_members is None:
         raise ValueError("`--inclusion-randomised` needs `--non-members` (the candidates the coins left out)")
     candidates = None
@@ -134,6 +134,30 @@ def _check_label_col(label_col: str | None, *paths) -> None:
             "`--label-col` names the label column of a .csv or .parquet `--members` or `--non-members`; "
             "an .npz's labels are its array 'y', so give no `--label-col` with .npz files only"
         )
+
+
+def labels_as_members(members, others) -> np.ndarray:
+    """``others``' labels in ``members``' codes, their columns checked to be the members' own.
+
+    Each file's text labels are coded 0, 1, ... in its own sorted order, so a
+    non-member file holding only "dog" would give it the members' code of
+    "cat": the codes are mapped through the class names. Two files with
+    headers must name the same columns in the same order (x is read by
+    position). ValueError naming ``--non-members`` otherwise.
+    """
+    if members.feature_names is not None and others.feature_names is not None and members.feature_names != others.feature_names:
+        raise ValueError(
+            f"`--non-members` must have the columns of `--members` in the same order, got {list(others.feature_names)} against {list(members.feature_names)}"
+        )
+    if bool(members.classes) != bool(others.classes):
+        raise ValueError("`--non-members` must write its labels as `--members` does: one file's labels are text and the other's numbers")
+    if not members.classes:
+        return others.y
+    code = {name: index for index, name in enumerate(members.classes)}
+    unknown = sorted(set(others.classes) - set(code))
+    if unknown:
+        raise ValueError(f"`--non-members` has label(s) {unknown} that `--members` never uses (its classes: {list(members.classes)})")
+    return np.array([code[name] for name in others.classes], dtype=np.int64)[others.y]
 
 
 def _blind_columns(read) -> tuple[list[str], np.ndarray]:
