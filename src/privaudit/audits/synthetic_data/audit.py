@@ -31,7 +31,7 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
 from ..family_test import FamilyPlan, FamilyTest, family_plan, family_test
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import canary_bound, generator_canaries
+from .bound import binning_power_warning, canary_bound, generator_canaries
 from .decision import steward_decision
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
@@ -215,7 +215,7 @@ def run_synthetic_data(
     bound = family = None
     if config.num_canaries or user_canaries is not None:
         assert function is not None
-        bound, family = _bound(config, function, train, user_canaries, seeds, n, report, claimed_family)
+        bound, family, power = _bound(config, function, train, user_canaries, seeds, n, report, claimed_family)
     shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
     top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
     exposed = tuple(
@@ -257,7 +257,7 @@ def run_synthetic_data(
         family_test=family,
     )
     if bound is not None:
-        result = dataclasses.replace(result, sanity_warnings=tuple(result.sanity_warnings) + _stated_claim_note(config, function))
+        result = dataclasses.replace(result, sanity_warnings=(*result.sanity_warnings, *_stated_claim_note(config, function), *filter(None, [power])))
     if config.train is not None:  # the user's split: can the records alone, without the synthetic table, tell --train from --holdout?
         blind = blind_baseline(_concat(train, holdout), np.arange(len(train) + len(holdout)) < len(train), seed=config.seed)
         result = dataclasses.replace(result, blind_baseline=blind, sanity_warnings=(*result.sanity_warnings, *filter(None, [blind.warning()])))
@@ -312,7 +312,7 @@ def _bound(
     n: int,
     report: Progress,
     plan: FamilyPlan | None,
-) -> tuple[CanaryBound, FamilyTest | None]:
+) -> tuple[CanaryBound, FamilyTest | None, str | None]:
     """privaudit's outliers or the user's canaries, by fair coins into the training table, one generation, the one-run bound and, with ``plan``, the family test."""
     if user_canaries is None:
         canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
@@ -320,13 +320,14 @@ def _bound(
     else:
         canaries = user_canaries.frame
         what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
+    power = binning_power_warning(function, train.frame, canaries)  # before the generation: the generator's binning is known now
     report("generating with the canaries", detail=f"{len(canaries)} canaries, each included by a fair coin")
     scores, included = generator_canaries(function, train, canaries, coins_seed=seeds["coins"], release_seed=seeds["bound-release"], n=n)
     bound = canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=_claim(config), canaries=what, coins_seed=seeds["coins"])
     if plan is None:
-        return bound, None
+        return bound, None, power
     # the claim's own family: the headline, on the same canaries' scores, the generic bound and its verdict beside it
-    return bound, family_test(plan, config, scores, included, generic=bound.bound, generic_verdict=bound.verdict, quantity="per-release")
+    return bound, family_test(plan, config, scores, included, generic=bound.bound, generic_verdict=bound.verdict, quantity="per-release"), power
 
 
 def _rows(table: Table, rows: np.ndarray) -> Table:

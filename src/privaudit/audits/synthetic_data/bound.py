@@ -27,7 +27,7 @@ from .generation import generate
 from .table import Encoder, Table, read_frame
 from .types import CanaryBound
 
-__all__ = ["SIGNAL", "canary_bound", "canary_scores", "generator_bound", "generator_canaries"]
+__all__ = ["SIGNAL", "binning_power_warning", "canary_bound", "canary_scores", "generator_bound", "generator_canaries"]
 
 SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on the training table and every canary, before the coins)"
 
@@ -50,6 +50,36 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
         canaries=canaries,
         coins_seed=coins_seed,
         signal=SIGNAL,
+    )
+
+
+def binning_power_warning(function: Any, train: Any, canaries: Any) -> str | None:
+    """One warning when canaries have no one-way cell of their own in the generator's binning (a generator with ``marginal_cells``), else None.
+
+    A marginal-based generator (MST, AIM, PrivBayes) keeps of a record only
+    its counts in the cells it measures. A canary whose every value falls in a
+    cell that training rows already fill moves those counts by one, which the
+    noise hides: the bound can hardly see it. The domain is read from the
+    training table and every canary, as the generator reads it when all are in.
+    """
+    cells_of = getattr(function, "marginal_cells", None)
+    if not callable(cells_of):
+        return None
+    import pandas as pd  # optional (the parquet extra)
+
+    both = pd.concat([train, canaries], ignore_index=True)
+    filled = cells_of(both, train)
+    theirs = cells_of(both, canaries)
+    own = np.array([any(theirs[i, j] not in set(filled[:, j].tolist()) for j in range(theirs.shape[1])) for i in range(theirs.shape[0])])
+    without = int((~own).sum())
+    if without == 0:
+        return None
+    bins = getattr(function, "bins", None)
+    binning = f"{bins} bins per numeric column on its domain" if bins is not None else "its domain"
+    return (
+        f"{without} of {len(canaries)} canaries have no one-way cell of their own in the generator's binning ({binning}): a marginal-based generator "
+        "keeps such a canary only as one more count in cells training rows already fill, so the bound can hardly see it; declare bounds whose "
+        "bins the training table leaves empty and give --canary-records with values there"
     )
 
 

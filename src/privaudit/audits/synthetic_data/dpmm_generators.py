@@ -180,6 +180,31 @@ class DpmmGenerator:
                 domain[column] = {"categories": declared}
         return domain
 
+    def marginal_cells(self, train_df: Any, frame: Any) -> np.ndarray:
+        """(rows of ``frame``, columns) of one-way cells, on the domain :meth:`domain` reads from ``train_df``, as privaudit reads dpmm's uniform binner.
+
+        A numeric value's cell is its bin among ``bins`` equal-width bins between
+        the bounds, a value outside clipped into the end bin (-1 for a missing
+        value); a category's cell is its index among the categories (-2 for one
+        the domain lacks).
+
+        >>> import pandas as pd
+        >>> generator = mst(epsilon=1.0, bins=4, bounds={"age": (0, 100)})
+        >>> generator.marginal_cells(pd.DataFrame({"age": [10, 60]}), pd.DataFrame({"age": [30.0, 250.0, -5.0]})).ravel().tolist()
+        [1, 3, 0]
+        """
+        domain = self.domain(train_df)
+        cells = np.empty((len(frame), len(domain)), dtype=np.int64)
+        for j, (column, spec) in enumerate(domain.items()):
+            if "lower" in spec:
+                x = frame[column].to_numpy(dtype=float)
+                scaled = np.floor((x - spec["lower"]) / (spec["upper"] - spec["lower"]) * self.bins)
+                cells[:, j] = np.where(np.isnan(x), -1, np.clip(np.nan_to_num(scaled), 0, self.bins - 1))
+            else:
+                index = {value: position for position, value in enumerate(spec["categories"])}
+                cells[:, j] = [index.get(value, -2) for value in frame[column]]
+        return cells
+
     def __call__(self, train_df: Any, *, seed: int, n: int) -> Any:
         pipelines = require("dpmm.pipelines", purpose="dpmm's MST, AIM and PrivBayes generators")
         domain = self.domain(train_df)
