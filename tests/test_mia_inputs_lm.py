@@ -150,6 +150,7 @@ def test_text_pool_audit_from_the_command_line(saved, tmp_path):
     assert inference["test"]["p_value"] == direct.test.p_value and inference["test"]["num_test"] == [6, 14]
     assert inference["blind_baseline"] == data["blind_baseline"] and inference["finding"] == direct.finding
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "blind baseline (no model: an n-gram logistic regression on the texts, cross-validated)" in report
     assert "dataset inference (Maini et al." in report and direct.finding.split(";")[0].replace("<", "&lt;").replace(">", "&gt;") in report
 
 

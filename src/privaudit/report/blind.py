@@ -17,8 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..audits.blind import BlindBaseline
+from ..audits.blind_image import IMAGE_METHOD
+from ..audits.blind_text import TEXT_METHOD
 
 __all__ = ["blind_rows", "blind_of"]
+
+# what each blind classifier is, by the method its result records (the table's trees otherwise)
+_CLASSIFIERS = {TEXT_METHOD: "an n-gram logistic regression on the texts", IMAGE_METHOD: "gradient-boosted trees on a pixel embedding"}
 
 
 def blind_of(data: dict[str, Any]) -> BlindBaseline | None:
@@ -47,7 +52,8 @@ def blind_rows(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     blind = blind_of(data)
     if blind is None:
         return ()
-    rows = [("blind baseline (no model: gradient-boosted trees on the records, cross-validated)", blind.describe())]
+    what = _CLASSIFIERS.get(blind.method, "gradient-boosted trees on the records")
+    rows = [(f"blind baseline (no model: {what}, cross-validated)", blind.describe())]
     for attack in data.get("attacks") or ():
         if not isinstance(attack, dict) or not isinstance(attack.get("auc"), (int, float)):
             continue
