@@ -179,3 +179,17 @@ def test_a_pool_with_too_few_members_for_dataset_inference_runs_the_attacks_and_
     data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert "dataset_inference" not in data and data["attacks"]
     assert "warning: dataset inference not run: it needs at least 8 members and 8 other texts in the pool" in stdout
+
+
+def test_a_text_longer_than_the_models_context_is_refused_naming_the_pool(saved, tmp_path):
+    root, texts, *_ = saved
+    long = list(texts)
+    long[5] = " ".join(WORDS * 20)  # far beyond the tiny GPT-2's 64 positions
+    (tmp_path / "pool.txt").write_text("\n".join(long) + "\n", encoding="utf-8")
+    argv = ["audit", "mia", "--target-kind", "huggingface", "--model", root / "target", "--data", tmp_path / "pool.txt", "--members", root / "members.txt"]
+    flags = ["--reference-models", root / "refs", "--reference-membership", root / "membership.npy"]
+    output = tmp_path / "out"
+    line = assert_refused(
+        [*argv, *flags, "--output", output, "--no-history"], output, "`--data` must hold texts that each fit the model's context of 64 tokens"
+    )
+    assert "the first is text 5" in line

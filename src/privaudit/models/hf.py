@@ -171,6 +171,17 @@ class HFCausalLMScorer:
         finally:
             self.model.train(training)
 
+    def _check_texts_fit(self, rows, name: str) -> None:
+        """Refuse a text longer than the model's context (its position table would be indexed past its end), naming ``name`` and the first such text."""
+        if self.context_limit is None:
+            return
+        long = [index for index, row in enumerate(rows) if len(row) > self.context_limit]
+        if long:
+            raise ValueError(
+                f"`{name}` must hold texts that each fit the model's context of {self.context_limit} tokens, got {len(long)} longer "
+                f"(the first is text {long[0]}, {len(rows[long[0]])} tokens, counted from 0): split longer texts into pieces"
+            )
+
     def _check_fits(self, rows) -> None:
         width = max(len(row) for row in rows)
         if self.context_limit is not None and width > self.context_limit:
@@ -305,21 +316,23 @@ class HFCausalLMScorer:
         return out
 
     # -- public ----------------------------------------------------------------------
-    def log_perplexity(self, texts) -> np.ndarray:
-        """Bits for each whole text: all its tokens given the special tokens before it, else from its second token on."""
+    def log_perplexity(self, texts, *, name: str = "texts") -> np.ndarray:
+        """Bits for each whole text: all its tokens given the special tokens before it, else from its second token on (``name``: what errors call the texts)."""
         texts = list(texts)
         encoded = [self._ids(text) for text in texts]
         if not encoded or min(len(ids) for ids in encoded) < 2:
             raise ValueError("`texts` must each have at least 2 tokens with the special tokens before them")
+        self._check_texts_fit(encoded, name)
         with self._evaluating():
             return self._full_bits(encoded)
 
-    def token_log_probs(self, texts) -> list[np.ndarray]:
+    def token_log_probs(self, texts, *, name: str = "texts") -> list[np.ndarray]:
         """Natural-log probability of each scored token of each whole text: the terms :meth:`log_perplexity` sums (in bits)."""
         texts = list(texts)
         encoded = [self._ids(text) for text in texts]
         if not encoded or min(len(ids) for ids in encoded) < 2:
             raise ValueError("`texts` must each have at least 2 tokens with the special tokens before them")
+        self._check_texts_fit(encoded, name)
         out: list[np.ndarray] = []
         with self._evaluating():
             for start in range(0, len(encoded), self.batch_size):

@@ -66,7 +66,7 @@ def read_text_pool(path: Any, name: str = "--data") -> list[str]:
 def sequence_signals(model: Any, tokenizer: Any, texts: list[str], *, bos: str = "auto", seed: int = 0) -> tuple[np.ndarray, Convention, tuple[int, ...]]:
     """(φ of each text on ``model``, the special-token convention, the leading token ids) — the module docstring's signal."""
     scorer = HFCausalLMScorer(model, tokenizer, bos=bos, seed=seed)
-    losses = np.asarray(scorer.log_perplexity(texts), dtype=np.float64) * _LN2  # bits to nats, summed over the text's tokens
+    losses = np.asarray(scorer.log_perplexity(texts, name="--data"), dtype=np.float64) * _LN2  # bits to nats, summed over the text's tokens
     return logit_confidence_from_loss(losses), scorer.special_tokens.convention, tuple(scorer.special_tokens.leading)
 
 
