@@ -8,7 +8,10 @@ records are the training table and the holdout. Four releases per seed:
 * ``copula``: privaudit's built-in Gaussian copula fitted on the training table (clean);
 * ``copula+20 verbatim``: that release with 20 rows replaced by training rows;
 * ``copula+20 near``: the same 20 training rows with every number moved by
-  5% of its interquartile range (a near copy).
+  5% of its interquartile range (a near copy);
+* with ``--sdv`` (in the sdv extra's environment), two clean releases of SDV
+  itself through privaudit's adapters: ``sdv gaussian copula`` and ``sdv ctgan``
+  (``privaudit.audits.synthetic_data.sdv_generators``, CTGAN at its default epochs).
 
 Each is audited no-box (``AUDIT.run``, no shadows, without sdmetrics), and
 the decision recorded: whether it says the release exposes training
@@ -32,7 +35,20 @@ from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
 from privaudit.audits.synthetic_data.generators import gaussian_copula
 
 
-def _releases(folder: Path, rows: int, seed: int) -> tuple[dict[str, str], dict[str, str], list[str]]:
+def _sdv_releases(train, rows: int, seed: int) -> dict:
+    from privaudit.audits.synthetic_data import sdv_generators  # the sdv extra, in its own environment
+
+    out = {}
+    # the codes as text: SDV detects integer codes as 'ordinal', which the adapter refuses; as text they are categories, as the audit reads them
+    as_text = train.drop(columns="record").astype({column: str for column in CODES})
+    for name, make in (("sdv gaussian copula", sdv_generators.gaussian_copula), ("sdv ctgan", sdv_generators.ctgan)):
+        table = make(as_text, seed=seed, n=rows).astype({column: int for column in CODES})
+        table.insert(0, "record", [f"S-{i:06d}" for i in range(rows)])
+        out[name] = table
+    return out
+
+
+def _releases(folder: Path, rows: int, seed: int, sdv: bool = False) -> tuple[dict[str, str], dict[str, str], list[str]]:
     from statsmodels.datasets import fair
 
     frame = fair.load_pandas().data.astype({column: int for column in CODES})
@@ -53,6 +69,8 @@ def _releases(folder: Path, rows: int, seed: int) -> tuple[dict[str, str], dict[
     nearly.iloc[:20, 1:] = near.iloc[:, 1:].to_numpy()
     tables = {"train": train, "holdout": holdout}
     released = {"population": population, "copula": copula, "copula+20 verbatim": verbatim, "copula+20 near": nearly}
+    if sdv:
+        released.update(_sdv_releases(train, rows, seed))
     paths = {name: str(folder / f"{name}.csv") for name in tables}
     for name, table in tables.items():
         table.to_csv(paths[name], index=False)
@@ -66,12 +84,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sdv", action="store_true", help="add SDV's GaussianCopula and CTGAN releases (the sdv extra's environment)")
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data_decision.json"))
     args = parser.parse_args()
     runs = []
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as scratch:
-            paths, releases, planted = _releases(Path(scratch), args.rows, seed)
+            paths, releases, planted = _releases(Path(scratch), args.rows, seed, sdv=args.sdv)
             for name, path in releases.items():
                 config = SyntheticDataConfig(**paths, synthetic=path, id_col="record", categorical=CODES, num_shadows=0, sdmetrics=False, seed=seed)
                 started = time.perf_counter()
