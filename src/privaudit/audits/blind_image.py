@@ -29,6 +29,7 @@ import numpy as np
 
 from .._core.extras import require
 from .._core.validation import check_probability
+from ..stats.metrics import roc_auc
 from .blind import _MAX_CATEGORIES, BLIND_CONFIDENCE, BLIND_FOLDS, BLIND_FPR, TOP_COLUMNS, BlindBaseline, baseline_from_scores, check_split, out_of_fold_scores
 
 __all__ = ["COMPONENTS", "IMAGE_METHOD", "blind_image_baseline"]
@@ -55,13 +56,12 @@ def _features(pca: Any, x: np.ndarray, labels: np.ndarray, image_shape: tuple[in
 def _separating(x: np.ndarray, labels: np.ndarray, member: np.ndarray, image_shape: tuple[int, int, int]) -> tuple[tuple[str, float], ...]:
     """The statistics and components (PCA on every image) whose AUC is furthest from ½, with the side they point to."""
     from sklearn.decomposition import PCA
-    from sklearn.metrics import roc_auc_score
 
     statistics, names = _statistics(x, image_shape)
     components = PCA(n_components=min(COMPONENTS, len(x) - 1, x.shape[1]), random_state=0).fit_transform(x)
     values = np.column_stack([statistics, components])
     names = names + [f"principal component {k + 1} of the pixels" for k in range(components.shape[1])]
-    aucs = np.array([roc_auc_score(member, column) for column in values.T])
+    aucs = np.array([roc_auc(column[member], column[~member]) for column in values.T])
     order = np.argsort(-np.abs(aucs - 0.5), kind="stable")[:TOP_COLUMNS]
     return tuple((f"{names[i]} ({'members' if aucs[i] > 0.5 else 'non-members'} higher)", float(abs(aucs[i] - 0.5))) for i in order)
 
