@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import signal
@@ -51,6 +50,7 @@ from privaudit._core.resources import passive_openmp_waits
 
 passive_openmp_waits()  # as the `privaudit` command does, before anything loads OpenMP
 
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.resources import threads_per_worker, torch_threads, usable_cpus
@@ -161,10 +161,7 @@ def main() -> None:
         "cpu": _cpu_name(),
         "versions": {**library_versions(), "python": platform.python_version()},
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    write_results(out, args.output)
 
 
 if __name__ == "__main__":

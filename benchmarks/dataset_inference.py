@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
 from privaudit.audits.lm.dataset_inference import lm_dataset_inference
@@ -108,10 +109,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "versions": library_versions(),
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    write_results(out, args.output)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
+
 from privaudit._core.results import library_versions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,10 +132,7 @@ def main() -> None:
         "load_average_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "versions": library_versions(),
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    write_results(out, args.output)
 
 
 if __name__ == "__main__":

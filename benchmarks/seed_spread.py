@@ -22,6 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
@@ -78,10 +79,7 @@ def main() -> None:
         "families": families,
         "versions": {**library_versions(), "torch": __import__("torch").__version__, "python": platform.python_version()},
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    write_results(out, args.output)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ import json
 import time
 from pathlib import Path
 
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
+
 from privaudit._core.results import library_versions
 from privaudit.stats.conversions import gaussian_epsilon
 from privaudit.stats.shuffling import shuffled_epsilon_lower_bound
@@ -99,10 +101,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "versions": library_versions(),
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    write_results(out, args.output)
 
 
 if __name__ == "__main__":
