@@ -34,3 +34,50 @@ def counting_copula(train_df, *, seed, n):
     """The built-in Gaussian copula, each call logged to $SYNTHETIC_CALL_LOG."""
     _log_call(train_df, n)
     return gaussian_copula(train_df, seed=seed, n=n)
+
+
+class NoisyMarginals:
+    """Every one-way marginal on a dpmm-like binning with Gaussian noise of sd ``sigma`` on each count, the columns then sampled independently.
+
+    One record added or removed moves one count per column by 1, so the
+    release is μ-GDP with μ = √(columns) / σ (σ = 0: no privacy). Each cell is
+    sampled at the value :meth:`cell_values` gives it. The binning is that of
+    privaudit's dpmm adapter (its cells only: dpmm itself is never called), so
+    the audit uses its cell canaries and marginal attack. ``copy=True``
+    releases the training rows instead (every one when n allows).
+    """
+
+    def __init__(self, sigma, *, bins, bounds, categories=None, copy=False):
+        from privaudit.audits.synthetic_data.dpmm_generators import mst
+
+        self.sigma, self.copy = float(sigma), copy
+        self.binning = mst(1.0, bins=bins, bounds=bounds, categories=categories)
+
+    def marginal_cells(self, train_df, frame):
+        return self.binning.marginal_cells(train_df, frame)
+
+    def cell_values(self, train_df):
+        return self.binning.cell_values(train_df)
+
+    def __call__(self, train_df, *, seed, n):
+        import numpy as np
+        import pandas as pd
+
+        _log_call(train_df, n)
+        if self.copy:
+            return copying(train_df, seed=seed, n=n)
+        rng = np.random.default_rng(seed)
+        cells = self.marginal_cells(train_df, train_df)
+        columns = {}
+        for j, (column, pairs) in enumerate(self.cell_values(train_df).items()):
+            counts = np.array([np.sum(cells[:, j] == cell) for cell, _ in pairs], dtype=float)
+            noisy = np.clip(counts + self.sigma * rng.standard_normal(len(pairs)), 0.0, None)
+            p = noisy / noisy.sum() if noisy.sum() > 0 else np.full(len(pairs), 1.0 / len(pairs))
+            columns[column] = np.array([pairs[i][1] for i in rng.choice(len(pairs), size=n, p=p)], dtype=object)
+        return pd.DataFrame(columns).astype(train_df.dtypes.to_dict())
+
+
+# for the audit's tests: two numbers on [0, 100] in 25 bins (the training table fills [0, 40)) and a category, declared
+MARGINAL_DOMAIN = {"bins": 25, "bounds": {"age": (0.0, 100.0), "income": (0.0, 100.0)}, "categories": {"plan": ["basic", "plus", "gold"]}}
+noise_free_marginals = NoisyMarginals(0.0, **MARGINAL_DOMAIN)
+binned_copying = NoisyMarginals(0.0, copy=True, **MARGINAL_DOMAIN)

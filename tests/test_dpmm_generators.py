@@ -126,3 +126,40 @@ def test_noise_free_mst_gets_a_positive_bound_held_against_the_claim_given_for_i
     assert bound.verdict is not None and bound.verdict.claim.epsilon == NO_NOISE_EPSILON and bound.verdict.claim.delta == 1e-5
     assert bound.verdict.quantity == "per-release" and not bound.verdict.flagged
     assert any(c.name == "claim" and "--claimed-epsilon" in c.evidence for c in result.conventions)
+
+
+def test_privaudits_reading_of_dpmms_uniform_binner_matches_dpmm():
+    """The cells privaudit reads (``marginal_cells``, equal-width bins, the ends clipped) are dpmm's own UniformBinner's, values at the edges
+    and outside the bounds included; and a listed integer cell (``cell_values``) receives rows decoded from no other bin."""
+    import pandas as pd
+    from dpmm.processing.binners import UniformBinner
+
+    rng = np.random.default_rng(0)
+    generator = DpmmGenerator("mst", 1.0, bins=20, bounds={"x": (-4.0, 4.0), "k": (0.0, 60.0)})
+    edges = np.linspace(-4.0, 4.0, 21)
+    x = np.concatenate([rng.uniform(-6.0, 6.0, 2000), edges, [-4.0, 4.0]])
+    frame = pd.DataFrame({"x": x, "k": rng.integers(0, 61, len(x))})
+    for j, (column, (low, high)) in enumerate([("x", (-4.0, 4.0)), ("k", (0.0, 60.0))]):
+        binner = UniformBinner(n_bins=20, lower=low, upper=high, rnd=np.random.RandomState(0))
+        values = frame[column].to_numpy()
+        binner.fit(values)
+        assert generator.marginal_cells(frame, frame)[:, j].tolist() == binner.transform(values).tolist()
+    # an integer column in bins 2.5 wide: about half the bins hold their integers' whole rounding intervals; dpmm's own decoding (a uniform
+    # draw in the bin, rounded) of every other bin never lands in a listed one
+    integer = DpmmGenerator("mst", 1.0, bins=20, bounds={"k": (0.0, 50.0)})
+    table = pd.DataFrame({"k": rng.integers(0, 51, 500)})
+    binner = UniformBinner(n_bins=20, lower=0.0, upper=50.0, rnd=np.random.RandomState(1))
+    binner.fit(table["k"].to_numpy())
+    listed = dict(integer.cell_values(table)["k"])
+    assert 8 <= len(listed) < 20
+    for cell, value in listed.items():
+        assert integer.marginal_cells(table, pd.DataFrame({"k": [value]}))[0, 0] == cell
+        others = np.repeat([b for b in range(20) if b != cell], 300)
+        decoded = binner.inverse_transform(others).astype(np.int64)
+        assert cell not in set(integer.marginal_cells(table, pd.DataFrame({"k": decoded}))[:, 0].tolist())
+    # and the rule is not vacuous: some unlisted bin does get rows decoded from the bin below it
+    spills = []
+    for cell in [c for c in range(1, 20) if c not in listed]:
+        decoded = binner.inverse_transform(np.full(300, cell - 1)).astype(np.int64)
+        spills.append(bool((integer.marginal_cells(table, pd.DataFrame({"k": decoded}))[:, 0] == cell).any()))
+    assert any(spills)

@@ -31,7 +31,8 @@ from ..base import AuditRun, BackendAudit, Progress, no_progress
 from ..blind import blind_baseline
 from ..family_test import FamilyPlan, FamilyTest, family_plan, family_test
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
-from .bound import binning_power_warning, canary_bound, generator_canaries
+from .bound import binning_power_warning, canary_bound, canary_signal, generator_canaries
+from .cell_canaries import cell_canaries, has_binning, home_count, shared_homes_warning
 from .decision import steward_decision
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
@@ -314,16 +315,31 @@ def _bound(
     plan: FamilyPlan | None,
 ) -> tuple[CanaryBound, FamilyTest | None, str | None]:
     """privaudit's outliers or the user's canaries, by fair coins into the training table, one generation, the one-run bound and, with ``plan``, the family test."""
-    if user_canaries is None:
+    cells = user_canaries is None and has_binning(function) and home_count(function, train.frame) > 0  # else the outliers, and the power warning
+    if cells:
+        canaries = cell_canaries(function, train.frame, config.num_canaries, np.random.default_rng(seeds["canaries"]))
+        what = f"{config.num_canaries} canaries in cells of the generator's binning that the training table leaves empty, included by fair coins"
+    elif user_canaries is None:
         canaries = make_canaries(train, config.num_canaries, np.random.default_rng(seeds["canaries"]))
         what = f"{config.num_canaries} outliers of the schema (each number beyond the training range, a training category), included by fair coins"
     else:
         canaries = user_canaries.frame
         what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
     power = binning_power_warning(function, train.frame, canaries)  # before the generation: the generator's binning is known now
+    if cells:
+        power = shared_homes_warning(function, train.frame, config.num_canaries)
     report("generating with the canaries", detail=f"{len(canaries)} canaries, each included by a fair coin")
     scores, included = generator_canaries(function, train, canaries, coins_seed=seeds["coins"], release_seed=seeds["bound-release"], n=n)
-    bound = canary_bound(scores, included, delta=config.delta, confidence=config.confidence, claim=_claim(config), canaries=what, coins_seed=seeds["coins"])
+    bound = canary_bound(
+        scores,
+        included,
+        delta=config.delta,
+        confidence=config.confidence,
+        claim=_claim(config),
+        canaries=what,
+        coins_seed=seeds["coins"],
+        signal=canary_signal(function),
+    )
     if plan is None:
         return bound, None, power
     # the claim's own family: the headline, on the same canaries' scores, the generic bound and its verdict beside it

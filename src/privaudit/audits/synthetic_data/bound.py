@@ -23,12 +23,14 @@ from ...stats.ceiling import at_ceiling, one_run_ceiling
 from ...stats.one_run_combined import one_run_lower_bound
 from ...stats.verdict import Claim, compare
 from .attacks import dcr_distances
+from .cell_canaries import MARGINAL_SIGNAL, cell_canary_scores, has_binning
 from .generation import generate
 from .table import Encoder, Table, read_frame
 from .types import CanaryBound
 
-__all__ = ["SIGNAL", "binning_power_warning", "canary_bound", "canary_scores", "generator_bound", "generator_canaries"]
+__all__ = ["SIGNAL", "binning_power_warning", "canary_bound", "canary_scores", "canary_signal", "generator_bound", "generator_canaries"]
 
+TIE_BREAK = 1e-9  # reorders only scores within 1e-9 of each other: the exact ties of canaries whose own cells the release leaves empty
 SIGNAL = "minus the DCR of each canary to the synthetic table (ranges fixed on the training table and every canary, before the coins)"
 
 
@@ -37,8 +39,21 @@ def canary_scores(canary_rows: tuple[np.ndarray, np.ndarray], synthetic_rows: tu
     return -dcr_distances(canary_rows, synthetic_rows)
 
 
-def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float, claim: Claim | None, canaries: str, coins_seed: int) -> CanaryBound:
-    """The bound from the canaries' scores and coins, its ceiling, and the verdict on a per-release ``claim``."""
+def canary_signal(function: Any) -> str:
+    """The score the bound uses for ``function``'s canaries, fixed before any generation by what the generator states.
+
+    A generator that states its binning (privaudit's dpmm adapters) is scored
+    by the marginal attack in its own cells
+    (:func:`~privaudit.audits.synthetic_data.cell_canaries.cell_canary_scores`),
+    every other by the canary's DCR (:func:`canary_scores`).
+    """
+    return MARGINAL_SIGNAL if has_binning(function) else SIGNAL
+
+
+def canary_bound(
+    scores: Any, included: Any, *, delta: float, confidence: float, claim: Claim | None, canaries: str, coins_seed: int, signal: str = SIGNAL
+) -> CanaryBound:
+    """The bound from the canaries' scores and coins, its ceiling, and the verdict on a per-release ``claim``; ``signal`` says how they were scored."""
     included = np.asarray(included, dtype=bool)
     bound = one_run_lower_bound(scores, included, delta=delta, confidence=confidence, methods=("steinke",))
     ceiling = one_run_ceiling(included.size, num_in=int(included.sum()), delta=delta, confidence=confidence, methods=("steinke",))
@@ -49,7 +64,7 @@ def canary_bound(scores: Any, included: Any, *, delta: float, confidence: float,
         verdict=None if claim is None else compare(bound.epsilon, bound_delta=delta, quantity="per-release", claim=claim),
         canaries=canaries,
         coins_seed=coins_seed,
-        signal=SIGNAL,
+        signal=signal,
     )
 
 
@@ -84,7 +99,11 @@ def binning_power_warning(function: Any, train: Any, canaries: Any) -> str | Non
 
 
 def generator_canaries(function: Any, train: Table, canaries: Any, *, coins_seed: int, release_seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(one score per canary, its coin): each of ``canaries`` (a frame of ``train``'s schema) included by its own fair coin, one generation of ``n`` rows."""
+    """(one score per canary, its coin): each of ``canaries`` (a frame of ``train``'s schema) included by its own fair coin, one generation of ``n`` rows.
+
+    The score is :func:`canary_signal`'s: the marginal attack in the
+    generator's own cells when it states its binning, else minus the DCR.
+    """
     import pandas as pd  # optional (the parquet extra)
 
     m = len(canaries)
@@ -94,6 +113,11 @@ def generator_canaries(function: Any, train: Table, canaries: Any, *, coins_seed
     data = pd.concat([train.frame, canaries[included]], ignore_index=True)
     # n fixed before the coins: a row count that grew with the included canaries would itself tell them
     synthetic = generate(function, data, train, seed=release_seed, n=n)
+    if has_binning(function):
+        scores = cell_canary_scores(function, train.frame, canaries, synthetic.frame)
+        # the canaries whose own cells the release leaves empty all score 0: a tie the guesses may not split, so it is broken at random, by a
+        # stream of the release's seed (independent of the coins), far below any gap between two scores that differ
+        return scores + TIE_BREAK * np.random.default_rng([release_seed, 1]).random(m), included
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     return canary_scores(fixed.dcr_arrays(read_frame(canaries, "the canaries")), fixed.dcr_arrays(synthetic)), included
 
@@ -113,4 +137,6 @@ def generator_bound(
 ) -> CanaryBound:
     """:func:`generator_canaries`, then :func:`canary_bound` of their scores and coins."""
     scores, included = generator_canaries(function, train, canaries, coins_seed=coins_seed, release_seed=release_seed, n=n)
-    return canary_bound(scores, included, delta=delta, confidence=confidence, claim=claim, canaries=canaries_how, coins_seed=coins_seed)
+    return canary_bound(
+        scores, included, delta=delta, confidence=confidence, claim=claim, canaries=canaries_how, coins_seed=coins_seed, signal=canary_signal(function)
+    )

@@ -87,6 +87,10 @@ DEFAULT_BINS = 20  # dpmm's uniform binner's own default
 NO_NOISE_EPSILON = 1e6
 
 
+def _is_integer(values: Any) -> bool:
+    return bool(np.issubdtype(values.dtype, np.integer))
+
+
 def _is_numeric(values: Any) -> bool:
     import pandas as pd  # optional (the parquet extra)
 
@@ -183,10 +187,13 @@ class DpmmGenerator:
     def marginal_cells(self, train_df: Any, frame: Any) -> np.ndarray:
         """(rows of ``frame``, columns) of one-way cells, on the domain :meth:`domain` reads from ``train_df``, as privaudit reads dpmm's uniform binner.
 
-        A numeric value's cell is its bin among ``bins`` equal-width bins between
-        the bounds, a value outside clipped into the end bin (-1 for a missing
-        value); a category's cell is its index among the categories (-2 for one
-        the domain lacks).
+        A numeric value's cell is its bin [edge, next edge) among ``bins``
+        equal-width bins between the bounds, a value outside clipped into the
+        end bin (-1 for a missing value); the edges are dpmm's own, from the
+        bounds cast as dpmm casts them (float32; int32 for an integer column),
+        which ``tests/test_dpmm_generators.py`` checks against dpmm's binner. A
+        category's cell is its index among the categories (-2 for one the domain
+        lacks).
 
         >>> import pandas as pd
         >>> generator = mst(epsilon=1.0, bins=4, bounds={"age": (0, 100)})
@@ -197,13 +204,43 @@ class DpmmGenerator:
         cells = np.empty((len(frame), len(domain)), dtype=np.int64)
         for j, (column, spec) in enumerate(domain.items()):
             if "lower" in spec:
-                x = frame[column].to_numpy(dtype=float)
-                scaled = np.floor((x - spec["lower"]) / (spec["upper"] - spec["lower"]) * self.bins)
-                cells[:, j] = np.where(np.isnan(x), -1, np.clip(np.nan_to_num(scaled), 0, self.bins - 1))
+                edges = _edges(spec["lower"], spec["upper"], self.bins, _is_integer(train_df[column]))
+                cells[:, j] = _bin(frame[column].to_numpy(dtype=float), edges)
             else:
                 index = {value: position for position, value in enumerate(spec["categories"])}
                 cells[:, j] = [index.get(value, -2) for value in frame[column]]
         return cells
+
+    def cell_values(self, train_df: Any) -> dict[str, list[tuple[int, Any]]]:
+        """Per column, (cell, a value inside it) for every cell of :meth:`marginal_cells`' binning that a record can hold as its own.
+
+        A numeric cell's value is its bin's centre. dpmm decodes an integer
+        column by drawing uniformly within the bin and rounding, so a bin
+        receives rows decoded from a neighbour unless the rounding intervals
+        [v - 1/2, v + 1/2] of the integers v it holds lie inside it (a domain's
+        end is a wall): only such a bin is listed, at its integer nearest the
+        centre. A categorical cell's value is its category.
+
+        >>> import pandas as pd
+        >>> generator = mst(epsilon=1.0, bins=4, bounds={"age": (0, 100), "kids": (0, 8)})
+        >>> values = generator.cell_values(pd.DataFrame({"age": [10.0], "kids": [1]}))
+        >>> values["age"], values["kids"]  # kids: bins of width 2; [2, 4) gets 1.5-2 rounded to 2 from [0, 2), so only the first is clean
+        ([(0, 12.5), (1, 37.5), (2, 62.5), (3, 87.5)], [(0, 1)])
+        >>> mst(epsilon=1.0, bins=4, bounds={"kids": (0, 2)}).cell_values(pd.DataFrame({"kids": [1]}))["kids"]  # width 1/2: [0, 0.5) and [1.5, 2] hold 0's and 2's
+        [(0, 0), (3, 2)]
+        """
+        values: dict[str, list[tuple[int, Any]]] = {}
+        for column, spec in self.domain(train_df).items():
+            if "categories" in spec:
+                values[column] = list(enumerate(spec["categories"]))
+                continue
+            edges = _edges(spec["lower"], spec["upper"], self.bins, _is_integer(train_df[column]))
+            centres = (edges[:-1] + edges[1:]) / 2
+            if not _is_integer(train_df[column]):
+                values[column] = [(cell, float(centre)) for cell, centre in enumerate(centres)]
+                continue
+            values[column] = [(cell, value) for cell in range(self.bins) if (value := _clean_integer(edges, cell)) is not None]
+        return values
 
     def __call__(self, train_df: Any, *, seed: int, n: int) -> Any:
         pipelines = require("dpmm.pipelines", purpose="dpmm's MST, AIM and PrivBayes generators")
@@ -221,6 +258,33 @@ class DpmmGenerator:
         )
         pipeline.fit(train_df.copy(), domain=domain, random_state=np.random.RandomState(fit_seed))
         return pipeline.generate(n_records=int(n), random_state=np.random.RandomState(sample_seed)).reset_index(drop=True)
+
+
+def _edges(lower: float, upper: float, bins: int, integer: bool) -> np.ndarray:
+    """dpmm's bin edges: its bounds cast as it casts them (float32, int32 for an integer column), then ``bins`` equal widths."""
+    cast = np.int32 if integer else np.float32
+    low, high = cast(lower), cast(upper)
+    return low + (high - low) * np.linspace(0, 1, num=bins + 1)
+
+
+def _clean_integer(edges: np.ndarray, cell: int) -> int | None:
+    """The integer nearest the centre of bin ``cell`` when no other bin's decoded rows (a uniform draw, rounded) can land in it, else None."""
+    low, high = float(edges[cell]), float(edges[cell + 1])
+    last = cell == len(edges) - 2
+    held = [v for v in range(math.ceil(low), math.floor(high) + 1) if v < high or last]
+    if not held:
+        return None
+    # draws of the bin below are < low and those of the bin above >= high: they miss held's rounding intervals (up to 1e-9 of float error,
+    # a draw of probability about 1e-9 / width)
+    below = cell == 0 or held[0] - 0.5 >= low - 1e-9
+    above = last or held[-1] + 0.5 <= high + 1e-9
+    return min(held, key=lambda v: (abs(v - (low + high) / 2), v)) if below and above else None
+
+
+def _bin(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Each value's bin [edge, next edge) among ``edges``, values outside clipped into the end bins, -1 for a missing one."""
+    cells = np.clip(np.searchsorted(edges, np.nan_to_num(x), side="right") - 1, 0, len(edges) - 2)
+    return np.where(np.isnan(x), -1, cells).astype(np.int64)
 
 
 def mst(epsilon: float, delta: float = 1e-5, **options: Any) -> DpmmGenerator:
