@@ -65,6 +65,33 @@ def test_rank_test_stays_valid_with_ties():
         assert np.mean(p_values_array <= level) <= level
 
 
+def test_where_only_the_1pct_test_rejects_the_members_above_its_threshold_are_named_beside_what_chance_puts_there():
+    """A non-member with a twin in the release tops the scores, so no member is above every non-member, and none is copied; 40 members sit
+    above the 1% FPR threshold (the 5th highest of 400 non-members). The decision names them, most exposed first, beside the 5.0 a random
+    split puts there (the negative hypergeometric's mean, 5 × 400 / 401)."""
+    from privaudit.audits.synthetic_data.decision import steward_decision
+
+    rng = np.random.default_rng(0)
+    member = np.arange(800) < 400
+    scores = rng.normal(0.0, 1.0, 800)
+    scores[400] = 10.0  # the non-member with a twin
+    scores[:40] += 6.0  # 40 members well above the bulk
+    closest = np.where(np.arange(800) == 400, 0.0, 0.3)
+    ids = np.char.add("R-", np.arange(800).astype(str))
+    decision = steward_decision(scores, member, ids, closest, attack="robust DCR", confidence=0.95)
+    cut = np.sort(scores[~member])[::-1][4]  # an independent reading of the threshold
+    expected = [f"R-{i}" for i in sorted(np.flatnonzero(member & (scores > cut)), key=lambda i: -scores[i])]
+    assert decision.records_exposed and decision.found_ids == () and decision.exact_copies == ()
+    assert list(decision.above_1pct_ids) == expected and len(expected) >= 40
+    assert decision.at_1pct_expected == pytest.approx(5 * 400 / 401)
+    sentence = decision.sentence()
+    assert f"the {len(expected)} members above the 1% FPR threshold are the most exposed, and a random split puts 5.0 there" in sentence
+    assert ", ".join(expected[:10]) in sentence and "decision.above_1pct_ids" in sentence
+    # with 20 members above every non-member, that test rejects and names them, and the 1% list is not put forward
+    scores[:20] = 20.0
+    assert "most exposed" not in steward_decision(scores, member, ids, closest, attack="robust DCR", confidence=0.95).sentence()
+
+
 def test_dcr_explanation_states_the_count_the_binomial_test_needs():
     for n in (120, 1000, 2999):
         line = dcr_explanation(type("D", (), {"share_closer_to_training": 0.5, "binomial_p_value": 0.5, "passes": True})(), n, 0)

@@ -14,7 +14,10 @@ non-members, each exact, Bonferroni over them at the run's confidence:
 
 Where a test rejects, the records are named by id: the members with an
 exact copy, and the members above every non-member without one (near
-copies: closer to a synthetic row than any non-member is). Where none
+copies: closer to a synthetic row than any non-member is). Where only the
+1% FPR test rejects, no single record is beyond doubt, so the members above
+its threshold are named as the most exposed, beside how many of them a
+random split would put there: a share of them, not each, is exposed. Where none
 rejects, the sentence says the attacks are at chance and never speaks of a
 leak. :func:`dcr_explanation` says, in this run's numbers, why DCR's
 holdout test passes or fails.
@@ -44,7 +47,9 @@ class StewardDecision:
     ``exact_copies``: the members with an exact copy in the release, most
     exposed first, beside ``non_member_copies`` of the non-members;
     ``found_ids``: the members the attack puts above every non-member, and
-    ``near_copies`` those of them without an exact copy. ``*_p_value``:
+    ``near_copies`` those of them without an exact copy; ``above_1pct_ids``:
+    the members above the 1% FPR threshold, of which ``at_1pct_expected``
+    would be there by chance. ``*_p_value``:
     P[at least this many] when membership is a random split.
     ``records_exposed``: a test rejects at ``1 - confidence`` split evenly.
     """
@@ -66,6 +71,7 @@ class StewardDecision:
     tpr_at_1pct: float | None
     tpr_at_1pct_interval: tuple[float, float] | None
     records_exposed: bool
+    above_1pct_ids: tuple[str, ...] = ()  # the members above the 1% FPR threshold, most exposed first (named when only that test rejects)
 
     @property
     def num_exposed(self) -> int:
@@ -126,7 +132,18 @@ class StewardDecision:
             return f"The attacks are at chance on this release: {copies}; {above}.{at_1pct} This is what these attacks see, not a proof of privacy."
         named = _named(self.exact_copies, "exact_copies")
         near = f" Near copies (no exact copy): {_named(self.near_copies, 'near_copies')}." if self.near_copies else ""
-        return f"The release exposes training records: {copies}{': ' + named if named else ''}; {above}.{near}{at_1pct}"
+        return f"The release exposes training records: {copies}{': ' + named if named else ''}; {above}.{near}{at_1pct}{self._most_exposed()}"
+
+    def _most_exposed(self) -> str:
+        """Where only the 1% FPR test rejects, the members above its threshold, named as the most exposed with the count chance explains."""
+        copies, above, at_1pct = self._rejects()
+        if not at_1pct or copies or above or not self.above_1pct_ids or self.at_1pct_expected is None:
+            return ""
+        return (
+            f" No record is beyond doubt on its own: the {len(self.above_1pct_ids)} members above the 1% FPR threshold are the most exposed, and "
+            f"a random split puts {self.at_1pct_expected:.1f} there, so about {max(0.0, len(self.above_1pct_ids) - self.at_1pct_expected):.0f} "
+            f"of them are exposed: {_named(self.above_1pct_ids, 'above_1pct_ids')}."
+        )
 
 
 def _records(count: int) -> str:
@@ -158,8 +175,8 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
     tests = [copies_p, top.p_value] + ([] if at_1pct is None else [at_1pct.p_value])
     by_score = np.argsort(-scores, kind="stable")
     exact = tuple(str(ids[i]) for i in by_score if member[i] and copy[i])
-    found_rows = np.flatnonzero(member)[top.above]
-    found_rows = found_rows[np.argsort(-scores[found_rows], kind="stable")]
+    found_rows = _most_exposed_first(scores, member, top.above)
+    above_1pct = np.zeros(0, dtype=np.int64) if at_1pct is None else _most_exposed_first(scores, member, at_1pct.above)
     interval = None
     if at_1pct is not None:
         low, high = binomial_interval(at_1pct.count, at_1pct.num_in, confidence=confidence)  # Clopper–Pearson, as every TPR interval
@@ -182,7 +199,14 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
         tpr_at_1pct=None if at_1pct is None else at_1pct.count / at_1pct.num_in,
         tpr_at_1pct_interval=interval,
         records_exposed=min(tests) <= (1.0 - confidence) / len(tests),
+        above_1pct_ids=tuple(str(ids[i]) for i in above_1pct),
     )
+
+
+def _most_exposed_first(scores: np.ndarray, member: np.ndarray, above: np.ndarray) -> np.ndarray:
+    """The rows of the members at positions ``above`` (in the members' order), highest score first."""
+    rows = np.flatnonzero(member)[above]
+    return rows[np.argsort(-scores[rows], kind="stable")]
 
 
 def dcr_explanation(dcr: Any, num_synthetic: int, num_found: int) -> str:
