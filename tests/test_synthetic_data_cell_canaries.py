@@ -192,3 +192,30 @@ def test_the_audit_puts_cell_canaries_into_a_generator_that_states_its_binning_a
     assert not any("share a home" in warning for warning in result.sanity_warnings)
     crowded = AUDIT.run(SyntheticDataConfig(num_canaries=40, **common)).result
     assert any(warning.startswith("40 canaries but the generator's domain leaves only 31") for warning in crowded.sanity_warnings)
+
+
+def test_cell_canaries_take_the_table_as_it_comes_categorical_and_nullable_integer_columns_and_a_single_valued_column():
+    """A pandas categorical column gets a declared category it lacks as a home, a nullable Int64 column is binned as an integer one, and a
+    column of one value read from the table (its bounds collapse) offers no home: each home's value falls in its own empty cell."""
+    rng = np.random.default_rng(7)
+    train = pd.DataFrame(
+        {
+            "age": rng.uniform(0.0, 40.0, 50),
+            "kids": pd.array(rng.integers(0, 3, 50), dtype="Int64"),
+            "sex": pd.Categorical(rng.choice(["F", "M"], 50)),
+            "flat": np.full(50, 5.0),
+        }
+    )
+    before = train.copy()
+    generator = mst(1.0, bins=4, bounds={"age": (0.0, 80.0), "kids": (0, 18)}, categories={"sex": ["F", "M", "X"]})
+    # age: bins of 20, [40, 80) empty (2); kids: bins of 4.5, [4.5, 9) and [13.5, 18] hold whole rounding intervals, empty (2); sex: X
+    assert home_count(generator, train) == 2 + 2 + 1
+    canaries = cell_canaries(generator, train, 5, np.random.default_rng(0))
+    pd.testing.assert_frame_equal(train, before)  # the caller's table is left alone
+    assert [canaries[c].dtype for c in ("age", "kids", "flat")] == [train[c].dtype for c in ("age", "kids", "flat")]
+    assert isinstance(canaries["sex"].dtype, pd.CategoricalDtype) and "X" in set(canaries["sex"])  # its categories widened to hold X
+    filled, cells = generator.marginal_cells(train, train), generator.marginal_cells(train, canaries)
+    homes = {(j, cells[k, j]) for k in range(5) for j in range(4) if cells[k, j] not in set(filled[:, j].tolist())}
+    assert len(homes) == 5 and all(j != 3 for j, _ in homes)
+    assert shared_homes_warning(generator, train, 8).startswith("8 canaries but the generator's domain leaves only 5 one-way cells empty: 6 canaries share")
+    assert shared_homes_warning(generator, train, 20).startswith("20 canaries but the generator's domain leaves only 5 one-way cells empty: 20 canaries share")

@@ -87,6 +87,7 @@ def test_where_only_the_1pct_test_rejects_the_members_above_its_threshold_are_na
     sentence = decision.sentence()
     assert f"the {len(expected)} members above the 1% FPR threshold are the most exposed, and a random split puts 5.0 there" in sentence
     assert ", ".join(expected[:10]) in sentence and "decision.above_1pct_ids" in sentence
+    assert decision.num_exposed == round(len(expected) - 5 * 400 / 401) and f"so about {decision.num_exposed} of them are exposed" in sentence
     # with 20 members above every non-member, that test rejects and names them, and the 1% list is not put forward
     scores[:20] = 20.0
     assert "most exposed" not in steward_decision(scores, member, ids, closest, attack="robust DCR", confidence=0.95).sentence()

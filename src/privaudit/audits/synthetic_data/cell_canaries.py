@@ -71,14 +71,30 @@ def has_binning(function: Any) -> bool:
 
 
 def _empty_cells(function: Any, train_df: Any) -> dict[str, list[tuple[int, Any]]]:
-    """Per column, the (cell, value) pairs of ``function``'s binning that no row of ``train_df`` falls into."""
+    """Per column, the (cell, value) pairs of ``function``'s binning that no row of ``train_df`` falls into, each value checked to fall in its cell."""
     filled = function.marginal_cells(train_df, train_df)
     values_of = function.cell_values(train_df)
     empty = {}
     for j, column in enumerate(train_df.columns):
         used = set(filled[:, j].tolist())
-        empty[column] = [(cell, value) for cell, value in values_of[column] if cell not in used]
+        pairs = [(cell, value) for cell, value in values_of[column] if cell not in used]
+        if pairs:  # a value the binning puts in another cell would give no home of its own
+            probe = _with_values(train_df.iloc[[0] * len(pairs)].reset_index(drop=True), column, [value for _, value in pairs])
+            back = function.marginal_cells(train_df, probe)[:, j]
+            pairs = [pair for pair, cell in zip(pairs, back, strict=True) if cell == pair[0]]
+        empty[column] = pairs
     return empty
+
+
+def _with_values(frame: Any, column: str, values: list[Any]) -> Any:
+    """``frame`` (a copy of the caller's rows) with ``values`` in ``column``, a categorical column's categories widened to hold them."""
+    import pandas as pd  # optional (the parquet extra)
+
+    if isinstance(frame[column].dtype, pd.CategoricalDtype):
+        new = [value for value in dict.fromkeys(values) if value not in frame[column].cat.categories]
+        frame[column] = frame[column].cat.add_categories(new)
+    frame[column] = pd.Series(values, index=frame.index, dtype=frame[column].dtype)
+    return frame
 
 
 def home_count(function: Any, train_df: Any) -> int:
@@ -91,8 +107,9 @@ def shared_homes_warning(function: Any, train_df: Any, count: int) -> str | None
     homes = home_count(function, train_df)
     if count <= homes:
         return None
+    sharing = min(count, 2 * (count - homes))  # the homes are dealt in rounds: each of the count - homes extra canaries shares with one
     return (
-        f"{count} canaries but the generator's domain leaves only {homes} one-way cells empty: {count - homes} canaries share a home cell, and a "
+        f"{count} canaries but the generator's domain leaves only {homes} one-way cells empty: {sharing} canaries share a home cell, and a "
         f"canary that shares one is told apart only through rarer two-way cells, so the bound loses power; use --canaries {homes} or declare a "
         "wider domain (more bins, bounds or categories the training table leaves empty)"
     )
@@ -115,9 +132,14 @@ def cell_canaries(function: Any, train_df: Any, count: int, rng: np.random.Gener
         )
     rows = rng.choice(len(train_df), size=count, replace=count > len(train_df))
     frame = train_df.iloc[np.sort(rows)].reset_index(drop=True).copy()
-    for k, home in enumerate(np.concatenate([rng.permutation(len(homes)) for _ in range(-(-count // len(homes)))])[:count]):
-        column, value = homes[home]
-        frame.loc[k, column] = value
+    dealt = np.concatenate([rng.permutation(len(homes)) for _ in range(-(-count // len(homes)))])[:count]
+    for column in train_df.columns:
+        moved = [k for k, home in enumerate(dealt) if homes[home][0] == column]
+        if moved:
+            values = frame[column].tolist()
+            for k in moved:
+                values[k] = homes[dealt[k]][1]
+            frame = _with_values(frame, column, values)
     return frame
 
 

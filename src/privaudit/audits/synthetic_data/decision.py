@@ -75,8 +75,20 @@ class StewardDecision:
 
     @property
     def num_exposed(self) -> int:
-        """The records the decision names (exact copies and near copies), 0 where the attacks are at chance."""
-        return len(self.exact_copies) + len(self.near_copies) if self.records_exposed else 0
+        """The records the decision finds exposed, 0 where the attacks are at chance.
+
+        The exact and near copies it names; where only the 1% FPR test
+        rejects, the members above its threshold less those a random split
+        puts there (the count its sentence gives).
+        """
+        if not self.records_exposed:
+            return 0
+        named = len(self.exact_copies) + len(self.near_copies)
+        return named if named or not self._most_exposed() else self._estimated_above_1pct()
+
+    def _estimated_above_1pct(self) -> int:
+        """The members above the 1% FPR threshold beyond those a random split puts there, rounded."""
+        return round(max(0.0, len(self.above_1pct_ids) - (self.at_1pct_expected or 0.0)))
 
     def _rejects(self) -> tuple[bool, bool, bool]:
         """Which of the three tests rejects at the Bonferroni level: (verbatim copies, above every non-member, at 1% FPR)."""
@@ -141,7 +153,7 @@ class StewardDecision:
             return ""
         return (
             f" No record is beyond doubt on its own: the {len(self.above_1pct_ids)} members above the 1% FPR threshold are the most exposed, and "
-            f"a random split puts {self.at_1pct_expected:.1f} there, so about {max(0.0, len(self.above_1pct_ids) - self.at_1pct_expected):.0f} "
+            f"a random split puts {self.at_1pct_expected:.1f} there, so about {self._estimated_above_1pct()} "
             f"of them are exposed: {_named(self.above_1pct_ids, 'above_1pct_ids')}."
         )
 

@@ -88,7 +88,18 @@ NO_NOISE_EPSILON = 1e6
 
 
 def _is_integer(values: Any) -> bool:
-    return bool(np.issubdtype(values.dtype, np.integer))
+    import pandas as pd  # optional (the parquet extra)
+
+    return bool(pd.api.types.is_integer_dtype(values))  # numpy's and pandas' nullable integers alike
+
+
+def _cast(values: Any) -> Any:
+    """How dpmm casts a numeric column's bounds, by the column's kind: uint32, int32 or float32."""
+    import pandas as pd  # optional (the parquet extra)
+
+    if pd.api.types.is_unsigned_integer_dtype(values):
+        return np.uint32
+    return np.int32 if _is_integer(values) else np.float32
 
 
 def _is_numeric(values: Any) -> bool:
@@ -170,7 +181,7 @@ class DpmmGenerator:
             if _is_numeric(values):
                 if column in self.categories:
                     raise ValueError(f"`categories` names numeric column {column!r}: declare its `bounds` instead")
-                x = values.to_numpy(dtype=float)
+                x = values.to_numpy(dtype=float, na_value=np.nan)
                 low, high = self.bounds.get(column, (float(np.nanmin(x)), float(np.nanmax(x))))
                 domain[column] = {"lower": low, "upper": high}
             else:
@@ -204,8 +215,8 @@ class DpmmGenerator:
         cells = np.empty((len(frame), len(domain)), dtype=np.int64)
         for j, (column, spec) in enumerate(domain.items()):
             if "lower" in spec:
-                edges = _edges(spec["lower"], spec["upper"], self.bins, _is_integer(train_df[column]))
-                cells[:, j] = _bin(frame[column].to_numpy(dtype=float), edges)
+                edges = _edges(spec["lower"], spec["upper"], self.bins, _cast(train_df[column]))
+                cells[:, j] = _bin(frame[column].to_numpy(dtype=float, na_value=np.nan), edges)
             else:
                 index = {value: position for position, value in enumerate(spec["categories"])}
                 cells[:, j] = [index.get(value, -2) for value in frame[column]]
@@ -234,7 +245,10 @@ class DpmmGenerator:
             if "categories" in spec:
                 values[column] = list(enumerate(spec["categories"]))
                 continue
-            edges = _edges(spec["lower"], spec["upper"], self.bins, _is_integer(train_df[column]))
+            edges = _edges(spec["lower"], spec["upper"], self.bins, _cast(train_df[column]))
+            if not (np.all(np.isfinite(edges)) and edges[-1] > edges[0]):  # a single value (or none) read from the table: no cell to give
+                values[column] = []
+                continue
             centres = (edges[:-1] + edges[1:]) / 2
             if not _is_integer(train_df[column]):
                 values[column] = [(cell, float(centre)) for cell, centre in enumerate(centres)]
@@ -260,10 +274,9 @@ class DpmmGenerator:
         return pipeline.generate(n_records=int(n), random_state=np.random.RandomState(sample_seed)).reset_index(drop=True)
 
 
-def _edges(lower: float, upper: float, bins: int, integer: bool) -> np.ndarray:
-    """dpmm's bin edges: its bounds cast as it casts them (float32, int32 for an integer column), then ``bins`` equal widths."""
-    cast = np.int32 if integer else np.float32
-    low, high = cast(lower), cast(upper)
+def _edges(lower: float, upper: float, bins: int, cast: Any) -> np.ndarray:
+    """dpmm's bin edges: its bounds cast as it casts them (``cast``: :func:`_cast`), then ``bins`` equal widths."""
+    low, high = (float(cast(bound)) for bound in (lower, upper))
     return low + (high - low) * np.linspace(0, 1, num=bins + 1)
 
 
