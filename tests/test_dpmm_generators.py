@@ -104,6 +104,7 @@ noise_free = DpmmGenerator("mst", NO_NOISE_EPSILON, 1e-5, bins=100, bounds=AUDIT
 
 def test_noise_free_mst_gets_a_positive_bound_held_against_the_claim_given_for_it(tmp_path):
     from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
+    from privaudit.audits.synthetic_data.cell_canaries import MARGINAL_SIGNAL
 
     train, holdout = _table(4, n=120), _table(5, n=60)
     train.to_csv(tmp_path / "train.csv", index=False)
@@ -122,6 +123,8 @@ def test_noise_free_mst_gets_a_positive_bound_held_against_the_claim_given_for_i
     result = AUDIT.run(config).result
     bound = result.bound
     assert bound is not None and 0.0 < bound.bound.epsilon <= bound.ceiling
+    # dpmm's adapter states its binning: cell canaries, scored by the marginal attack on their own cells
+    assert bound.signal == MARGINAL_SIGNAL and bound.canaries.startswith("60 canaries in cells of the generator's binning")
     # the claim is the one given (the generator's stated (ε, δ), typed by the user), per release
     assert bound.verdict is not None and bound.verdict.claim.epsilon == NO_NOISE_EPSILON and bound.verdict.claim.delta == 1e-5
     assert bound.verdict.quantity == "per-release" and not bound.verdict.flagged
