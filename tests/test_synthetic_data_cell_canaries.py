@@ -146,7 +146,7 @@ def _bound(generator, seed, claim, canaries=31, rows=4):
 
 
 def test_the_bound_holds_against_a_gaussian_marginal_release_and_its_true_claim_is_flagged_rarely():
-    """σ = 2 on each of 3 one-way marginals: μ = √3 / 2 (ε = 3.8 at δ = 1e-5). Over 40 seeds no bound may pass the truth beyond
+    """σ = 2 on each of 3 one-way marginals: μ = √3 / 2 (ε = 3.71 at δ = 1e-5). Over 40 seeds no bound may pass the truth beyond
     the binomial allowance of a 95% bound, and the true claim is flagged in at most that many (the issue's bar: at most 1 of 20)."""
     mu = math.sqrt(3) / 2.0
     truth = _gdp_epsilon(mu, 1e-5)
