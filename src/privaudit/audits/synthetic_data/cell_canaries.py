@@ -108,9 +108,10 @@ def shared_homes_warning(function: Any, train_df: Any, count: int) -> str | None
     if count <= homes:
         return None
     sharing = min(count, 2 * (count - homes))  # the homes are dealt in rounds: each of the count - homes extra canaries shares with one
+    fewer = f"use --canaries {homes} or " if homes >= 10 else ""  # the audit takes 10 canaries at least
     return (
         f"{count} canaries but the generator's domain leaves only {homes} one-way cells empty: {sharing} canaries share a home cell, and a "
-        f"canary that shares one is told apart only through rarer two-way cells, so the bound loses power; use --canaries {homes} or declare a "
+        f"canary that shares one is told apart only through rarer two-way cells, so the bound loses power; {fewer}declare a "
         "wider domain (more bins, bounds or categories the training table leaves empty)"
     )
 
