@@ -122,7 +122,6 @@ def cell_canaries(function: Any, train_df: Any, count: int, rng: np.random.Gener
     Raises a ValueError when ``function`` states no binning or its domain
     has no empty cell at all (a canary there cannot have a cell of its own).
     """
-
     if not has_binning(function):
         raise ValueError("cell canaries need a generator that states its binning (`marginal_cells` and `cell_values`, as privaudit's dpmm adapters do)")
     empty = _empty_cells(function, train_df)
