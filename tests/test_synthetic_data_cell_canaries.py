@@ -221,3 +221,26 @@ def test_cell_canaries_take_the_table_as_it_comes_categorical_and_nullable_integ
     crowded = shared_homes_warning(generator, train, 20)
     assert crowded.startswith("20 canaries but the generator's domain leaves only 5 one-way cells empty: 20 canaries share")
     assert "--canaries 5" not in crowded and "declare a wider domain" in crowded  # the audit takes 10 canaries at least
+
+
+def test_the_bound_of_a_binned_generator_samples_four_times_the_training_rows_unless_told(tmp_path, monkeypatch):
+    """Without --num-synthetic, the release has as many rows as the training table and the bound's generation 4 × as many (a canary's home
+    then holds about 4 rows of it), recorded as a convention; --num-synthetic sets both."""
+    from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
+
+    rng = np.random.default_rng(6)
+    frame = pd.DataFrame({"age": rng.uniform(0.0, 40.0, 300), "income": rng.uniform(0.0, 40.0, 300), "plan": rng.choice(["basic", "plus"], 300)})
+    frame.iloc[:200].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[200:].to_csv(tmp_path / "holdout.csv", index=False)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("SYNTHETIC_CALL_LOG", str(log))
+    common = {"train": str(tmp_path / "train.csv"), "holdout": str(tmp_path / "holdout.csv"), "num_shadows": 0, "num_canaries": 20}
+    common |= {"generator": "synthetic_generators:noise_free_marginals", "seed": 0, "sdmetrics": False}
+    result = AUDIT.run(SyntheticDataConfig(**common)).result
+    asked = [int(line.split()[1]) for line in log.read_text().splitlines()]
+    assert asked == [10, 200, 800]  # the probe (10 rows asked), the release, then the bound's generation
+    assert any(c.name == "rows of the bound's generation" and c.value.startswith("800 (4 × the training rows)") for c in result.conventions)
+    log.write_text("")
+    told = AUDIT.run(SyntheticDataConfig(num_synthetic=300, **common)).result
+    assert [int(line.split()[1]) for line in log.read_text().splitlines()] == [10, 300, 300]
+    assert not any(c.name == "rows of the bound's generation" for c in told.conventions)

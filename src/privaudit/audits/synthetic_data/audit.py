@@ -216,7 +216,7 @@ def run_synthetic_data(
     bound = family = None
     if config.num_canaries or user_canaries is not None:
         assert function is not None
-        bound, family, power = _bound(config, function, train, user_canaries, seeds, n, report, claimed_family)
+        bound, family, power = _bound(config, function, train, user_canaries, seeds, bound_rows(config, function, len(train)), report, claimed_family)
     shadow_of = dict(zip(shadow_rows.tolist(), shadow_values.tolist(), strict=True))
     top = np.argsort(-scores[HEADLINE_ATTACK], kind="stable")[: config.num_vulnerable]
     exposed = tuple(
@@ -302,6 +302,23 @@ def _stated_claim_note(config: SyntheticDataConfig, function: Any) -> tuple[str,
         f"no verdict: your --generator states {describe(stated)} per release in its own `claim` attribute, but a claim is "
         f"yours to give, never read from what is audited: pass --claimed-epsilon {stated['epsilon']:g} --claimed-delta {stated.get('delta', 0.0):g} to compare",
     )
+
+
+#: the bound's generation from a generator that states its binning, in training rows, unless --num-synthetic says otherwise
+BINNED_BOUND_ROWS = 4
+
+
+def bound_rows(config: SyntheticDataConfig, function: Any, train_rows: int) -> int:
+    """Rows of the bound's one generation: ``--num-synthetic``; else, for a generator that states its binning, :data:`BINNED_BOUND_ROWS` × the training rows; else the training rows.
+
+    A marginal-based generator keeps an included canary as a count of about
+    1 in its home cell, which a release of n rows shows about n ÷ (training
+    rows) times: a few times the training rows show it more surely, and
+    sampling more rows from the fitted model is post-processing of it.
+    """
+    if config.num_synthetic:
+        return int(config.num_synthetic)
+    return BINNED_BOUND_ROWS * train_rows if has_binning(function) else train_rows
 
 
 def _bound(
@@ -397,6 +414,15 @@ def _conventions(
                 "claim's unit", "ε per release, for one record (one canary = one record)", "the bound is of one generation; the claim is compared like for like"
             )
         )
+        if config.num_synthetic is None and function is not None and has_binning(function):
+            conventions.append(
+                default(
+                    "rows of the bound's generation",
+                    f"{bound_rows(config, function, len(train))} ({BINNED_BOUND_ROWS} × the training rows)",
+                    "the generator states its binning: an included canary is a count of about 1 in its home cell, which more rows show more surely "
+                    "(sampling more rows from the fitted model is post-processing); --num-synthetic sets it",
+                )
+            )
     if bound is not None and bound.verdict is not None:
         claim = bound.verdict.claim
         conventions.append(explicit("claim", f"ε = {claim.epsilon:g}, δ = {claim.delta:g} per release", "--claimed-epsilon/--claimed-delta"))
