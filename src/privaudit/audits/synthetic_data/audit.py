@@ -342,9 +342,8 @@ def _bound(
     else:
         canaries = user_canaries.frame
         what = f"the {len(canaries)} records of --canary-records {config.canary_records}, included by fair coins"
-    power = binning_power_warning(function, train.frame, canaries)  # before the generation: the generator's binning is known now
-    if cells:
-        power = shared_homes_warning(function, train.frame, config.num_canaries)
+    # before the generation: the generator's binning is known now
+    power = shared_homes_warning(function, train.frame, config.num_canaries) if cells else binning_power_warning(function, train.frame, canaries)
     report("generating with the canaries", detail=f"{len(canaries)} canaries, each included by a fair coin")
     scores, included = generator_canaries(function, train, canaries, coins_seed=seeds["coins"], release_seed=seeds["bound-release"], n=n)
     bound = canary_bound(

@@ -116,7 +116,7 @@ def generator_canaries(function: Any, train: Table, canaries: Any, *, coins_seed
     if has_binning(function):
         scores = cell_canary_scores(function, train.frame, canaries, synthetic.frame)
         # the canaries whose own cells the release leaves empty all score 0: a tie the guesses may not split, so it is broken at random, by a
-        # stream of the release's seed (independent of the coins), far below any gap between two scores that differ
+        # stream of the release's seed (independent of the coins)
         return scores + TIE_BREAK * np.random.default_rng([release_seed, 1]).random(m), included
     fixed = Encoder.fit(Table(pd.concat([train.frame, canaries], ignore_index=True), np.zeros(0), train.schema))  # ranges before the coins
     return canary_scores(fixed.dcr_arrays(read_frame(canaries, "the canaries")), fixed.dcr_arrays(synthetic)), included

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from .marginals import SMOOTHING
+from .marginals import SMOOTHING, pair_keys
 
 __all__ = ["MARGINAL_SIGNAL", "cell_canaries", "cell_canary_scores", "has_binning", "home_count", "shared_homes_warning"]
 
@@ -181,14 +181,8 @@ def _own_evidence(
     """Per canary, the sum of log(1 + S / α) over its own cells of the column ``pairs`` ((c, c): one-way), and how many own cells it has."""
     scores, owned = np.zeros(len(canaries)), np.zeros(len(canaries), dtype=np.int64)
     for i, j in pairs:
-        width = int(sizes[j]) if i != j else 1
-        cells = int(sizes[i]) * width if i != j else int(sizes[i])
-
-        def key(rows: np.ndarray, i: int = i, j: int = j, width: int = width) -> np.ndarray:
-            return rows[:, i] * width + rows[:, j] if i != j else rows[:, i]
-
-        trained, placed, released = (np.bincount(key(rows), minlength=cells) for rows in (training, canaries, release))
-        at = key(canaries)
+        at, cells = pair_keys(canaries, i, j, sizes)
+        trained, placed, released = (np.bincount(pair_keys(rows, i, j, sizes)[0], minlength=cells) for rows in (training, canaries, release))
         own = (trained[at] == 0) & (placed[at] == 1)
         scores += np.where(own, np.log1p(released[at] / SMOOTHING), 0.0)
         owned += own

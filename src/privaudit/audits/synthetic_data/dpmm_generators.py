@@ -201,7 +201,7 @@ class DpmmGenerator:
         A numeric value's cell is its bin [edge, next edge) among ``bins``
         equal-width bins between the bounds, a value outside clipped into the
         end bin (-1 for a missing value); the edges are dpmm's own, from the
-        bounds cast as dpmm casts them (float32; int32 for an integer column),
+        bounds cast as dpmm casts them (float32, int32 or uint32 by kind),
         which ``tests/test_dpmm_generators.py`` checks against dpmm's binner. A
         category's cell is its index among the categories (-2 for one the domain
         lacks).

@@ -26,11 +26,12 @@ scored record sets a bin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BINS", "SMOOTHING", "cells_of", "marginal_scores"]
+__all__ = ["BINS", "SMOOTHING", "cells_of", "marginal_scores", "pair_keys"]
 
 BINS = 10  # quantile bins of a numeric column
 SMOOTHING = 0.5  # the pseudo-count α of every cell (Jeffreys' prior)
@@ -72,14 +73,22 @@ def marginal_scores(records: np.ndarray, synthetic: np.ndarray, population: np.n
     pairs = [(i, j) for i in range(columns) for j in range(i + 1, columns)] or [(i, i) for i in range(columns)]
     scores = np.zeros(len(records))
     for i, j in pairs:
-        width = sizes[j]
-        cells = sizes[i] * width if i != j else sizes[i]
+        key, cells = pair_keys(records, i, j, sizes)
 
-        def frequency(rows: np.ndarray, at: np.ndarray, i: int = i, j: int = j, width: int = width, cells: int = cells) -> np.ndarray:
-            index = rows[:, i] * width + rows[:, j] if i != j else rows[:, i]
-            counts = np.bincount(index, minlength=cells)
-            key = at[:, i] * width + at[:, j] if i != j else at[:, i]
+        def frequency(rows: np.ndarray, i: int = i, j: int = j, key: np.ndarray = key, cells: int = cells) -> np.ndarray:
+            counts = np.bincount(pair_keys(rows, i, j, sizes)[0], minlength=cells)
             return (counts[key] + SMOOTHING) / (len(rows) + SMOOTHING * cells)
 
-        scores += np.log(frequency(synthetic, records)) - np.log(frequency(population, records))
+        scores += np.log(frequency(synthetic)) - np.log(frequency(population))
     return scores
+
+
+def pair_keys(rows: np.ndarray, i: int, j: int, sizes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's index in the two-way marginal of columns ``i`` and ``j`` (the one-way one when i == j), and that marginal's number of cells.
+
+    >>> pair_keys(np.array([[0, 2], [1, 0]]), 0, 1, (2, 3))
+    (array([2, 3]), 6)
+    """
+    if i == j:
+        return rows[:, i], int(sizes[i])
+    return rows[:, i] * int(sizes[j]) + rows[:, j], int(sizes[i]) * int(sizes[j])
