@@ -92,6 +92,21 @@ def test_cell_canaries_are_refused_without_a_binning_or_an_empty_cell():
         cell_canaries(full, train, 10, np.random.default_rng(0))
 
 
+def test_a_generator_whose_binning_misses_a_column_is_refused_naming_it():
+    train = _train(np.random.default_rng(4))
+    generator = mst(1.0, **DOMAIN)
+
+    class Partial:
+        def marginal_cells(self, train_df, frame):
+            return generator.marginal_cells(train_df, frame)
+
+        def cell_values(self, train_df):
+            return {column: pairs for column, pairs in generator.cell_values(train_df).items() if column != "plan"}
+
+    with pytest.raises(ValueError, match=r"cell values for every column \(`cell_values`, missing \['plan'\]\)"):
+        cell_canaries(Partial(), train, 10, np.random.default_rng(0))
+
+
 def _brute_force_scores(generator, train, canaries, release):
     """Loops over canaries, columns and pairs: a cell is the canary's own when no training row and no other canary has it; its own one-way
     cells count when it has any, else its own two-way cells."""

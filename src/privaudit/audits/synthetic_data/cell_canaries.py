@@ -72,8 +72,14 @@ def has_binning(function: Any) -> bool:
 
 def _empty_cells(function: Any, train_df: Any) -> dict[str, list[tuple[int, Any]]]:
     """Per column, the (cell, value) pairs of ``function``'s binning that no row of ``train_df`` falls into, each value checked to fall in its cell."""
-    filled = function.marginal_cells(train_df, train_df)
+    filled = np.asarray(function.marginal_cells(train_df, train_df))
     values_of = function.cell_values(train_df)
+    missing = [str(column) for column in train_df.columns if column not in values_of]
+    if filled.shape != (len(train_df), len(train_df.columns)) or missing:
+        raise ValueError(
+            f"`--generator`'s binning must give one cell per row and column (`marginal_cells`: ({len(train_df)}, {len(train_df.columns)}), got "
+            f"{filled.shape}) and cell values for every column (`cell_values`, missing {missing})"
+        )
     empty = {}
     for j, column in enumerate(train_df.columns):
         used = set(filled[:, j].tolist())
