@@ -21,12 +21,13 @@ opacus = pytest.importorskip("opacus")
 
 from rng_helpers import assert_same_rng_states, global_rng_states, seed_everything  # noqa: E402
 
+from privaudit.integrations.opacus_hidden import OpacusHiddenStateAuditor  # noqa: E402
 from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor  # noqa: E402
 
 SIGMA, CLIP, N, STEPS = 1.1, 0.7, 48, 5
 
 
-def opacus_loop(audit: bool, *, seed: int, optimizer: str = "sgd", own_generator: bool = False, device: str = "cpu"):
+def opacus_loop(audit: bool, *, seed: int, optimizer: str = "sgd", own_generator: bool = False, device: str = "cpu", hidden: bool = False):
     """A user's Opacus loop: Poisson batches and noise from torch's global RNG (or the optimizer's own), dropout, own draws."""
     seed_everything(seed)
     x, y = torch.randn(N, 6), torch.randint(0, 3, (N,))
@@ -40,7 +41,13 @@ def opacus_loop(audit: bool, *, seed: int, optimizer: str = "sgd", own_generator
         model, dp_optimizer, loader = engine.make_private(
             module=model, optimizer=inner, data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=CLIP, noise_generator=generator
         )
-        auditor = OpacusInLoopAuditor(model, dp_optimizer, canaries_per_step=3, seed=seed) if audit else None
+        auditor = None
+        if audit:
+            auditor = (
+                OpacusHiddenStateAuditor(model, dp_optimizer, num_canaries=40, seed=seed)
+                if hidden
+                else OpacusInLoopAuditor(model, dp_optimizer, canaries_per_step=3, seed=seed)
+            )
         done = 0
         while done < STEPS:
             if auditor is not None:
@@ -88,6 +95,32 @@ def test_opacus_in_loop_audit_leaves_the_users_loop_bit_for_bit(optimizer, own_g
     audited = opacus_loop(True, seed=seed, optimizer=optimizer, own_generator=own_generator, device=device)
     assert_same_training(plain, audited)
     assert audited["auditor"].num_steps == STEPS  # the audit did observe every step of both blocks
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_hidden_state_audit_leaves_the_users_loop_bit_for_bit(optimizer):
+    seed = int(np.random.default_rng().integers(2**31))
+    plain = opacus_loop(False, seed=seed, optimizer=optimizer)
+    audited = opacus_loop(True, seed=seed, optimizer=optimizer, hidden=True)
+    assert_same_training(plain, audited)
+    assert audited["auditor"].num_steps == STEPS
+
+
+def test_hidden_state_sums_are_reproduced_from_the_recorded_seeds():
+    """Each canary's final sum, recomputed from the result's seeds: its coin, Opacus' clip and the private noise, summed over the steps."""
+    seed = int(np.random.default_rng().integers(2**31))
+    auditor = opacus_loop(True, seed=seed, hidden=True)["auditor"]
+    result = auditor.result(delta=1e-5)
+    coins = np.random.default_rng(result.seeds["canaries"]).random(40) < 0.5
+    noise = torch.Generator().manual_seed(result.seeds["noise"])
+    norm = 100.0 * CLIP
+    clipped = norm * min(1.0, CLIP / (norm + 1e-6))  # Opacus' clip factor C / (‖g‖ + 1e-6), capped at 1
+    expected = np.zeros(40)
+    for _ in range(STEPS):
+        expected += (torch.normal(0.0, SIGMA * CLIP, size=(40,), generator=noise).double().numpy() + clipped * coins) / CLIP
+    assert np.array_equal(auditor.included, coins) and result.canaries_per_step == int(coins.sum())
+    np.testing.assert_allclose(auditor.final_sums(), expected, rtol=1e-5, atol=1e-4)
+    assert result.seed == seed and result.num_steps == STEPS and result.num_canaries == 40
 
 
 def test_in_loop_observations_are_reproduced_from_the_recorded_seeds():

@@ -60,6 +60,7 @@ FAMILIES: dict[str, Family] = {
     "scores": Family(figures="privaudit.report.scores:figures", section="privaudit.report.scores:section"),
     "exposure": Family(figures="privaudit.report.exposure:figures", section="privaudit.report.exposure:section"),
     "opacus-inloop": Family(section="privaudit.report.opacus:section"),
+    "opacus-hidden": Family(section="privaudit.report.opacus:section"),
     "opacus": Family(section="privaudit.report.opacus:section"),
 }
 AUDITS: dict[str, str] = {name: family.audit for name, family in FAMILIES.items() if family.audit is not None}

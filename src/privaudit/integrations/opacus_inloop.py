@@ -169,14 +169,18 @@ class OpacusInLoopAuditor:
         accountant=None,
         data_loader=None,
     ):
+        self._setup(model, optimizer, canary_norm=canary_norm, seed=seed, accountant=accountant, data_loader=data_loader)
+        self.canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1)
+        self.audit_size = check_audit_size(audit_size, canaries_per_step)
+
+    def _setup(self, model, optimizer, *, canary_norm: float, seed: int, accountant, data_loader) -> None:
+        """What every loop auditor holds, checked: the user's objects (read, never changed), the seeds and the private generators."""
         import torch
 
         _check_dp_optimizer(optimizer)
         _check_noise_split(optimizer)
         self.model, self.optimizer = model, optimizer
         self.accountant, self.data_loader = accountant, data_loader  # read, never changed: where q and the run's steps come from
-        self.canaries_per_step = check_count(canaries_per_step, "canaries_per_step", minimum=1)
-        self.audit_size = check_audit_size(audit_size, canaries_per_step)
         self.canary_norm = check_positive(canary_norm, "canary_norm")
         self.seed = check_seed(seed)
         self.seeds = child_seeds(self.seed, ["canaries", "noise"])
@@ -287,28 +291,38 @@ class OpacusInLoopAuditor:
             return sum(len(part) for part in sample), len(sample)
         return len(sample), 1
 
+    def _canary_rows(self, dtype):
+        """This step's canary rows (k, audit_size), and what :meth:`_observe` needs to read them: k slots drawn without replacement."""
+        import torch
+
+        k, d = self.canaries_per_step, self.audit_size
+        slots = self.rng.choice(d, size=k, replace=False)
+        canaries = torch.zeros((k, d), dtype=dtype)
+        canaries[np.arange(k), slots] = self.canary_norm * float(self.optimizer.max_grad_norm)
+        return canaries, slots
+
+    def _observe(self, observed: np.ndarray, slots) -> None:
+        """Keep this step's released audit coordinates, in units of C, split by whether their slot held a canary."""
+        chosen = np.zeros(self.audit_size, dtype=bool)
+        chosen[slots] = True
+        self._in.append(observed[chosen])
+        self._out.append(observed[~chosen])
+
     def _pre_step(self, closure=None):
         import torch
 
-        core, k, d, optimizer = self._core, self.canaries_per_step, self.audit_size, self.optimizer
+        core, d, optimizer = self._core, self.audit_size, self.optimizer
         rows, passes = self._user_grad_samples()
         skip = bool(optimizer._check_skip_next_step(pop_next=False))  # a BatchMemoryManager micro-batch: canaries go in the noised one only
-        canaries = torch.zeros((0 if skip else k, d), dtype=core.audit.dtype)
-        slots = None
-        if not skip:
-            slots = self.rng.choice(d, size=k, replace=False)
-            canaries[np.arange(k), slots] = self.canary_norm * float(optimizer.max_grad_norm)
+        canaries, design = (torch.zeros((0, d), dtype=core.audit.dtype), None) if skip else self._canary_rows(core.audit.dtype)
         empty = canaries.new_zeros((0, d))
         core.audit.grad_sample = canaries if passes == 1 else [canaries] + [empty] * (passes - 1)  # as many passes as the user's
         proceed = self._originals[0](closure)
         self._recorder.step(rows, passes, bool(proceed), divisor=core.denominator * passes)
-        if proceed and slots is not None:  # a noised step: the audit coordinates were privatized
+        if proceed and design is not None:  # a noised step: the audit coordinates were privatized
             denominator = core.denominator * passes  # Opacus divides by expected_batch_size × accumulated passes
             observed = core.audit.grad.detach().cpu().numpy().astype(np.float64) * denominator / float(optimizer.max_grad_norm)
-            chosen = np.zeros(d, dtype=bool)
-            chosen[slots] = True
-            self._in.append(observed[chosen])
-            self._out.append(observed[~chosen])
+            self._observe(observed, design)
             self._sigmas.append(float(optimizer.noise_multiplier))
         return proceed
 
@@ -372,39 +386,16 @@ class OpacusInLoopAuditor:
             claim = claim_step_mu(claimed_epsilon, at, sigma_read=min(self._sigmas), sample_rate=run["sample_rate"], num_steps=run["run_steps"])
         bound = self.bound(delta=delta, confidence=confidence, test=test, claim=claim)
         refuted, end_to_end = refuted_run(bound, sample_rate=run["sample_rate"], num_steps=self.num_steps)
-        evidence = OpacusEvidence(
-            noise_multipliers=tuple(sorted(set(self._sigmas))),
-            noise_measured=float(np.std(out_scores, ddof=1)),
-            audited_steps=self.num_steps,
-            **run,
-        )
-        assert self._recorder is not None  # set on the first entry, and observations() needs a step
-        record = self._recorder.record()
         sigmas = np.repeat(self._sigmas, [len(out) for out in self._out])
-        checks = loop_checks(
-            record,
-            sample_rate=evidence.sample_rate,
-            run_steps=evidence.run_steps,
-            delta=bound.delta if claimed_delta is None else claimed_delta,
-            sigma=min(self._sigmas),
-            loader_kind=loader_kind(self.data_loader),
-            seed=self.seed,
-        ) + self._noise_checks(out_scores / sigmas)
-        if loader_rate is not None and max(record.passes) * loader_rate != evidence.sample_rate:  # accumulated passes explain a k·q
-            checks += (
-                LoopCheck(
-                    "accounted sampling rate",
-                    f"{evidence.sample_rate:.4g} in the accountant, {loader_rate:.4g} in the data loader",
-                    finding=f"the accountant recorded q = {evidence.sample_rate:.4g} but the data loader samples at {loader_rate:.4g}: "
-                    "the accountant is not the one make_private set up for this loader",
-                ),
-            )
-        findings = tuple(check.finding for check in checks if check.finding)
-        verdict, evidence = opacus_verdict(
-            bound, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta, evidence=evidence, accountant=self.accountant, loop_findings=findings
+        evidence, record, checks, findings, verdict = self._judge(
+            bound,
+            run=run,
+            loader_rate=loader_rate,
+            noise_measured=float(np.std(out_scores, ddof=1)),
+            unit_noise=out_scores / sigmas,
+            claimed_epsilon=claimed_epsilon,
+            claimed_delta=claimed_delta,
         )
-        if verdict is not None:
-            verdict = dataclasses.replace(verdict, findings=verdict.findings + self._shortfall_causes(verdict.findings, record, evidence))
         return OpacusInLoopResult(
             bound=bound,
             num_steps=self.num_steps,
@@ -427,6 +418,48 @@ class OpacusInLoopAuditor:
             threshold_bound=self.threshold_bound(delta=delta, confidence=confidence),
             conventions=self._conventions(),
         )
+
+    def _judge(self, step_bound, *, run: dict, loader_rate, noise_measured: float, unit_noise: np.ndarray, claimed_epsilon, claimed_delta, compose_over=None):
+        """(evidence, loop record, loop checks, findings, verdict) of a per-step bound (``parameter``: μ of one Gaussian step).
+
+        ``unit_noise``: the audit coordinates' noise in units of σ·C, which
+        the noise checks read where the user's own noise could not be read;
+        ``compose_over``: the steps the end-to-end bound composes (default: the audited steps).
+        """
+        evidence = OpacusEvidence(noise_multipliers=tuple(sorted(set(self._sigmas))), noise_measured=noise_measured, audited_steps=self.num_steps, **run)
+        assert self._recorder is not None  # set on the first entry, and a result needs a step
+        record = self._recorder.record()
+        checks = loop_checks(
+            record,
+            sample_rate=evidence.sample_rate,
+            run_steps=evidence.run_steps,
+            delta=step_bound.delta if claimed_delta is None else claimed_delta,
+            sigma=min(self._sigmas),
+            loader_kind=loader_kind(self.data_loader),
+            seed=self.seed,
+        ) + self._noise_checks(unit_noise)
+        if loader_rate is not None and max(record.passes) * loader_rate != evidence.sample_rate:  # accumulated passes explain a k·q
+            checks += (
+                LoopCheck(
+                    "accounted sampling rate",
+                    f"{evidence.sample_rate:.4g} in the accountant, {loader_rate:.4g} in the data loader",
+                    finding=f"the accountant recorded q = {evidence.sample_rate:.4g} but the data loader samples at {loader_rate:.4g}: "
+                    "the accountant is not the one make_private set up for this loader",
+                ),
+            )
+        findings = tuple(check.finding for check in checks if check.finding)
+        verdict, evidence = opacus_verdict(
+            step_bound,
+            claimed_epsilon=claimed_epsilon,
+            claimed_delta=claimed_delta,
+            evidence=evidence,
+            accountant=self.accountant,
+            compose_over=compose_over,
+            loop_findings=findings,
+        )
+        if verdict is not None:
+            verdict = dataclasses.replace(verdict, findings=verdict.findings + self._shortfall_causes(verdict.findings, record, evidence))
+        return evidence, record, checks, findings, verdict
 
     def _shortfall_causes(self, findings: tuple[str, ...], record: LoopRecord, evidence: OpacusEvidence) -> tuple[str, ...]:
         """Where σ falls short of the claim or the accountant's ε exceeds it: causes read from the accountant (steps before the audit, a CLT accountant)."""

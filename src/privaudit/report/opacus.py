@@ -20,7 +20,11 @@ from .sections import generic_section
 
 __all__ = ["headline_values", "section"]
 
-TITLES = {"opacus-inloop": "Opacus, audited in your own training loop", "opacus": "Opacus, audited on a copy of your setup"}
+TITLES = {
+    "opacus-inloop": "Opacus, audited in your own training loop",
+    "opacus-hidden": "Opacus, audited in your own training loop from the final sums alone (hidden state)",
+    "opacus": "Opacus, audited on a copy of your setup",
+}
 
 
 def headline_values(result: Any) -> dict[str, Any]:
@@ -46,19 +50,38 @@ def _typed(result_type: type, data: dict) -> Any:
         return None
 
 
+def _hidden_state_rows(result: Any) -> list[tuple[str, Any]]:
+    """The hidden-state audit's own rows: what was observed, the composed bound and the heuristic beside it (none for other audits)."""
+    if not hasattr(result, "composed_epsilon"):
+        return []
+    heuristic = result.heuristic
+    return [
+        ("observed", f"the final sums of {result.num_canaries} canaries' coordinates only (hidden state), {result.canaries_per_step} of them in every step"),
+        (f"ε lower bound of the {result.num_steps} audited steps composed, a canary in each (δ = {result.bound.delta:g})", result.composed_epsilon),
+        (
+            "last-iterate heuristic ε (Steinke et al.; a heuristic, not a bound or a claim; q_c = 1, σ read)",
+            "—" if heuristic is None else heuristic.epsilon,
+        ),
+        ("composed bound ÷ heuristic", "—" if result.bound_over_heuristic is None else result.bound_over_heuristic),
+    ]
+
+
 def section(data: dict, directory: Path | None) -> ReportSection:
     """The report section of a results dict of either Opacus audit."""
     from ..integrations.opacus import OpacusAuditResult
+    from ..integrations.opacus_hidden import OpacusHiddenStateResult
     from ..integrations.opacus_inloop import OpacusInLoopResult
 
     audit = str(data.get("audit"))
-    result = _typed(OpacusInLoopResult if audit == "opacus-inloop" else OpacusAuditResult, data)
+    kinds = {"opacus-inloop": OpacusInLoopResult, "opacus-hidden": OpacusHiddenStateResult}
+    result = _typed(kinds.get(audit, OpacusAuditResult), data)
     if result is None:
         return generic_section(data, directory)
     bound, verdict, evidence = result.bound, result.verdict, result.evidence
-    test = "t test" if bound.method == "gaussian" else "order-statistics test, paired observations"
+    test = {"gaussian": "t test", "order-statistics": "order-statistics test, paired observations"}.get(bound.method, f"{bound.method} test")
     details: list[tuple[str, Any]] = [
         (f"per-step ε lower bound ({bound.kind}, one Gaussian step, {test})", bound.epsilon),
+        *_hidden_state_rows(result),
         ("refuted", result.refuted or bound.null),
         ("end-to-end ε of the refuted DP-SGD (composed at the q that ran)", result.end_to_end_epsilon),
         ("per-step ceiling", None if result.ceiling is None else result.ceiling.value),

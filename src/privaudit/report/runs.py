@@ -29,7 +29,7 @@ FIGURES: dict[str, str] = {name: family.figures for name, family in FAMILIES.ite
 
 
 # results made outside an Audit's run (in the user's own loop) -> the audit name their results.json carries
-LOOSE_RESULTS: dict[str, str] = {"OpacusInLoopResult": "opacus-inloop", "OpacusAuditResult": "opacus"}
+LOOSE_RESULTS: dict[str, str] = {"OpacusInLoopResult": "opacus-inloop", "OpacusHiddenStateResult": "opacus-hidden", "OpacusAuditResult": "opacus"}
 
 
 def as_run(run: Any) -> AuditRun:

@@ -111,6 +111,7 @@ FAMILY_OF_RESULT_TYPE = {
     "SyntheticTextResult": "synthetic-text",
     "SyntheticDataResult": "synthetic-data",
     "OpacusInLoopResult": "opacus-inloop",
+    "OpacusHiddenStateResult": "opacus-hidden",
     "OpacusAuditResult": "opacus",
 }
 

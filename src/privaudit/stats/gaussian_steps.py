@@ -27,6 +27,15 @@ null, both refuting "a Gaussian step with σ >= σ_r":
 
 On Opacus' digits loop (ε = 4) the t test's bound is the larger (docs/guide-own-model.md).
 
+The hidden state (:func:`final_sum_step_bound`): a canary in every one of T
+steps, each with its own audit coordinate and a fair coin, and only each
+coordinate's sum over the steps read (the final model of plain SGD along
+it). Under "T Gaussian steps of noise σ_t >= σ" the sum is N(T, Σσ_t²) for
+an included canary and N(0, Σσ_t²) otherwise: one Gaussian step of
+μ_T <= √T/σ, the composition of the T steps (hiding the iterates gives
+nothing here; Cebere, Bellet and Papernot 2025). Either test above refutes
+μ_T on the sums; the per-step μ is μ_T/√T.
+
 >>> rng = np.random.default_rng(0)
 >>> found = gaussian_step_bound(rng.normal(1.0, 0.8, 2_000), rng.normal(0.0, 0.8, 18_000), delta=1e-5)
 >>> found.method, bool(0.9 * 1.25 < found.parameter < 1.25), found.null[:34]
@@ -49,7 +58,7 @@ from .families import GaussianDP
 from .one_run_gaussian import epsilon_one_run_gaussian
 from .order_statistics import order_statistics_lower_bound
 
-__all__ = ["STEP_TESTS", "GaussianStepBound", "gaussian_step_bound"]
+__all__ = ["STEP_TESTS", "GaussianStepBound", "final_sum_step_bound", "gaussian_step_bound"]
 
 #: The per-step tests, the default first.
 STEP_TESTS = ("gaussian", "order-statistics")
@@ -169,6 +178,72 @@ def gaussian_step_bound(
 
 def _ceiling_mu(found: Any, delta: float) -> float:
     """The per-step μ of the order-statistics ceiling: the pair's μ-GDP whose ε is the ceiling, over √2."""
+    return _composed_ceiling_mu(found, delta) / math.sqrt(2.0)
+
+
+def final_sum_step_bound(
+    final_sums: Any, included: Any, *, num_steps: Any, delta: Any, confidence: Any = 0.95, test: str = "gaussian", claim: Any = None
+) -> GaussianStepBound:
+    """Lower-bound the per-step μ = 1/σ of ``num_steps`` composed Gaussian steps from each canary's sum over them (the hidden state).
+
+    ``final_sums``: one per canary, in units of C: T + N(0, Σσ_t²) for an
+    included canary (``included``, its fair coin), N(0, Σσ_t²) otherwise.
+    ``test``: ``"gaussian"`` (the t test on the sums ÷ T, exact for Gaussian
+    sums) or ``"order-statistics"`` (Xiang et al.'s test on the canaries' own
+    coins against ``GaussianDP`` at √T · ``claim``, the per-step μ the claim
+    states). The refuted μ_T of the sums is divided by √T; ``parameter``,
+    ``sigma``, ``epsilon`` and ``ceiling`` are per step.
+
+    >>> rng = np.random.default_rng(0)
+    >>> coins = rng.random(4_000) < 0.5
+    >>> sums = 16.0 * coins + rng.normal(0.0, 4.0 * 1.25, 4_000)  # 16 steps at σ = 1.25: per-step μ = 0.8
+    >>> found = final_sum_step_bound(sums, coins, num_steps=16, delta=1e-5)
+    >>> bool(0.9 * 0.8 < found.parameter < 0.8), found.method
+    (True, 'gaussian, final sums of 16 steps')
+    >>> bool(0.0 < final_sum_step_bound(sums, coins, num_steps=16, delta=1e-5, test="order-statistics", claim=0.8).parameter < 0.8)
+    True
+    """
+    sums = as_scores(final_sums, "final_sums")
+    member = np.asarray(included)
+    if member.dtype != bool or member.shape != sums.shape or member.all() or not member.any():
+        raise ValueError(f"`included` must be a boolean array shaped as `final_sums` {sums.shape} with canaries on both sides")
+    steps = int(num_steps)
+    if isinstance(num_steps, bool) or steps != num_steps or steps < 1:
+        raise ValueError(f"`num_steps` must be an integer in [1, inf), got {num_steps!r}")
+    delta = check_probability(delta, "delta")
+    confidence = check_probability(confidence, "confidence")
+    if test not in STEP_TESTS:
+        raise ValueError(f"`test` must be one of {', '.join(STEP_TESTS)}, got {test!r}")
+    root = math.sqrt(steps)
+    if test == "gaussian":
+        summed = gaussian_step_bound(sums[member] / steps, sums[~member] / steps, delta=delta, confidence=confidence)  # N(1, Σσ_t²/T²) against N(0, ·)
+        mu, kind, ceiling_mu = summed.parameter / root, summed.kind, math.inf
+    else:
+        if claim is None:
+            raise ValueError("`claim` (the per-step μ = 1/σ the claim states) is needed by the order-statistics test: it fixes the guess count")
+        mu_claim = check_positive(claim, "claim")
+        found = order_statistics_lower_bound(sums, member, null=GaussianDP(delta), claim=root * mu_claim, confidence=confidence)
+        mu = (0.0 if found.parameter is None else float(found.parameter)) / root
+        kind, ceiling_mu = "lower bound", _composed_ceiling_mu(found, delta) / root
+    sigma, null = _refuted(mu)
+    return GaussianStepBound(
+        epsilon=float(gdp_epsilon(mu, delta)) if mu > 0.0 else 0.0,
+        delta=delta,
+        confidence=confidence,
+        parameter=mu,
+        sigma=sigma,
+        null=null,
+        method=f"{test}, final sums of {steps} steps",
+        num_in=int(member.sum()),
+        num_out=int((~member).sum()),
+        ceiling=math.inf if math.isinf(ceiling_mu) else float(gdp_epsilon(ceiling_mu, delta)) if ceiling_mu > 0.0 else 0.0,
+        claim=None if test == "gaussian" else float(claim),
+        kind=kind,
+    )
+
+
+def _composed_ceiling_mu(found: Any, delta: float) -> float:
+    """The μ-GDP whose ε is the order-statistics test's ceiling (0 where it has none)."""
     from .conversions import gdp_mu
 
-    return float(gdp_mu(found.ceiling, delta)) / math.sqrt(2.0) if found.ceiling > 0.0 else 0.0
+    return float(gdp_mu(found.ceiling, delta)) if found.ceiling > 0.0 else 0.0
