@@ -14,7 +14,8 @@ crafted once on records outside the audited set
 (:mod:`privaudit.audits.blackbox.worst_case`, after Annamalai and De
 Cristofaro 2024): the bound is then for the pipeline under worst-case
 initialisation, which is what a DP claim covers, and the result records the
-start's seed and digest (``initialisation``).
+start's seed and digest (``initialisation``). With the user's own training
+the start is crafted on the user's architecture (``init_model``, below).
 
 Each run is one job for :func:`privaudit.runner.run_all`, seeded from the
 root seed and its own index, so a killed audit resumes where it stopped and
@@ -34,6 +35,19 @@ scikit-learn's), or such a ``predict_proba`` function. Workers import ``fn``
 by its path, so it must be importable (a module-level function). The claimed
 ε is still that of the config's ``noise_multiplier`` and ``num_steps`` at
 sampling rate 1: set them to describe the user's training.
+
+Under ``init="worst-case"`` (``--init worst-case --init-model
+package.module:build``) the contract is::
+
+    fn(x_train, y_train, *, seed, init_state) -> model
+
+``build`` (``build()``, or ``build(seed=...)`` when it takes a seed) makes
+the untrained ``torch.nn.Module`` that ``fn`` trains; privaudit pre-trains it
+on records outside the audited set (:mod:`.worst_case`) and gives every run
+the result as ``init_state``, a name → tensor mapping (fresh copies) to load
+with ``model.load_state_dict(init_state)`` before training. A run whose
+``fn`` never read ``init_state``, or returned anything but a module with the
+crafted state's names and shapes, is refused.
 
 The data are the embedded ``dataset`` or the user's own file (``data``,
 ``privaudit audit blackbox --data pool.csv --label-col y``: ``.npz``,
@@ -74,7 +88,7 @@ from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
 from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, BlackBoxConfig, BlackBoxResult
-from .worst_case import craft_initial_state, start_from_crafted, training_set
+from .worst_case import craft_initial_state, start_from_crafted, training_set, user_init_state
 from .worst_case import dataset_split as _data
 
 __all__ = ["AUDIT", "BlackBoxAudit", "bound_scores", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
@@ -118,36 +132,66 @@ def run_configs(config: BlackBoxConfig) -> list[dict[str, Any]]:
     [(0, True), (1, False), (2, True), (3, False)]
     """
     base = dataclasses.asdict(config)
-    for key in ("train", "data", "label_col", "num_records"):
+    for key in ("train", "data", "label_col", "num_records", "init_model"):
         if base[key] is None:  # unset: runs stored before these options existed resume unchanged
             del base[key]
     if config.init == "average":
         del base["init"]
     else:  # the crafted start is part of each run's key: a changed crafting is a new run, never a stale one resumed
         base["init_digest"] = craft_initial_state(config).record.digest
-    digests = input_digests(files={"data": config.data}, functions={"train": config.train})
+    # "init-model", the flag's spelling: an edited builder is named in the resume note as --init-model's code
+    digests = input_digests(files={"data": config.data}, functions={"train": config.train, "init-model": config.init_model})
     if digests:  # the contents each run reads: a changed file is a new run, never a stale one resumed
         base["inputs"] = digests
     return [dict(base, index=index, with_canary=index % 2 == 0) for index in range(2 * config.num_models_per_side)]
 
 
-def check_train_function(path: str):
-    """The user's training function at ``path`` ('package.module:fn'), checked to take ``(x_train, y_train, *, seed)``; ValueError naming ``--train``."""
+def check_train_function(path: str, worst_case: bool = False):
+    """The user's training function at ``path`` ('package.module:fn'), checked to take ``(x_train, y_train, *, seed)``, and ``init_state`` too when ``worst_case``; ValueError naming ``--train``.
+
+    >>> check_train_function("os.path:join", worst_case=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--train` 'os.path:join' must accept (x_train, y_train, *, seed, init_state) under `--init` worst-case, but its signature is ...
+    """
     function = import_callable(path, "--train")
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # no signature to inspect (a builtin): the first run will tell
         return function
+    keywords: dict[str, Any] = {"seed": 0, "init_state": {}} if worst_case else {"seed": 0}
     try:
-        signature.bind(np.zeros((1, 1), dtype=np.float32), np.zeros(1, dtype=np.int64), seed=0)
+        signature.bind(np.zeros((1, 1), dtype=np.float32), np.zeros(1, dtype=np.int64), **keywords)
     except TypeError as error:
-        raise ValueError(f"`--train` {path!r} must accept (x_train, y_train, *, seed), but its signature is {signature}: {error}") from None
+        wanted = "(x_train, y_train, *, seed, init_state) under `--init` worst-case" if worst_case else "(x_train, y_train, *, seed)"
+        raise ValueError(f"`--train` {path!r} must accept {wanted}, but its signature is {signature}: {error}") from None
     return function
 
 
 @functools.lru_cache(maxsize=4)
-def _train_function(path: str):
-    return check_train_function(path)
+def _train_function(path: str, worst_case: bool = False):
+    return check_train_function(path, worst_case)
+
+
+def _check_started_from(trained, init_state, path: str, index: int, builder: str) -> None:
+    """Refuse a run whose ``--train`` never read ``init_state``, or returned other than a module of the crafted state's names and shapes."""
+    import torch
+
+    if not init_state.read:
+        raise ValueError(f"run {index}: `--train` {path!r} never read `init_state`; load it into the model before training (model.load_state_dict(init_state))")
+    if not isinstance(trained, torch.nn.Module):
+        raise ValueError(
+            f"run {index}: under `--init` worst-case `--train` {path!r} must return the torch.nn.Module that `--init-model` {builder!r} builds, got {type(trained).__name__}"
+        )
+    expected = {name: tuple(init_state[name].shape) for name in init_state}
+    got = {name: tuple(value.shape) for name, value in trained.state_dict().items()}
+    if got != expected:
+        differ = sorted(set(got) ^ set(expected)) or sorted(name for name in got if got[name] != expected[name])
+        raise ValueError(
+            f"run {index}: the model `--train` {path!r} returned is not the one `--init-model` {builder!r} builds: "
+            f"its parameters' names or shapes differ from the crafted start's ({', '.join(differ[:3])}); return the module itself, not a wrapper "
+            "such as Opacus' GradSampleModule"
+        )
 
 
 def _user_canary_logits(model, canary_x: np.ndarray, canary_y: int, path: str, index: int):
@@ -209,7 +253,11 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
         y = np.concatenate([y, [canary_y]])
     if config.get("train") is not None:  # the user's training function, with its own seed
         context = f" in training run {config['index']}"
-        trained = call_user("--train", config["train"], _train_function(config["train"]), x, y, seed=noise_seed, context=context)
+        worst_case = config.get("init", "average") == "worst-case"
+        extra = {"init_state": user_init_state(config)} if worst_case else {}
+        trained = call_user("--train", config["train"], _train_function(config["train"], worst_case), x, y, seed=noise_seed, context=context, **extra)
+        if worst_case:
+            _check_started_from(trained, extra["init_state"], config["train"], int(config["index"]), str(config["init_model"]))
         logits = _user_canary_logits(trained, canary_x, canary_y, config["train"], int(config["index"]))
         return {
             "index": int(config["index"]),
@@ -290,12 +338,12 @@ def run_blackbox_audit(
     if not isinstance(config, BlackBoxConfig):
         raise ValueError(f"`config` must be a BlackBoxConfig, got {type(config).__name__}")
     if config.train is not None:  # a bad path or signature is refused before any run starts
-        check_train_function(config.train)
+        check_train_function(config.train, config.init == "worst-case")
     available = len(_data(config.dataset, config.seed, config.data, config.label_col).x_train)
     if config.num_records is not None and config.num_records > available:
         raise ValueError(f"`num_records` (--num-records) must be at most the train split's {available} records, got {config.num_records}")
+    configs = run_configs(config)  # crafts the worst-case start: a bad --init-model is refused before the store's folder exists
     store = RunStore(directory)
-    configs = run_configs(config)
     plan = resume_plan(store, configs)
     start = time.perf_counter()
     who = f"`--train` {config.train!r}" if config.train else "the built-in DP-SGD training"
@@ -369,7 +417,9 @@ class BlackBoxAudit(Audit):
         require("torch", purpose="the black-box audit")  # checked here: a worker's ImportError would come after the store exists
         _data(config.dataset, config.seed, config.data, config.label_col)  # an unreadable --data is refused before any folder is created
         if config.train is not None:
-            check_train_function(config.train)  # before any folder is created
+            check_train_function(config.train, config.init == "worst-case")  # before any folder is created
+        if config.init == "worst-case":
+            craft_initial_state(config)  # a bad --init-model (or too few records to craft from) is refused before any folder too; cached for the runs
         trainer = f"--train {config.train}" if config.train is not None else f"{config.architecture}, DP-SGD"
         (progress or no_progress)("training models", detail=f"{2 * config.num_models_per_side} models ({trainer}), backend {backend}")
         created = [] if checkpoints is None else [path for path in (Path(checkpoints), *Path(checkpoints).parents) if not path.exists()]

@@ -25,6 +25,7 @@ __all__ = [
     "THREAT_MODEL_WORST_CASE",
     "WorstCaseInit",
     "check_data_fields",
+    "check_init_fields",
 ]
 
 
@@ -60,6 +61,25 @@ def check_data_fields(data: str | None, label_col: str | None) -> None:
         raise ValueError("`label_col` (--label-col) needs `data` (--data) with a .csv or .parquet file")
 
 
+def check_init_fields(init: str, train: str | None, init_model: str | None) -> None:
+    """Refuse a worst-case start for ``train`` without ``init_model``, and an ``init_model`` with anything but both.
+
+    >>> check_init_fields("average", None, "my_models:build")
+    Traceback (most recent call last):
+    ...
+    ValueError: `init_model` (--init-model) builds the start of your own training; it needs `init` 'worst-case' (--init) and `train` (--train)
+    """
+    if init_model is not None:
+        check_import_path(init_model, "init_model")
+        if init != "worst-case" or train is None:
+            raise ValueError("`init_model` (--init-model) builds the start of your own training; it needs `init` 'worst-case' (--init) and `train` (--train)")
+    elif init == "worst-case" and train is not None:
+        raise ValueError(
+            "`init` 'worst-case' (--init) with `train` (--train) needs `init_model` (--init-model): package.module:build, "
+            "the untrained torch.nn.Module your function loads `init_state` into"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class BlackBoxConfig:
     """What to train and how to bound ε; every field is checked on construction.
@@ -70,7 +90,10 @@ class BlackBoxConfig:
     of the train split (None: all of it). ``init``: ``"average"`` starts each
     run from its own random weights; ``"worst-case"`` starts every run from
     parameters the auditor crafted on records outside the audited set
-    (:mod:`privaudit.audits.blackbox.worst_case`), privaudit's own DP-SGD only.
+    (:mod:`privaudit.audits.blackbox.worst_case`): privaudit's own
+    ``architecture``, or, with ``train``, the untrained module that
+    ``init_model`` ('package.module:build') builds, which the user's function
+    then receives as ``init_state``.
 
     >>> BlackBoxConfig(num_models_per_side=0)
     Traceback (most recent call last):
@@ -97,6 +120,7 @@ class BlackBoxConfig:
     claimed_delta: float | None = None  # its δ; None: `delta`
     init: str = "average"  # --init: "average" or "worst-case"
     num_records: int | None = None  # --num-records: the audited records, the first this many of the train split; None: all
+    init_model: str | None = None  # --init-model: "package.module:build", the user's untrained torch.nn.Module (worst-case with train only)
 
     def __post_init__(self):
         check_claim_fields(self.claimed_epsilon, self.claimed_delta)
@@ -118,8 +142,7 @@ class BlackBoxConfig:
         check_choice(self.init, "init", INITS)
         if self.num_records is not None:
             check_count(self.num_records, "num_records", minimum=2)
-        if self.init == "worst-case" and self.train is not None:
-            raise ValueError("`init` 'worst-case' (--init) starts privaudit's own DP-SGD from crafted parameters; it cannot be used with `train` (--train)")
+        check_init_fields(self.init, self.train, self.init_model)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +150,10 @@ class WorstCaseInit:
     """What the auditor started every run from: how it was crafted, its seed and its digest.
 
     ``pool_size`` records, disjoint from the audited ones and from the
-    canary, pre-trained the ``architecture`` for ``steps`` full-batch Adam
-    steps; ``digest`` is the SHA-256 of the parameters (names and float32
-    bytes, in name order). ``scope`` says what the bound then covers.
+    canary, pre-trained the ``architecture`` (or the module that ``model``,
+    the user's ``--init-model`` path, builds; "" for the built-in one) for
+    ``steps`` full-batch Adam steps; ``digest`` is the SHA-256 of the state
+    (names and bytes, in name order). ``scope`` says what the bound then covers.
     """
 
     seed: int
@@ -140,6 +164,7 @@ class WorstCaseInit:
     pool_accuracy: float
     training_accuracy: float
     scope: str = INIT_SCOPE
+    model: str = ""  # the --init-model builder of the user's module; "" for the built-in architecture (then absent from results.json)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +211,8 @@ class BlackBoxResult(AuditResult):
         out = super().to_dict()
         if out.get("initialisation", 0) is None:  # the default start: results.json stays as it was before the field
             del out["initialisation"]
+        elif out.get("initialisation", {}).get("model") == "":  # the built-in architecture: as it was before the field
+            del out["initialisation"]["model"]
         return out
 
     @property
