@@ -47,6 +47,12 @@ machine::
 
 ``--append`` adds the seeds to ``--output`` when it holds the same config.
 
+``--hidden M`` attaches :class:`privaudit.integrations.opacus_hidden.OpacusHiddenStateAuditor`
+instead of the in-loop auditor: M gradient canaries, each in every step by a
+fair coin, the bound read from their final sums alone (the hidden state)::
+
+    python benchmarks/opacus_verdict_lm.py --hidden 4000 --epsilon 4 --seeds 3 --output benchmarks/results/lm_userloop_hidden_eps4.json
+
 ``--full`` trains every weight instead of LoRA adapters (the same Adam,
 Opacus settings, batches and epochs; one position row per text, as Opacus
 needs once the position embeddings train), and ``--design new-tokens``
@@ -82,6 +88,7 @@ import json
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from opacus_verdict import write_json  # the sibling benchmark's writer (benchmarks/ is on the path when run as a script)
@@ -101,9 +108,9 @@ class BlackBox:
     design: str = "random-tokens"  # or "new-tokens" (with --full only: LoRA leaves the new rows frozen)
 
 
-def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False):
+def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False, hidden: int = 0):
     """Fine-tune LoRA adapters (``full``: every weight) of a tiny GPT-2 with Opacus at ``epsilon`` in the user's own loop, audited in it: (the in-loop result, the black box's or None)."""
-    run = user_loop(seed, canaries_per_step=canaries_per_step, epsilon=epsilon, black_box=black_box, full=full)
+    run = user_loop(seed, canaries_per_step=canaries_per_step, epsilon=epsilon, black_box=black_box, full=full, hidden=hidden)
     if black_box is None:
         return run.result, None
     return run.result, _black_box(run, black_box, epsilon)
@@ -121,8 +128,10 @@ class UserRun:
     texts: list
 
 
-def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False) -> UserRun:
-    """The user's loop, with the in-loop auditor attached and, with ``black_box``, the included canaries among its texts."""
+def user_loop(
+    seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False, hidden: int = 0
+) -> UserRun:
+    """The user's loop, with the in-loop auditor attached (``hidden`` > 0: the hidden-state auditor, that many canaries) and, with ``black_box``, the included canaries among its texts."""
     from privaudit._core.seeding import child_seeds
     from privaudit.audits.lm.tiny import bpe_tokenizer, tiny_gpt2
     from privaudit.canaries.lm_provenance import prepare_lm_canaries
@@ -144,7 +153,7 @@ def user_loop(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILO
                 provenance = _shadow_selected(provenance, base, tokenizer, texts, black_box, epsilon, child_seeds(seed, ["shadow"])["shadow"])
         texts = texts + provenance.included_texts() * black_box.copies
         reference = copy.deepcopy(base)  # the base model, before peft puts its adapters into ``base``
-    tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step, full=full)
+    tuned, result = _train(base, tokenizer, texts, seed, epsilon, canaries_per_step=canaries_per_step, full=full, hidden=hidden)
     return UserRun(result, tuned, reference, tokenizer, provenance, texts)
 
 
@@ -170,7 +179,7 @@ def _random_token_canaries(tokenizer, black_box: BlackBox, seed: int):
     return _kept(provenance, np.array(two[:wanted]))
 
 
-def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None, full: bool = False):
+def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_per_step: int | None, full: bool = False, hidden: int = 0):
     """The user's training of ``base`` (changed in place by peft, or trained whole with ``full``) on ``texts``: (the fine-tuned model, the in-loop auditor's result, or None with ``canaries_per_step`` None)."""
     import contextlib
 
@@ -178,6 +187,7 @@ def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_
     import peft
     import torch
 
+    from privaudit.integrations.opacus_hidden import OpacusHiddenStateAuditor
     from privaudit.integrations.opacus_inloop import OpacusInLoopAuditor
 
     if full:
@@ -206,11 +216,11 @@ def _train(base, tokenizer, texts: list, seed: int, epsilon: float, *, canaries_
             max_grad_norm=1.0,
             noise_generator=torch.Generator().manual_seed(seed + 1),
         )
-        auditor = (
-            contextlib.nullcontext()
-            if canaries_per_step is None
-            else OpacusInLoopAuditor(model, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant)
-        )
+        auditor: Any = contextlib.nullcontext()
+        if hidden:  # gradient canaries in every step, only their final sums read
+            auditor = OpacusHiddenStateAuditor(model, optimizer, num_canaries=hidden, seed=seed, accountant=engine.accountant)
+        elif canaries_per_step is not None:
+            auditor = OpacusInLoopAuditor(model, optimizer, canaries_per_step=canaries_per_step, seed=seed, accountant=engine.accountant)
         with auditor:
             for _ in range(EPOCHS):
                 for batch, batch_mask in loader:
@@ -339,7 +349,11 @@ def _white_box(result) -> dict:
         "sigma_read": list(result.evidence.noise_multipliers),
         "sample_rate": result.evidence.sample_rate,
         "steps": result.evidence.run_steps,
-    }
+    } | (
+        {"composed_bound": result.composed_epsilon, "heuristic": result.heuristic.epsilon, "bound_over_heuristic": result.bound_over_heuristic}
+        if hasattr(result, "composed_epsilon")
+        else {}
+    )
 
 
 def main() -> None:
@@ -358,6 +372,7 @@ def main() -> None:
     parser.add_argument(
         "--design", choices=("random-tokens", "new-tokens"), default=BlackBox.design, help="with --black-box: the canaries (new-tokens needs --full)"
     )
+    parser.add_argument("--hidden", type=int, default=0, help="audit from the final sums of this many gradient canaries (OpacusHiddenStateAuditor)")
     parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
@@ -369,6 +384,8 @@ def main() -> None:
         parser.error("--pool chooses random-token canaries with shadow runs of the LoRA loop: it takes neither --full nor --design new-tokens")
     black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool, design=args.design) if args.black_box else None
     config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS} | ({"full": True} if args.full else {})
+    if args.hidden:
+        config |= {"hidden_state_canaries": args.hidden}
     if black_box is not None:
         config |= {
             "black_box": dataclasses.asdict(black_box),
@@ -389,7 +406,7 @@ def main() -> None:
     rows = [row for row in earlier if row["seed"] not in seeds]
     for seed in seeds:
         start = time.perf_counter()
-        result, black = lm_run(seed, epsilon=args.epsilon, black_box=black_box, full=args.full)
+        result, black = lm_run(seed, epsilon=args.epsilon, black_box=black_box, full=args.full, hidden=args.hidden)
         white = _white_box(result)
         if black is None:
             row = {"seed": seed, **white, "bound_over_claimed": white["end_to_end_ratio"]}

@@ -17,6 +17,7 @@ from privaudit.audits.blackbox import worst_case  # noqa: E402
 from privaudit.audits.blackbox.audit import bound_scores, run_blackbox_audit, run_configs, train_one  # noqa: E402
 from privaudit.audits.blackbox.config import BlackBoxConfig  # noqa: E402
 from privaudit.runner import RunStore  # noqa: E402
+from privaudit.stats.conversions import gdp_mu  # noqa: E402
 
 CRAFT = BlackBoxConfig(dataset="digits", architecture="mlp", init="worst-case", num_records=1000, seed=4)
 
@@ -157,9 +158,31 @@ def test_the_audits_bound_covers_a_gaussian_mechanism_at_the_benchmark_design(mu
     # ε(1e-5) = 10, the benchmark's ε. 100 models a side (the benchmark's 200 runs), the audit's own bound_scores.
     truth = float(gdp_epsilon(mu, 1e-5)) if mu > 0 else 0.0
     rng = np.random.default_rng(41)
-    exceed = np.zeros(2, dtype=int)
+    exceed = np.zeros(3, dtype=int)
     for trial in range(TRIALS):
-        config = BlackBoxConfig(seed=trial, num_models_per_side=100)
+        config = BlackBoxConfig(seed=trial, num_models_per_side=100, claimed_epsilon=10.0)
         bounds = bound_scores(rng.normal(mu, 1.0, 100), rng.normal(0.0, 1.0, 100), config)
         exceed += [bound.epsilon > truth + 1e-9 for bound in bounds]
-    assert exceed.max() <= ALLOWED  # the GDP headline and the (ε, δ) bound, each at its stated 95%
+    assert exceed.max() <= ALLOWED  # the paired headline, the split-threshold GDP and (ε, δ) bounds, each at its stated 95%
+
+
+def test_at_epsilon_4_the_paired_headline_covers_and_recovers_most_of_it_within_400_runs():
+    # The ε = 4 row: a training that is exactly μ-GDP at ε(1e-5) = 4, 200 runs a side. The held-out split threshold
+    # bounds 0 in the median here; the paired test holds its 95% and recovers most of ε.
+    mu = float(gdp_mu(4.0, 1e-5))
+    rng = np.random.default_rng(43)
+    paired, split = [], []
+    for trial in range(TRIALS):
+        config = BlackBoxConfig(seed=trial, num_models_per_side=200, claimed_epsilon=4.0)
+        found = bound_scores(rng.normal(mu, 1.0, 200), rng.normal(0.0, 1.0, 200), config)
+        paired.append(found[0].epsilon)
+        split.append(found[1].epsilon)
+    assert int(np.sum(np.array(paired) > 4.0 + 1e-9)) <= ALLOWED
+    assert np.median(paired) >= 0.6 * 4.0 and np.median(split) == 0.0
+
+
+def test_pairs_that_all_tie_refute_nothing_and_keep_the_designs_ceiling():
+    paired = bound_scores(np.zeros(50), np.zeros(50), BlackBoxConfig(num_models_per_side=50, claimed_epsilon=10.0))[0]
+    assert paired.epsilon == 0.0 and paired.null == "nothing refuted" and paired.num_guesses == 0
+    perfect = bound_scores(np.ones(50), np.zeros(50), BlackBoxConfig(num_models_per_side=50, claimed_epsilon=10.0))[0]
+    assert paired.ceiling == pytest.approx(perfect.epsilon) and perfect.epsilon > 0.0  # every pair told apart: the bound is the ceiling

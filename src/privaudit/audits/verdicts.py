@@ -125,7 +125,7 @@ def bound_ceiling(bound: Any, *, raise_with: str, method: Any = None, num_guesse
     """The :class:`~privaudit.stats.ceiling.Ceiling` of a core bound result (an EpsilonLowerBound or a one-run bound), with its design in words."""
     value = ceiling_of(bound, method=method, num_guesses=num_guesses)
     if hasattr(bound, "num_out"):
-        design = f"{bound.num_in} in and {bound.num_out} out, {bound.confidence:.0%}, {bound.num_tests} Bonferroni test(s)"
+        design = f"{bound.num_in} in and {bound.num_out} out, {bound.confidence:.0%}, {getattr(bound, 'num_tests', 1)} Bonferroni test(s)"
     else:
         design = f"m = {bound.num_canaries} canaries, {bound.confidence:.0%}, {bound.num_tests} Bonferroni tests"
     return make_ceiling(bound.epsilon, value, raise_with=raise_with, design=design)

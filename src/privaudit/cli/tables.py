@@ -46,11 +46,24 @@ def _dpsgd(result: Any, output: Path) -> str:
     return render_table(f"DP-SGD audit (bug: {settings.bug}), results in {output}", ["quantity", "value"], rows)
 
 
+def _paired_rows(result: Any) -> list[list[str]]:
+    """The paired test's refutation, and the former headline beside it (none for a result written before the paired test)."""
+    paired = result.paired_bound
+    if paired is None:
+        return []
+    return [
+        ["refuted (per training run)", paired.null],
+        ["ε lower bound (GDP, Clopper–Pearson, held-out split threshold; for comparison)", format_value(float(result.bound.epsilon))],
+    ]
+
+
 def _blackbox(result: Any, output: Path) -> str:
     settings = result.config
+    headline = result.headline()
     rows = [
-        [f"ε lower bound (GDP, Clopper–Pearson, {settings.confidence:.0%})", format_value(float(result.epsilon_lower_bound))],
-        ["ε lower bound ((ε, δ), Clopper–Pearson)", format_value(float(result.epsilon_lower_bound_eps_delta))],
+        [f"{headline.label} ({settings.confidence:.0%})", format_value(float(result.epsilon_lower_bound))],
+        *_paired_rows(result),
+        ["ε lower bound ((ε, δ), Clopper–Pearson, held-out split threshold)", format_value(float(result.epsilon_lower_bound_eps_delta))],
         [f"accountant's ε for the config's σ and steps (δ = {settings.delta:g}; evidence)", format_value(float(result.claimed_epsilon))],
         ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
         ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],

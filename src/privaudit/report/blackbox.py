@@ -26,7 +26,16 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         threat_model=result.threat_model,
         details=(
             ("accountant's ε for the config's σ and steps (evidence; the claim only for privaudit's own DP-SGD)", result.claimed_epsilon),
-            ("(ε, δ) Clopper–Pearson bound", result.epsilon_lower_bound_eps_delta),
+            *(
+                ()
+                if result.paired_bound is None
+                else (
+                    ("refuted (per training run)", result.paired_bound.null),
+                    ("pairs guessed / right (the test's released guesses)", f"{result.paired_bound.num_guesses} / {result.paired_bound.num_correct}"),
+                    ("GDP Clopper–Pearson bound at a held-out split threshold (for comparison; not the verdict's)", result.bound.epsilon),
+                )
+            ),
+            ("(ε, δ) Clopper–Pearson bound at the held-out split threshold", result.epsilon_lower_bound_eps_delta),
             ("models with / without the canary", f"{result.num_in} / {result.num_out}"),
             ("δ", result.delta),
             ("what the bound covers", result.scope),

@@ -217,7 +217,7 @@ def lower_bound_ceiling(
 def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> float | None:
     """The ceiling of a bound result of the statistical core, from the design it records.
 
-    Handles :class:`~privaudit.stats.bounds.EpsilonLowerBound` (``method``
+    Handles :class:`~privaudit.stats.gaussian_steps.GaussianStepBound`, :class:`~privaudit.stats.bounds.EpsilonLowerBound` (``method``
     must be passed for a PLD family, whose object the result names only),
     :class:`~privaudit.stats.one_run_combined.OneRunLowerBound` (for the
     order-statistics test, the ceiling it recorded) and the one-run sweeps (``num_guesses``: the guess counts the design asked for,
@@ -236,6 +236,8 @@ def ceiling_of(result: Any, *, method: Any = None, num_guesses: Any = None) -> f
         return lower_bound_ceiling(
             result.num_in, result.num_out, delta=result.delta, confidence=result.confidence, num_tests=result.num_tests, method=chosen, interval=result.interval
         )
+    if name == "GaussianStepBound":  # recorded with the bound; the t test has none (inf)
+        return float(result.ceiling) if np.isfinite(result.ceiling) else None
     family = method if method is not None else "gdp"
     if name == "OneRunLowerBound" and result.method == "order-statistics":
         return None if result.ceiling is None else float(result.ceiling)  # computed with the bound, by the same test, on the guess count it used

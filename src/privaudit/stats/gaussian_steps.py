@@ -109,6 +109,25 @@ def _paired(in_obs: np.ndarray, out_obs: np.ndarray, seed: int) -> tuple[np.ndar
     return np.where(coins, difference, -difference), coins
 
 
+def _untied(scores: np.ndarray, seed: int) -> np.ndarray:
+    """``scores`` as distinct ranks when some tie, each tie broken by a seeded draw independent of the coins; unchanged otherwise.
+
+    The test guesses from the order alone and makes no guess inside a tie;
+    a tie-break that does not depend on the coins keeps it valid and lets
+    tied scores (a deterministic training gives every run the same loss)
+    still be guessed.
+
+    >>> _untied(np.array([0.5, -1.0, 2.0]), 0).tolist(), sorted(_untied(np.array([1.0, 1.0, -1.0]), 0).tolist())
+    ([0.5, -1.0, 2.0], [0.0, 1.0, 2.0])
+    """
+    if np.unique(scores).size == scores.size:
+        return scores
+    order = np.lexsort((np.random.default_rng([seed, 46]).random(scores.size), scores))
+    ranks = np.empty(scores.size)
+    ranks[order] = np.arange(scores.size)
+    return ranks
+
+
 def gaussian_step_bound(
     in_observations: Any,
     out_observations: Any,
@@ -154,7 +173,13 @@ def gaussian_step_bound(
     mu_claim = check_positive(claim, "claim")
     seed = check_seed(seed)
     scores, coins = _paired(inside, outside, seed)
-    found_os = order_statistics_lower_bound(scores, coins, null=GaussianDP(delta), claim=math.sqrt(2.0) * mu_claim, confidence=confidence)
+    null_pair, claim_pair = GaussianDP(delta), math.sqrt(2.0) * mu_claim
+    if np.ptp(scores) == 0.0:  # every pair tied (the canary moved nothing): no guess can be made, nothing is refuted
+        separated = np.where(coins, 1.0, -1.0) * (1.0 + np.arange(coins.size) / coins.size)  # all guesses right: the design's ceiling
+        perfect = order_statistics_lower_bound(separated, coins, null=null_pair, claim=claim_pair, confidence=confidence)
+        found_os = dataclasses.replace(perfect, epsilon=0.0, parameter=None, num_guesses=0, num_correct=0)
+    else:
+        found_os = order_statistics_lower_bound(_untied(scores, seed), coins, null=null_pair, claim=claim_pair, confidence=confidence)
     mu = 0.0 if found_os.parameter is None else float(found_os.parameter) / math.sqrt(2.0)  # μ_pair = √2 μ: exact for the Gaussian step
     sigma, null = _refuted(mu)
     ceiling_mu = _ceiling_mu(found_os, delta)

@@ -69,6 +69,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import shutil
 import time
 from pathlib import Path
@@ -83,7 +84,8 @@ from ...models.classifiers import build_classifier
 from ...models.loading import import_callable
 from ...runner import RunStore, check_backend, input_digests, resume_plan, run_all
 from ...stats.bounds import epsilon_lower_bound
-from ...stats.conversions import gaussian_epsilon
+from ...stats.conversions import gaussian_epsilon, gdp_mu
+from ...stats.gaussian_steps import gaussian_step_bound
 from ...training.dpsgd import DPSGDConfig, ReferenceDPSGD
 from ..base import Audit, AuditRun, Progress, no_progress
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
@@ -91,7 +93,17 @@ from .config import MIN_MODELS_PER_SIDE, THREAT_MODEL, THREAT_MODEL_WORST_CASE, 
 from .worst_case import craft_initial_state, start_from_crafted, training_set, user_init_state
 from .worst_case import dataset_split as _data
 
-__all__ = ["AUDIT", "BlackBoxAudit", "bound_scores", "check_train_function", "dataset_conventions", "run_blackbox_audit", "run_configs", "train_one"]
+__all__ = [
+    "AUDIT",
+    "BlackBoxAudit",
+    "bound_scores",
+    "check_train_function",
+    "dataset_conventions",
+    "design_mu",
+    "run_blackbox_audit",
+    "run_configs",
+    "train_one",
+]
 
 
 def _run_seeds(root: int, index: int) -> tuple[int, int]:
@@ -300,16 +312,43 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def design_mu(config: BlackBoxConfig) -> float:
+    """The μ per training run the paired test is designed for: the user's claim as μ-GDP, else √T/σ of the config's full-batch DP-SGD.
+
+    It fixes only the test's guess count: the bound is valid whatever it is.
+
+    >>> round(design_mu(BlackBoxConfig(noise_multiplier=0.5, num_steps=4)), 6), round(design_mu(BlackBoxConfig(claimed_epsilon=10.0)), 2)
+    (4.0, 2.0)
+    """
+    if config.claimed_epsilon is not None:
+        return max(float(gdp_mu(config.claimed_epsilon, config.delta if config.claimed_delta is None else config.claimed_delta)), 1e-3)
+    return math.sqrt(config.num_steps) / config.noise_multiplier
+
+
 def bound_scores(in_scores: np.ndarray, out_scores: np.ndarray, config: BlackBoxConfig):
-    """The audit's two bounds from the final models' scores: (GDP, (ε, δ)), Clopper–Pearson at a held-out split threshold, seeded by ``config.seed``.
+    """The audit's bounds from the final models' scores: (paired, GDP split threshold, (ε, δ) split threshold), seeded by ``config.seed``.
+
+    The headline (``paired``): run i with the canary and run i without form
+    a pair, fixed by index before any score is seen; a fair coin from the
+    seed orients each pair's difference (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`,
+    ``test="order-statistics"``). The runs are independent, so the oriented
+    pair is exactly a pair mechanism whose coin chose which run held the
+    canary: under μ-GDP per run it is (√2 μ)-GDP with a fair coin, the proven
+    case of Xiang et al.'s test; the refuted μ_pair / √2 is the bound on μ
+    per run, its ε(δ) the headline. The other two are Clopper–Pearson at a
+    threshold chosen on a held-out fifth of the scores, the headline before.
 
     >>> rng = np.random.default_rng(0)
-    >>> gdp, _ = bound_scores(rng.normal(2, 1, 200), rng.normal(0, 1, 200), BlackBoxConfig())
-    >>> gdp.method, bool(0 < gdp.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
+    >>> paired, gdp, _ = bound_scores(rng.normal(2, 1, 200), rng.normal(0, 1, 200), BlackBoxConfig(claimed_epsilon=10.0))
+    >>> gdp.method, bool(gdp.epsilon < paired.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
     ('gdp', True)
     """
     common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
+    paired = gaussian_step_bound(
+        in_scores, out_scores, delta=config.delta, confidence=config.confidence, test="order-statistics", claim=design_mu(config), seed=config.seed
+    )
     return (
+        paired,
         epsilon_lower_bound(in_scores, out_scores, method="gdp", **common),
         epsilon_lower_bound(in_scores, out_scores, method="eps-delta", **common),
     )
@@ -351,12 +390,12 @@ def run_blackbox_audit(
     wall = time.perf_counter() - start
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)
-    gdp, eps_delta = bound_scores(in_scores, out_scores, config)
+    paired, gdp, eps_delta = bound_scores(in_scores, out_scores, config)
     claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - len(plan.reused)
     initialisation = craft_initial_state(config).record if config.init == "worst-case" else None
     result = BlackBoxResult(
-        epsilon_lower_bound=gdp.epsilon,
+        epsilon_lower_bound=paired.epsilon,
         epsilon_lower_bound_eps_delta=eps_delta.epsilon,
         claimed_epsilon=claimed,
         delta=config.delta,
@@ -376,9 +415,10 @@ def run_blackbox_audit(
         conventions=dataset_conventions(config),
         resume_note=plan.explanation(),
         initialisation=initialisation,
+        paired_bound=paired,
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
-    return bound_verdict(result, gdp, claim=claim, raise_with="more trained models per side (num_models_per_side)")
+    return bound_verdict(result, paired, claim=claim, raise_with="more trained models per side (num_models_per_side)")
 
 
 class BlackBoxAudit(Audit):

@@ -8,6 +8,7 @@ from ..._core.labelled import LABELLED_SUFFIXES
 from ..._core.validation import check_choice, check_count, check_noise_multiplier, check_positive, check_probability
 from ...models.loading import check_import_path
 from ...stats.bounds import EpsilonLowerBound
+from ...stats.gaussian_steps import GaussianStepBound
 from ..base import AuditResult, Headline
 from ..verdicts import check_claim_fields
 
@@ -171,8 +172,14 @@ class WorstCaseInit:
 class BlackBoxResult(AuditResult):
     """The outcome of a black-box audit.
 
-    ``epsilon_lower_bound`` is the GDP-based bound (split threshold),
-    ``epsilon_lower_bound_eps_delta`` the (ε, δ) one; ``claimed_epsilon`` is
+    ``epsilon_lower_bound`` is the headline: the GDP bound of
+    ``paired_bound``, Xiang et al.'s order-statistics test on the runs
+    taken in pairs (one with the canary, one without, by index), each pair
+    oriented by a seeded fair coin (:func:`~privaudit.audits.blackbox.audit.bound_scores`).
+    ``bound`` is the GDP bound at a held-out split threshold (Clopper–Pearson;
+    the headline before the paired test) and ``epsilon_lower_bound_eps_delta``
+    the (ε, δ) one at that threshold, both kept for comparison; the verdict
+    uses the headline. ``claimed_epsilon`` is
     ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1):
     evidence, and the claim only when privaudit ran that DP-SGD itself (no
     ``--train``). The verdict (``claim_verdict``) is against the user's claim.
@@ -199,6 +206,7 @@ class BlackBoxResult(AuditResult):
     config: BlackBoxConfig
     resume_note: str = ""  # why stored models were trained again (their key changed), "" when none was
     initialisation: WorstCaseInit | None = None  # the crafted start of every run (--init worst-case); None: each run's own random weights
+    paired_bound: GaussianStepBound | None = None  # the headline's test; None only in results written before it
 
     @property
     def scope(self) -> str:
@@ -232,11 +240,14 @@ class BlackBoxResult(AuditResult):
         return frozenset(inert)
 
     def headline(self) -> Headline:
+        test: GaussianStepBound | EpsilonLowerBound = self.bound if self.paired_bound is None else self.paired_bound
         return Headline(
             value=self.epsilon_lower_bound,
-            label="ε lower bound (GDP, Clopper–Pearson, split threshold)",
-            kind=self.bound.kind,
+            label="ε lower bound (GDP, Clopper–Pearson, split threshold)"
+            if self.paired_bound is None
+            else "ε lower bound (GDP, order-statistics test on coin-oriented pairs of runs)",
+            kind=test.kind,
             confidence=self.confidence,
-            valid=self.bound.valid,
+            valid=test.valid,
             flag=None if self.claim_verdict is None else self.claim_verdict.flagged,
         )
