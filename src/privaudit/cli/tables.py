@@ -52,7 +52,7 @@ def _paired_rows(result: Any) -> list[list[str]]:
     if paired is None:
         return []
     return [
-        ["refuted (per training run)", paired.null],
+        ["refuted", result.refuted],
         ["ε lower bound (GDP, Clopper–Pearson, held-out split threshold; for comparison)", format_value(float(result.bound.epsilon))],
     ]
 

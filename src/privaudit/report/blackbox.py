@@ -30,7 +30,7 @@ def section(data: dict, directory: Path | None) -> ReportSection:
                 ()
                 if result.paired_bound is None
                 else (
-                    ("refuted (per training run)", result.paired_bound.null),
+                    ("refuted", result.refuted),
                     ("pairs guessed / right (the test's released guesses)", f"{result.paired_bound.num_guesses} / {result.paired_bound.num_correct}"),
                     ("GDP Clopper–Pearson bound at a held-out split threshold (for comparison; not the verdict's)", result.bound.epsilon),
                 )

@@ -50,6 +50,19 @@ def _typed(result_type: type, data: dict) -> Any:
         return None
 
 
+def _test_name(method: str) -> str:
+    """The per-step test in words: the in-loop tests, or either of them on the hidden state's final sums ("gaussian, final sums of T steps").
+
+    >>> _test_name("gaussian"), _test_name("order-statistics, final sums of 145 steps")
+    ('t test', 'order-statistics test on the final sums of 145 steps')
+    """
+    test, _, sums = method.partition(", ")
+    name = {"gaussian": "t test", "order-statistics": "order-statistics test"}.get(test, f"{test} test")
+    if sums:
+        return f"{name} on the {sums}"
+    return name + (", paired observations" if test == "order-statistics" else "")
+
+
 def _hidden_state_rows(result: Any) -> list[tuple[str, Any]]:
     """The hidden-state audit's own rows: what was observed, the composed bound and the heuristic beside it (none for other audits)."""
     if not hasattr(result, "composed_epsilon"):
@@ -78,14 +91,14 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     if result is None:
         return generic_section(data, directory)
     bound, verdict, evidence = result.bound, result.verdict, result.evidence
-    test = {"gaussian": "t test", "order-statistics": "order-statistics test, paired observations"}.get(bound.method, f"{bound.method} test")
+    test = _test_name(bound.method)
     details: list[tuple[str, Any]] = [
         (f"per-step ε lower bound ({bound.kind}, one Gaussian step, {test})", bound.epsilon),
         *_hidden_state_rows(result),
         ("refuted", result.refuted or bound.null),
         ("end-to-end ε of the refuted DP-SGD (composed at the q that ran)", result.end_to_end_epsilon),
         ("per-step ceiling", None if result.ceiling is None else result.ceiling.value),
-        ("canary / other observations", f"{bound.num_in} / {bound.num_out}"),
+        ("canaries in / out (a final sum each)" if hasattr(result, "composed_epsilon") else "canary / other observations", f"{bound.num_in} / {bound.num_out}"),
     ]
     if result.threshold_bound is not None:
         details.append(("former per-step bound (GDP, Clopper–Pearson at threshold 0.5; not used by the verdict)", result.threshold_bound.epsilon))

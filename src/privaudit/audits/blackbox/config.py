@@ -209,6 +209,22 @@ class BlackBoxResult(AuditResult):
     paired_bound: GaussianStepBound | None = None  # the headline's test; None only in results written before it
 
     @property
+    def refuted(self) -> str:
+        """What the headline refutes, per training run ("" for a result written before the paired test).
+
+        >>> from privaudit.stats.gaussian_steps import GaussianStepBound
+        >>> paired = GaussianStepBound(4.8, 1e-5, 0.95, 1.092, 0.9157, "…", "order-statistics", 60, 60, 4.8)
+        >>> BlackBoxResult.refuted.fget(type("R", (), {"paired_bound": paired})())
+        'not mu-GDP with mu <= 1.092 per training run'
+        """
+        paired = self.paired_bound
+        if paired is None:
+            return ""
+        if paired.parameter <= 0.0:
+            return "nothing refuted"
+        return f"not mu-GDP with mu <= {paired.parameter:.4g} per training run"
+
+    @property
     def scope(self) -> str:
         """What the bound covers: the pipeline as it ran, from the auditor's worst-case start where there was one."""
         if self.initialisation is not None:
