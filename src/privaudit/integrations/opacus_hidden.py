@@ -157,10 +157,7 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         self, *, delta: float, confidence: float = 0.95, claimed_epsilon: float | None = None, claimed_delta: float | None = None, test: str = "gaussian"
     ) -> OpacusHiddenStateResult:
         """The bound from the final sums, its end-to-end conversion, the heuristic beside it, and the verdict on the user's claim."""
-        import opacus
-        import torch
-
-        optimizer, steps = self.optimizer, self.num_steps
+        steps = self.num_steps
         _, out_sums = self.observations()
         run = read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=steps, strict=False)
         loader_rate = run.pop("loader_sample_rate", None)
@@ -184,26 +181,9 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         sigma_read = min(self._sigmas)
         heuristic = last_iterate_heuristic(sigma_read, sampling_prob=1.0, num_steps=steps, delta=bound.delta) if sigma_read > 0.0 else None
         return OpacusHiddenStateResult(
-            bound=bound,
-            num_steps=steps,
-            canaries_per_step=self.canaries_per_step,
-            audit_size=self.audit_size,
-            canary_norm=self.canary_norm,
-            noise_multiplier=float(optimizer.noise_multiplier),
-            max_grad_norm=float(optimizer.max_grad_norm),
-            seed=self.seed,
-            seeds=dict(self.seeds),
-            framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
-            evidence=evidence,
+            **self._result_fields(bound, evidence, record, checks, findings, verdict, refuted=refuted, end_to_end=end_to_end),
             ceiling=step_ceiling(bound, raise_with="more canaries or more audited steps"),
-            verdict=verdict,
-            flagged=(True if findings else None) if verdict is None else verdict.flagged,
-            loop=record,
-            loop_checks=checks,
-            refuted=refuted,
-            end_to_end_epsilon=end_to_end,
             threshold_bound=None,
-            conventions=self._conventions(),
             num_canaries=self.num_canaries,
             composed_epsilon=composed,
             heuristic=heuristic,

@@ -373,10 +373,6 @@ class OpacusInLoopAuditor:
         audited steps. ``test`` picks the per-step test (:meth:`bound`); the
         order-statistics test is designed for the claim's σ_min (σ read without a claim).
         """
-        import opacus
-        import torch
-
-        optimizer = self.optimizer
         _, out_scores = self.observations()
         run = read_run(accountant=self.accountant, data_loader=self.data_loader, audited_steps=self.num_steps, strict=False)
         loader_rate = run.pop("loader_sample_rate", None)
@@ -397,6 +393,18 @@ class OpacusInLoopAuditor:
             claimed_delta=claimed_delta,
         )
         return OpacusInLoopResult(
+            **self._result_fields(bound, evidence, record, checks, findings, verdict, refuted=refuted, end_to_end=end_to_end),
+            ceiling=step_ceiling(bound, raise_with="more canaries per step or more audited steps"),
+            threshold_bound=self.threshold_bound(delta=delta, confidence=confidence),
+        )
+
+    def _result_fields(self, bound, evidence, record, checks, findings, verdict, *, refuted: str, end_to_end) -> dict:
+        """The fields every loop auditor's result holds: the bound, the design, the user's settings read, seeds, versions, evidence and verdict."""
+        import opacus
+        import torch
+
+        optimizer = self.optimizer
+        return dict(
             bound=bound,
             num_steps=self.num_steps,
             canaries_per_step=self.canaries_per_step,
@@ -408,14 +416,12 @@ class OpacusInLoopAuditor:
             seeds=dict(self.seeds),
             framework_versions={"torch": torch.__version__, "opacus": opacus.__version__},
             evidence=evidence,
-            ceiling=step_ceiling(bound, raise_with="more canaries per step or more audited steps"),
             verdict=verdict,
             flagged=(True if findings else None) if verdict is None else verdict.flagged,
             loop=record,
             loop_checks=checks,
             refuted=refuted,
             end_to_end_epsilon=end_to_end,
-            threshold_bound=self.threshold_bound(delta=delta, confidence=confidence),
             conventions=self._conventions(),
         )
 

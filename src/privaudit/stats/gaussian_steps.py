@@ -181,24 +181,27 @@ def gaussian_step_bound(
     else:
         found_os = order_statistics_lower_bound(_untied(scores, seed), coins, null=null_pair, claim=claim_pair, confidence=confidence)
     mu = 0.0 if found_os.parameter is None else float(found_os.parameter) / math.sqrt(2.0)  # μ_pair = √2 μ: exact for the Gaussian step
-    sigma, null = _refuted(mu)
-    ceiling_mu = _ceiling_mu(found_os, delta)
-    return GaussianStepBound(
-        epsilon=float(gdp_epsilon(mu, delta)) if mu > 0.0 else 0.0,
+    return _step_result(
+        mu,
         delta=delta,
         confidence=confidence,
-        parameter=mu,
-        sigma=sigma,
-        null=null,
         method="order-statistics",
         num_in=inside.size,
         num_out=outside.size,
-        ceiling=float(gdp_epsilon(ceiling_mu, delta)) if ceiling_mu > 0.0 else 0.0,
+        ceiling_mu=_ceiling_mu(found_os, delta),
         claim=mu_claim,
         num_guesses=found_os.num_guesses,
         num_correct=found_os.num_correct,
         seed=seed,
     )
+
+
+def _step_result(mu: float, *, delta: float, confidence: float, ceiling_mu: float, **fields: Any) -> GaussianStepBound:
+    """The per-step result of a refuted μ (0: nothing refuted): its σ, the null named, ε(δ) and the ceiling's ε (inf for none), rounded down."""
+    sigma, null = _refuted(mu)
+    ceiling = math.inf if math.isinf(ceiling_mu) else float(gdp_epsilon(ceiling_mu, delta)) if ceiling_mu > 0.0 else 0.0
+    epsilon = float(gdp_epsilon(mu, delta)) if mu > 0.0 else 0.0
+    return GaussianStepBound(epsilon=epsilon, delta=delta, confidence=confidence, parameter=mu, sigma=sigma, null=null, ceiling=ceiling, **fields)
 
 
 def _ceiling_mu(found: Any, delta: float) -> float:
@@ -247,21 +250,17 @@ def final_sum_step_bound(
         if claim is None:
             raise ValueError("`claim` (the per-step μ = 1/σ the claim states) is needed by the order-statistics test: it fixes the guess count")
         mu_claim = check_positive(claim, "claim")
-        found = order_statistics_lower_bound(sums, member, null=GaussianDP(delta), claim=root * mu_claim, confidence=confidence)
+        found = order_statistics_lower_bound(_untied(sums, 0), member, null=GaussianDP(delta), claim=root * mu_claim, confidence=confidence)
         mu = (0.0 if found.parameter is None else float(found.parameter)) / root
         kind, ceiling_mu = "lower bound", _composed_ceiling_mu(found, delta) / root
-    sigma, null = _refuted(mu)
-    return GaussianStepBound(
-        epsilon=float(gdp_epsilon(mu, delta)) if mu > 0.0 else 0.0,
+    return _step_result(
+        mu,
         delta=delta,
         confidence=confidence,
-        parameter=mu,
-        sigma=sigma,
-        null=null,
+        ceiling_mu=ceiling_mu,
         method=f"{test}, final sums of {steps} steps",
         num_in=int(member.sum()),
         num_out=int((~member).sum()),
-        ceiling=math.inf if math.isinf(ceiling_mu) else float(gdp_epsilon(ceiling_mu, delta)) if ceiling_mu > 0.0 else 0.0,
         claim=None if test == "gaussian" else float(claim),
         kind=kind,
     )
