@@ -21,7 +21,7 @@ pytest.importorskip("sklearn")
 import blackbox_user_training as user  # noqa: E402
 
 from privaudit.audits.blackbox import worst_case  # noqa: E402
-from privaudit.audits.blackbox.audit import run_blackbox_audit, run_configs, train_one  # noqa: E402
+from privaudit.audits.blackbox.audit import GDP_PER_RUN_WARNING, run_blackbox_audit, run_configs, train_one  # noqa: E402
 from privaudit.audits.blackbox.config import INIT_SCOPE, THREAT_MODEL_WORST_CASE, BlackBoxConfig  # noqa: E402
 from privaudit.audits.registry import get_audit  # noqa: E402
 from privaudit.models.classifiers import build_classifier  # noqa: E402
@@ -58,6 +58,8 @@ def test_privaudits_own_dpsgd_as_a_user_function_gives_the_builtin_audits_scores
     assert (own.epsilon_lower_bound, own.mean_in_score, own.mean_out_score) == (builtin.epsilon_lower_bound, builtin.mean_in_score, builtin.mean_out_score)
     assert own.threat_model == THREAT_MODEL_WORST_CASE and own.initialisation.scope == INIT_SCOPE
     assert own.to_dict()["initialisation"]["model"] == f"{MODULE}:build" and "model" not in builtin.to_dict()["initialisation"]
+    # the headline assumes each run is mu-GDP: privaudit's full-batch DP-SGD is; a user's pipeline is warned of it
+    assert GDP_PER_RUN_WARNING in own.sanity_warnings and GDP_PER_RUN_WARNING not in builtin.sanity_warnings
 
 
 def test_a_zero_step_function_scores_the_crafted_start_as_computed_independently():

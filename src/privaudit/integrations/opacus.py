@@ -345,7 +345,7 @@ def threshold_bound(in_scores, out_scores, *, delta: float, confidence: float) -
 def step_ceiling(bound: GaussianStepBound, *, raise_with: str) -> Ceiling | None:
     """The per-step bound's ceiling (inf for the t test: no design caps it)."""
     design = f"{bound.num_in} canary and {bound.num_out} other observations, {bound.confidence:.0%}, {bound.method} test"
-    if bound.method == "gaussian":
+    if bound.method.startswith("gaussian"):  # the in-loop t test, or the hidden state's on the final sums
         design += " (its t statistic grows without bound with the separation: no ceiling)"
     return make_ceiling(bound.epsilon, bound.ceiling, raise_with=raise_with, design=design)
 

@@ -22,8 +22,10 @@ draws unchanged, the same loop checks):
   under "every step a Gaussian step of noise σ >= σ_r" an included
   canary's sum is N(T, Σσ_t²) and an excluded one's N(0, Σσ_t²), the
   composition of T steps; the refuted per-step μ then refutes DP-SGD at the
-  run's q and T as the in-loop audit's does, and meets the user's claim the
-  same way (per step and end to end).
+  run's q over the audited steps, as the in-loop audit's does, and meets the
+  user's claim the same way (per step and end to end). The t test is the
+  default: the order-statistics test's ceiling on the sums depends on the
+  number of canaries alone, so its per-step ceiling falls as 1/√T.
 * Steinke et al.'s last-iterate heuristic at the σ read, q_c = 1 and the T
   audited steps is shown beside the bound, labelled a heuristic; with a
   canary in every step it is the composition's own ε, so
@@ -104,6 +106,12 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         self.num_canaries = self.audit_size = check_count(num_canaries, "num_canaries", minimum=MIN_CANARIES)
         self.included = draw_inclusion(self.num_canaries, 0.5, seed=self.seeds["canaries"])  # the coins, fixed before any step
         self.canaries_per_step = int(self.included.sum())
+        if min(self.canaries_per_step, self.num_canaries - self.canaries_per_step) < 2:  # refused now, not after the user's training
+            raise ValueError(
+                f"`num_canaries` {self.num_canaries} with `seed` {self.seed} puts {self.canaries_per_step} canaries in and "
+                f"{self.num_canaries - self.canaries_per_step} out: the bound needs at least 2 on each side; use more canaries (hundreds)"
+            )
+        self._rows, self._rows_norm = None, 0.0  # the included canaries' rows, the same at every step: built once per clip norm
         self._sums = np.zeros(self.num_canaries)
         self._steps = 0
 
@@ -111,10 +119,12 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         """Every included canary, one row each, along its own coordinate."""
         import torch
 
-        members = np.flatnonzero(self.included)
-        rows = torch.zeros((members.size, self.audit_size), dtype=dtype)
-        rows[np.arange(members.size), members] = self.canary_norm * float(self.optimizer.max_grad_norm)
-        return rows, True
+        norm = self.canary_norm * float(self.optimizer.max_grad_norm)
+        if self._rows is None or self._rows.dtype != dtype or self._rows_norm != norm:
+            members, self._rows_norm = np.flatnonzero(self.included), norm
+            self._rows = torch.zeros((members.size, self.audit_size), dtype=dtype)
+            self._rows[np.arange(members.size), members] = norm
+        return self._rows.detach(), True  # a fresh tensor object on the same storage: Opacus marks the one it processed
 
     def _observe(self, observed: np.ndarray, design) -> None:
         self._sums += observed  # only the running sum: no step's release is kept
@@ -139,7 +149,7 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         """The per-step bound from the final sums (:func:`~privaudit.stats.gaussian_steps.final_sum_step_bound`); ``claim`` as in the in-loop audit."""
         mu = claim
         if claim is None and test != "gaussian":
-            mu = 1.0 / min(self._sigmas) if min(self._sigmas) > 0.0 else None
+            mu = claim_step_mu(None, delta, sigma_read=min(self._sigmas), sample_rate=None, num_steps=self.num_steps)
         return final_sum_step_bound(
             self.final_sums(),
             self.included,
@@ -148,6 +158,7 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
             confidence=check_probability(confidence, "confidence"),
             test=test,
             claim=mu,
+            seed=self.seed,  # the tie-break's stream, apart from the coins' (a child of the seed)
         )
 
     def threshold_bound(self, *, delta: float, confidence: float = 0.95):
@@ -182,7 +193,7 @@ class OpacusHiddenStateAuditor(OpacusInLoopAuditor):
         heuristic = last_iterate_heuristic(sigma_read, sampling_prob=1.0, num_steps=steps, delta=bound.delta) if sigma_read > 0.0 else None
         return OpacusHiddenStateResult(
             **self._result_fields(bound, evidence, record, checks, findings, verdict, refuted=refuted, end_to_end=end_to_end),
-            ceiling=step_ceiling(bound, raise_with="more canaries or more audited steps"),
+            ceiling=step_ceiling(bound, raise_with="more canaries (more audited steps lower the order-statistics test's per-step ceiling)"),
             threshold_bound=None,
             num_canaries=self.num_canaries,
             composed_epsilon=composed,

@@ -425,12 +425,12 @@ class OpacusInLoopAuditor:
             conventions=self._conventions(),
         )
 
-    def _judge(self, step_bound, *, run: dict, loader_rate, noise_measured: float, unit_noise: np.ndarray, claimed_epsilon, claimed_delta, compose_over=None):
+    def _judge(self, step_bound, *, run: dict, loader_rate, noise_measured: float, unit_noise: np.ndarray, claimed_epsilon, claimed_delta):
         """(evidence, loop record, loop checks, findings, verdict) of a per-step bound (``parameter``: μ of one Gaussian step).
 
         ``unit_noise``: the audit coordinates' noise in units of σ·C, which
-        the noise checks read where the user's own noise could not be read;
-        ``compose_over``: the steps the end-to-end bound composes (default: the audited steps).
+        the noise checks read where the user's own noise could not be read.
+        The end-to-end bound composes over the audited steps.
         """
         evidence = OpacusEvidence(noise_multipliers=tuple(sorted(set(self._sigmas))), noise_measured=noise_measured, audited_steps=self.num_steps, **run)
         assert self._recorder is not None  # set on the first entry, and a result needs a step
@@ -460,7 +460,6 @@ class OpacusInLoopAuditor:
             claimed_delta=claimed_delta,
             evidence=evidence,
             accountant=self.accountant,
-            compose_over=compose_over,
             loop_findings=findings,
         )
         if verdict is not None:

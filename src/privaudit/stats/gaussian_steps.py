@@ -52,7 +52,7 @@ import numpy as np
 
 from .._core.results import Result
 from .._core.seeding import check_seed
-from .._core.validation import as_scores, check_positive, check_probability
+from .._core.validation import as_scores, check_count, check_positive, check_probability
 from .conversions import gdp_epsilon
 from .families import GaussianDP
 from .one_run_gaussian import epsilon_one_run_gaussian
@@ -107,6 +107,16 @@ def _paired(in_obs: np.ndarray, out_obs: np.ndarray, seed: int) -> tuple[np.ndar
     coins = np.random.default_rng([seed, 45]).random(in_obs.size) < 0.5
     difference = in_obs - out_obs[: in_obs.size]
     return np.where(coins, difference, -difference), coins
+
+
+def _order_statistics(scores: np.ndarray, coins: np.ndarray, *, delta: float, claim: float, confidence: float, seed: int) -> Any:
+    """Xiang et al.'s test against ``GaussianDP`` at ``claim``, ties broken by :func:`_untied`; all tied: nothing refuted, the design's ceiling kept."""
+    null = GaussianDP(delta)
+    if np.ptp(scores) == 0.0:  # every score tied (the canary moved nothing): no guess can be made, nothing is refuted
+        separated = np.where(coins, 1.0, -1.0) * (1.0 + np.arange(coins.size) / coins.size)  # all guesses right: the design's ceiling
+        perfect = order_statistics_lower_bound(separated, coins, null=null, claim=claim, confidence=confidence)
+        return dataclasses.replace(perfect, epsilon=0.0, parameter=None, num_guesses=0, num_correct=0)
+    return order_statistics_lower_bound(_untied(scores, seed), coins, null=null, claim=claim, confidence=confidence)
 
 
 def _untied(scores: np.ndarray, seed: int) -> np.ndarray:
@@ -173,13 +183,7 @@ def gaussian_step_bound(
     mu_claim = check_positive(claim, "claim")
     seed = check_seed(seed)
     scores, coins = _paired(inside, outside, seed)
-    null_pair, claim_pair = GaussianDP(delta), math.sqrt(2.0) * mu_claim
-    if np.ptp(scores) == 0.0:  # every pair tied (the canary moved nothing): no guess can be made, nothing is refuted
-        separated = np.where(coins, 1.0, -1.0) * (1.0 + np.arange(coins.size) / coins.size)  # all guesses right: the design's ceiling
-        perfect = order_statistics_lower_bound(separated, coins, null=null_pair, claim=claim_pair, confidence=confidence)
-        found_os = dataclasses.replace(perfect, epsilon=0.0, parameter=None, num_guesses=0, num_correct=0)
-    else:
-        found_os = order_statistics_lower_bound(_untied(scores, seed), coins, null=null_pair, claim=claim_pair, confidence=confidence)
+    found_os = _order_statistics(scores, coins, delta=delta, claim=math.sqrt(2.0) * mu_claim, confidence=confidence, seed=seed)
     mu = 0.0 if found_os.parameter is None else float(found_os.parameter) / math.sqrt(2.0)  # μ_pair = √2 μ: exact for the Gaussian step
     return _step_result(
         mu,
@@ -210,7 +214,7 @@ def _ceiling_mu(found: Any, delta: float) -> float:
 
 
 def final_sum_step_bound(
-    final_sums: Any, included: Any, *, num_steps: Any, delta: Any, confidence: Any = 0.95, test: str = "gaussian", claim: Any = None
+    final_sums: Any, included: Any, *, num_steps: Any, delta: Any, confidence: Any = 0.95, test: str = "gaussian", claim: Any = None, seed: Any = 0
 ) -> GaussianStepBound:
     """Lower-bound the per-step μ = 1/σ of ``num_steps`` composed Gaussian steps from each canary's sum over them (the hidden state).
 
@@ -219,8 +223,11 @@ def final_sum_step_bound(
     ``test``: ``"gaussian"`` (the t test on the sums ÷ T, exact for Gaussian
     sums) or ``"order-statistics"`` (Xiang et al.'s test on the canaries' own
     coins against ``GaussianDP`` at √T · ``claim``, the per-step μ the claim
-    states). The refuted μ_T of the sums is divided by √T; ``parameter``,
-    ``sigma``, ``epsilon`` and ``ceiling`` are per step.
+    states; ties broken by a draw from ``seed``). The refuted μ_T of the
+    sums is divided by √T; ``parameter``, ``sigma``, ``epsilon`` and
+    ``ceiling`` are per step. The order-statistics test's ceiling on μ_T
+    depends on the number of canaries alone, so per step it falls as 1/√T:
+    over many steps only the t test comes near the truth.
 
     >>> rng = np.random.default_rng(0)
     >>> coins = rng.random(4_000) < 0.5
@@ -235,14 +242,13 @@ def final_sum_step_bound(
     member = np.asarray(included)
     if member.dtype != bool or member.shape != sums.shape or member.all() or not member.any():
         raise ValueError(f"`included` must be a boolean array shaped as `final_sums` {sums.shape} with canaries on both sides")
-    steps = int(num_steps)
-    if isinstance(num_steps, bool) or steps != num_steps or steps < 1:
-        raise ValueError(f"`num_steps` must be an integer in [1, inf), got {num_steps!r}")
+    steps = check_count(num_steps, "num_steps", minimum=1)
     delta = check_probability(delta, "delta")
     confidence = check_probability(confidence, "confidence")
     if test not in STEP_TESTS:
         raise ValueError(f"`test` must be one of {', '.join(STEP_TESTS)}, got {test!r}")
     root = math.sqrt(steps)
+    guesses: dict[str, Any] = {}  # the order-statistics test's released guesses and its seed
     if test == "gaussian":
         summed = gaussian_step_bound(sums[member] / steps, sums[~member] / steps, delta=delta, confidence=confidence)  # N(1, Σσ_t²/T²) against N(0, ·)
         mu, kind, ceiling_mu = summed.parameter / root, summed.kind, math.inf
@@ -250,9 +256,11 @@ def final_sum_step_bound(
         if claim is None:
             raise ValueError("`claim` (the per-step μ = 1/σ the claim states) is needed by the order-statistics test: it fixes the guess count")
         mu_claim = check_positive(claim, "claim")
-        found = order_statistics_lower_bound(_untied(sums, 0), member, null=GaussianDP(delta), claim=root * mu_claim, confidence=confidence)
+        seed = check_seed(seed)
+        found = _order_statistics(sums, member, delta=delta, claim=root * mu_claim, confidence=confidence, seed=seed)
         mu = (0.0 if found.parameter is None else float(found.parameter)) / root
         kind, ceiling_mu = "lower bound", _composed_ceiling_mu(found, delta) / root
+        guesses = {"num_guesses": found.num_guesses, "num_correct": found.num_correct, "seed": seed}
     return _step_result(
         mu,
         delta=delta,
@@ -263,6 +271,7 @@ def final_sum_step_bound(
         num_out=int((~member).sum()),
         claim=None if test == "gaussian" else float(claim),
         kind=kind,
+        **guesses,
     )
 
 

@@ -79,6 +79,7 @@ import numpy as np
 
 from ..._core.conventions import Convention, default
 from ..._core.extras import require
+from ..._core.seeding import child_seeds
 from ..._core.usercode import call_user
 from ...models.classifiers import build_classifier
 from ...models.loading import import_callable
@@ -95,11 +96,13 @@ from .worst_case import dataset_split as _data
 
 __all__ = [
     "AUDIT",
+    "GDP_PER_RUN_WARNING",
     "BlackBoxAudit",
     "bound_scores",
     "check_train_function",
     "dataset_conventions",
     "design_mu",
+    "pairing_seed",
     "run_blackbox_audit",
     "run_configs",
     "train_one",
@@ -312,6 +315,13 @@ def train_one(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+GDP_PER_RUN_WARNING = (
+    "the headline holds if each run of --train is mu-GDP in the canary, as full-batch DP-SGD is; a pipeline that is not (Poisson "
+    "sampling, Laplace noise) can be mu-GDP-refuted while meeting its (epsilon, delta) claim: for it, hold the (epsilon, delta) "
+    "bound (epsilon_lower_bound_eps_delta) against the claim"
+)
+
+
 def design_mu(config: BlackBoxConfig) -> float:
     """The μ per training run the paired test is designed for: the user's claim as μ-GDP, else √T/σ of the config's full-batch DP-SGD.
 
@@ -325,12 +335,22 @@ def design_mu(config: BlackBoxConfig) -> float:
     return math.sqrt(config.num_steps) / config.noise_multiplier
 
 
+def pairing_seed(seed: int) -> int:
+    """The seed of the pairs' coins and tie-breaks: the audit's ``seed``'s second child, so neither a run's (seed, index) stream nor the worst-case start's (the first child) is theirs.
+
+    >>> from privaudit.audits.blackbox.worst_case import init_seed
+    >>> pairing_seed(0) == child_seeds(0, ["worst-case init", "paired coins"])["paired coins"] != init_seed(0)
+    True
+    """
+    return child_seeds(seed, ["worst-case init", "paired coins"])["paired coins"]
+
+
 def bound_scores(in_scores: np.ndarray, out_scores: np.ndarray, config: BlackBoxConfig):
     """The audit's bounds from the final models' scores: (paired, GDP split threshold, (ε, δ) split threshold), seeded by ``config.seed``.
 
     The headline (``paired``): run i with the canary and run i without form
-    a pair, fixed by index before any score is seen; a fair coin from the
-    seed orients each pair's difference (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`,
+    a pair, fixed by index before any score is seen; a fair coin from
+    :func:`pairing_seed` orients each pair's difference (:func:`~privaudit.stats.gaussian_steps.gaussian_step_bound`,
     ``test="order-statistics"``). The runs are independent, so the oriented
     pair is exactly a pair mechanism whose coin chose which run held the
     canary: under μ-GDP per run it is (√2 μ)-GDP with a fair coin, the proven
@@ -340,12 +360,18 @@ def bound_scores(in_scores: np.ndarray, out_scores: np.ndarray, config: BlackBox
 
     >>> rng = np.random.default_rng(0)
     >>> paired, gdp, _ = bound_scores(rng.normal(2, 1, 200), rng.normal(0, 1, 200), BlackBoxConfig(claimed_epsilon=10.0))
-    >>> gdp.method, bool(gdp.epsilon < paired.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
-    ('gdp', True)
+    >>> paired.method, gdp.method, bool(0 < paired.epsilon < 10 and 0 < gdp.epsilon < 10)  # scores of 2-GDP: the truth is ε(1e-5) = 10.0
+    ('order-statistics', 'gdp', True)
     """
     common: dict[str, Any] = dict(delta=config.delta, confidence=config.confidence, threshold="split", seed=config.seed)
     paired = gaussian_step_bound(
-        in_scores, out_scores, delta=config.delta, confidence=config.confidence, test="order-statistics", claim=design_mu(config), seed=config.seed
+        in_scores,
+        out_scores,
+        delta=config.delta,
+        confidence=config.confidence,
+        test="order-statistics",
+        claim=design_mu(config),
+        seed=pairing_seed(config.seed),
     )
     return (
         paired,
@@ -418,7 +444,8 @@ def run_blackbox_audit(
         paired_bound=paired,
     )
     claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
-    return bound_verdict(result, paired, claim=claim, raise_with="more trained models per side (num_models_per_side)")
+    warnings = (GDP_PER_RUN_WARNING,) if config.train is not None else ()
+    return bound_verdict(result, paired, claim=claim, raise_with="more trained models per side (num_models_per_side)", warnings=warnings)
 
 
 class BlackBoxAudit(Audit):
