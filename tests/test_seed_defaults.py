@@ -270,6 +270,16 @@ def test_final_model_observations_and_the_per_step_test_default_to_seed_0():
     )
 
 
+def test_the_final_sums_order_statistics_test_breaks_ties_from_seed_0_by_default():
+    from privaudit.stats.gaussian_steps import final_sum_step_bound
+
+    coins = np.arange(200) % 2 == 0
+    sums = np.where(np.arange(200) % 5 == 0, 3.0, 0.0) + 3.0 * coins  # tied values: the seed breaks the ties
+    bounds = [final_sum_step_bound(sums, coins, num_steps=3, delta=1e-5, test="order-statistics", claim=1.0, **seed) for seed in ({}, {"seed": 0})]
+    _same(*bounds)
+    assert bounds[0].seed == 0
+
+
 def test_assert_dp_defaults_to_seed_0_and_returns_the_bound_with_it():
     from privaudit.testing import assert_dp
 
@@ -465,6 +475,7 @@ CASES = {
     "privaudit.observation.one_run:draw_inclusion": test_observation_collectors_default_to_seed_0_and_record_it,
     "privaudit.observation.one_run:collect_final_model_observations": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
     "privaudit.stats.gaussian_steps:gaussian_step_bound": test_final_model_observations_and_the_per_step_test_default_to_seed_0,
+    "privaudit.stats.gaussian_steps:final_sum_step_bound": test_the_final_sums_order_statistics_test_breaks_ties_from_seed_0_by_default,
     "privaudit.stats.shuffling:shuffled_epsilon_lower_bound": test_shuffled_epsilon_lower_bound_defaults_to_seed_0_and_records_it,
     "privaudit.stats.dataset_inference:dataset_inference": test_dataset_inference_defaults_to_seed_0_and_records_it,
     "privaudit.stats.dataset_inference:split_in_halves": test_dataset_inference_defaults_to_seed_0_and_records_it,
