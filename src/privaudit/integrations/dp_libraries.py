@@ -21,7 +21,8 @@ adapter                           library (extra)             query and noise
 
 Randomness: diffprivlib is seeded from ``rng`` (its ``random_state``), so
 its audits are reproducible. OpenDP and python-dp draw from their own
-secure generators, which cannot be seeded: their audits are valid but not
+secure generators, which cannot be seeded, and so does smartnoise-synth for
+its measurements (through OpenDP): their audits are valid but not
 reproducible sample for sample.
 
 Sampling is vectorised where the library allows: OpenDP's Laplace
@@ -163,11 +164,14 @@ def smartnoise_synthesizer(name: str, epsilon: float, *, rows: int, delta: float
 
     Each sample is a synthetic table of ``rows`` rows, shape (rows, columns):
     the number of rows is fixed, as a table the size of the data would
-    reveal it. smartnoise-synth draws from numpy's global generator; the
-    adapter seeds it from ``rng`` for each sample and restores its state
-    afterwards, so the caller's global state is unchanged. smartnoise-synth
-    needs opacus < 0.15, which conflicts with the ``dpsgd`` extra: install it
-    in an environment of its own.
+    reveal it. smartnoise-synth selects and samples with numpy's global
+    generator, which the adapter seeds from ``rng`` for each sample and
+    restores afterwards, so the caller's global state is unchanged; but it
+    draws MST's and AIM's noisy measurements from OpenDP's secure sampler,
+    which no seed reaches, so its audits are valid but not reproducible
+    table for table (as OpenDP's and python-dp's). smartnoise-synth needs
+    opacus < 0.15, which conflicts with the ``dpsgd`` extra: install it in
+    an environment of its own (``tests/test_smartnoise_synth.py`` runs there).
     """
     snsynth = require("snsynth", purpose="the smartnoise-synth adapter")
     pandas = require("pandas", purpose="the smartnoise-synth adapter")
