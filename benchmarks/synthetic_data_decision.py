@@ -18,6 +18,8 @@ the decision recorded: whether it says the release exposes training
 records, its three p-values, how many of the 20 planted rows it names as
 copies and, where only the 1% FPR test rejects, how many members it puts
 forward as the most exposed and how many of them are planted.
+``--population-weight W`` replays the audits with the headline's weight of
+the distance to the population set to W (0: the tie-break alone).
 Output: ``benchmarks/results/synthetic_data_decision.json``.
 """
 
@@ -87,8 +89,15 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--sdv", action="store_true", help="add SDV's GaussianCopula and CTGAN releases (the sdv extra's environment)")
+    parser.add_argument(
+        "--population-weight", type=float, help="replay the headline with this weight of the distance to the population (0: the tie-break alone)"
+    )
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "synthetic_data_decision.json"))
     args = parser.parse_args()
+    if args.population_weight is not None:  # the headline's constant, replaced for this process only
+        from privaudit.audits.synthetic_data import attacks
+
+        attacks.POPULATION_WEIGHT = max(args.population_weight, 1e-9)
     runs = []
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as scratch:
@@ -119,7 +128,14 @@ def main() -> None:
                 }
                 runs.append(run)
                 print(json.dumps({k: v for k, v in run.items() if k != "sentence"}), flush=True)
-    out = {"table": "statsmodels fair, codes as categories", "rows": args.rows, "seeds": args.seeds, "runs": runs, "versions": library_versions()}
+    out = {
+        "table": "statsmodels fair, codes as categories",
+        "rows": args.rows,
+        "seeds": args.seeds,
+        "population_weight": args.population_weight,
+        "runs": runs,
+        "versions": library_versions(),
+    }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
 

@@ -1,16 +1,24 @@
-"""Copies found at 1% FPR by the robust DCR under three column scales, beside DCR-as-a-score: ``python benchmarks/synthetic_data_scales.py TABLE GENERATOR SEEDS``.
+"""Copies found at 1% FPR by the robust DCR under three column scales, beside DCR-as-a-score: ``python benchmarks/synthetic_data_scales.py TABLE GENERATOR SEEDS [--weights W,...]``.
 
 TABLE: breast-cancer or diabetes (scikit-learn's, halves) or fair
 (statsmodels' survey, 3,000 training and 3,000 holdout rows). GENERATOR:
 copies (the memorising copula), near (the near-copy copula: noise of 5% of
 each numeric column's deviation, one category changed) or near20 (noise of
-20%, categories kept). SEEDS: comma-separated. Scales: ``iqr`` (the
+20%, categories kept) or clean (privaudit's copula). SEEDS: comma-separated. Scales: ``iqr`` (the
 population's IQR alone, the headline before the point-mass fallback),
 ``nonmodal`` (the larger of the IQR and the IQR of the values other than a
 value that holds >= 25% of the column: ``Encoder.robust_scale``), ``wide``
 (the larger of the IQR and the inter-decile range over 2.56). Prints the
 copied records found at 1% FPR, summed over the seeds, and the seeds where
 each scale found fewer than DCR-as-a-score.
+
+``--weights`` replays the choice of the headline's population weight β
+(``attacks.POPULATION_WEIGHT``): on the headline's scales, minus the distance
+to the closest synthetic row plus β x the distance to the population, for
+each β (0: the tie-break alone, at 1e-9), beside DCR as a score. It prints,
+summed over the seeds, the copied records found at 1% FPR (``found``), every
+member above that threshold (``members``; for ``clean`` the only count), and
+the seeds where β found fewer copied records than DCR as a score.
 """
 
 import json
@@ -91,7 +99,7 @@ def noisy_copies(train_df, *, seed, n, noise):
     return out.iloc[rng.permutation(n)].reset_index(drop=True)
 
 
-def one(table, seed, gen):
+def one(table, seed, gen, weights=None):
     frame = fair() if table == "fair" else mixed_table(table)
     order = np.random.default_rng(seed).permutation(len(frame))
     half = len(frame) // 2
@@ -102,6 +110,10 @@ def one(table, seed, gen):
     train, holdout = read_frame(tr, "--train", id_col="record"), read_frame(ho, "--holdout", id_col="record")
     if gen == "near20":
         rel_df = noisy_copies(train.frame, seed=seed, n=len(train), noise=0.2)
+    elif gen == "clean":
+        from privaudit.audits.synthetic_data.generators import gaussian_copula
+
+        rel_df = gaussian_copula(train.frame, seed=seed, n=len(train))
     else:
         fn = memorising_copula if gen == "copies" else near_copy_copula
         rel_df = fn(train.frame, seed=seed, n=len(train))
@@ -117,19 +129,34 @@ def one(table, seed, gen):
     flagged = np.zeros(len(train), dtype=bool)
     flagged[most_outlying(train.frame, max(1, int(round(MEMORISED_SHARE * len(train)))))] = True
     res = {"copied": int(flagged.sum())}
+    everyone = np.ones(len(train), dtype=bool)
+    dcr = -dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released))
+    if weights is not None:  # the headline's scales; the weight of the distance to the population varied
+        robust = encoder.robust_scale(reference)
+        ra = encoder.dcr_arrays(records, robust)
+        closest, to_population = dcr_distances(ra, encoder.dcr_arrays(released, robust)), dcr_distances(ra, encoder.dcr_arrays(reference, robust))
+        for weight in weights:
+            scores = -closest + max(weight, 1e-9) * to_population
+            res[f"found beta={weight:g}"], res[f"members beta={weight:g}"] = found_at_1pct(scores, member, flagged), found_at_1pct(scores, member, everyone)
+        res["found dcr"], res["members dcr"] = found_at_1pct(dcr, member, flagged), found_at_1pct(dcr, member, everyone)
+        return res
     values = reference.frame[list(encoder.numeric)].to_numpy(dtype=float)
     for name, fn_s in SCALES.items():
         robust = fn_s(values)
         ra, sa = encoder.dcr_arrays(records, robust), encoder.dcr_arrays(released, robust)
         sc = robust_dcr_scores(ra, sa, encoder.dcr_arrays(reference, robust))
         res[name] = found_at_1pct(sc, member, flagged)
-    res["dcr"] = found_at_1pct(-dcr_distances(encoder.dcr_arrays(records), encoder.dcr_arrays(released)), member, flagged)
+    res["dcr"] = found_at_1pct(dcr, member, flagged)
     return res
 
 
 if __name__ == "__main__":
     table, gen, seeds = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")]
-    rows = [one(table, s, gen) for s in seeds]
+    weights = [float(w) for w in sys.argv[sys.argv.index("--weights") + 1].split(",")] if "--weights" in sys.argv else None
+    rows = [one(table, s, gen, weights) for s in seeds]
     tot = {k: sum(r[k] for r in rows) for k in rows[0]}
-    worse = {k: sum(r[k] < r["dcr"] for r in rows) for k in SCALES}
+    if weights is None:
+        worse = {k: sum(r[k] < r["dcr"] for r in rows) for k in SCALES}
+    else:
+        worse = {f"beta={w:g}": sum(r[f"found beta={w:g}"] < r["found dcr"] for r in rows) for w in weights}
     print(json.dumps({"table": table, "generator": gen, "seeds": len(seeds), "total": tot, "seeds_below_dcr": worse}))

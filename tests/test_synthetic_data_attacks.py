@@ -64,14 +64,7 @@ def test_robust_dcr_is_the_brute_force_gower_distance_on_the_populations_iqrs(gl
     assert scale.tolist() == pytest.approx([scales["age"], scales["income"]], rel=1e-12)
     scores = robust_dcr_scores(*(encoder.dcr_arrays(table, scale) for table in tables))
     to_synthetic, to_population = _brute_gower(records, synthetic, scales), _brute_gower(records, population, scales)
-    gaps = np.diff(np.unique(to_synthetic.round(12)))
-    assert np.all(np.abs(scores + to_synthetic) <= gaps.min() / 2 + 1e-12)  # the tie-break moves a score by less than half a gap
-    for i in range(len(records)):  # closest first, then farthest from the population
-        for j in range(len(records)):
-            closer = to_synthetic[i] < to_synthetic[j] - 1e-12
-            tie_won = abs(to_synthetic[i] - to_synthetic[j]) <= 1e-12 and to_population[i] > to_population[j] + 1e-12
-            if closer or tie_won:
-                assert scores[i] > scores[j], (i, j)
+    assert scores == pytest.approx(-to_synthetic + 0.1 * to_population, abs=1e-12)  # the weight 0.1, fixed on the pilot seeds
 
 
 def test_exact_matches_are_ordered_by_their_distance_to_the_population_and_a_zero_iqr_falls_back_to_the_range():
@@ -243,26 +236,55 @@ def test_a_zero_inflated_column_is_scaled_by_the_iqr_of_its_other_values(global_
     assert scale[1] == pytest.approx(float(population["age"].quantile(0.75) - population["age"].quantile(0.25)), rel=1e-12)
 
 
-def test_on_fairs_zero_inflated_table_the_headline_finds_near_copies_at_least_as_often_as_dcr_as_a_score(tmp_path):
-    """statsmodels' fair survey (its `affairs` count is 0 for two records in three), 3,000 training and 3,000 holdout rows, one fixed seed:
-    the near-copy generator's 150 copies of the most outlying training rows (noise of 5% of each column's deviation) are found above the 1% FPR
-    threshold by the headline at least as often as by DCR as a score. On the IQR alone (0.5 on `affairs`) the noise there counted as a fifth
-    of a unit, and the headline missed a few that DCR found: 146 of the 150 here against DCR's 150, and fewer on each of 10 pilot seeds."""
+def _fair_halves(tmp_path, seed):
+    """statsmodels' fair survey with string ids: 3,000 training and 3,000 holdout rows by ``seed``, as CSV files; the training frame."""
     pytest.importorskip("statsmodels")
     from statsmodels.datasets import fair
 
     frame = fair.load_pandas().data
     frame.insert(0, "record", [f"R-{i:06d}" for i in range(len(frame))])
-    seed = 400
     order = np.random.default_rng(seed).permutation(len(frame))
     paths = tmp_path / "train.csv", tmp_path / "holdout.csv"
     train = frame.iloc[np.sort(order[:3000])]
     train.to_csv(paths[0], index=False)
     frame.iloc[np.sort(order[3000:6000])].to_csv(paths[1], index=False)
-    copied = most_outlying(train.drop(columns="record").reset_index(drop=True), 150)
+    return paths, train.drop(columns="record").reset_index(drop=True)
+
+
+def test_on_fairs_zero_inflated_table_the_headline_finds_near_copies_at_least_as_often_as_dcr_as_a_score(tmp_path):
+    """statsmodels' fair survey (its `affairs` count is 0 for two records in three), 3,000 training and 3,000 holdout rows, one fixed seed:
+    the near-copy generator's 150 copies of the most outlying training rows (noise of 5% of each column's deviation) are found above the 1% FPR
+    threshold by the headline at least as often as by DCR as a score. On the IQR alone (0.5 on `affairs`) the noise there counted as a fifth
+    of a unit, and the headline missed a few that DCR found: 146 of the 150 here against DCR's 150, and fewer on each of 10 pilot seeds."""
+    seed = 400
+    paths, train = _fair_halves(tmp_path, seed)
+    copied = most_outlying(train, 150)
     config = SyntheticDataConfig(
         train=str(paths[0]), holdout=str(paths[1]), id_col="record", generator=GENERATORS + "near_copy_copula", num_shadows=0, seed=seed, sdmetrics=False
     )
     run = AUDIT.run(config)
     found, by_dcr = _threshold_count(run, copied), _threshold_count(run, copied, "dcr")
     assert found >= by_dcr, (found, by_dcr)
+
+
+def test_on_fair_the_headline_finds_near_copies_with_20pct_noise_more_often_than_dcr_as_a_score(tmp_path):
+    """fair, seed 401 (no pilot's): 150 copies of the most outlying training rows with noise of 20% of each number's deviation. The noise takes
+    them off distance about 0, where ordinary records of this discrete table also have a synthetic row as close; what still sets them apart
+    is that they are far from every population record. The headline's 0.1 x the distance to the population finds more of them above the
+    1% FPR threshold than DCR as a score (measured: 30 against 13 here; 251 against 77 over the 10 pilot seeds), and a tie-break alone would
+    not (13 against 13 here; 80 against 77 on the pilots, below DCR on 3 of 10)."""
+    seed = 401
+    paths, train = _fair_halves(tmp_path, seed)
+    copied = most_outlying(train, 150)
+    config = SyntheticDataConfig(
+        train=str(paths[0]),
+        holdout=str(paths[1]),
+        id_col="record",
+        generator="synthetic_generators:noisy_copies_20pct",
+        num_shadows=0,
+        seed=seed,
+        sdmetrics=False,
+    )
+    run = AUDIT.run(config)
+    found, by_dcr = _threshold_count(run, copied), _threshold_count(run, copied, "dcr")
+    assert found > by_dcr, (found, by_dcr)

@@ -193,11 +193,11 @@ def test_the_verbatim_copies_p_value_is_the_share_of_splits_with_as_many_member_
         assert p_value == pytest.approx(float(np.mean(counts >= count)), abs=1e-12)
 
 
-def _chance_numbers(in_scores: np.ndarray, out_scores: np.ndarray, confidence: float = 0.95) -> dict:
-    """The decision's numbers from the robust DCR's scores by counting and exact combinatorics (no scipy law, no privaudit code).
+def _chance_numbers(in_scores: np.ndarray, out_scores: np.ndarray, in_copy: np.ndarray, out_copy: np.ndarray, confidence: float = 0.95) -> dict:
+    """The decision's numbers from the robust DCR's scores and the records' exact copies, by counting and exact combinatorics (no scipy law).
 
-    A record has an exact copy in the release iff its score is >= 0: the score is minus the distance plus a tie-break below half the
-    smallest gap between distances, so only distance 0 scores 0 or above.
+    ``in_copy`` and ``out_copy`` flag the records whose distance to the closest synthetic row is 0 on any per-column scale: DCR's, read
+    from its own curve (its distances are checked against brute force in test_synthetic_data_attacks).
     """
     m, k = in_scores.size, out_scores.size
     total = m + k
@@ -209,7 +209,7 @@ def _chance_numbers(in_scores: np.ndarray, out_scores: np.ndarray, confidence: f
         exactly = [math.comb(x + rank - 1, x) * math.comb(total - x - rank, k - rank) for x in range(m + 1)]
         return sum(exactly[count:]) / math.comb(total, k)
 
-    member_copies, out_copies = int(np.sum(in_scores >= 0)), int(np.sum(out_scores >= 0))
+    member_copies, out_copies = int(np.sum(in_copy)), int(np.sum(out_copy))
     above_all = int(np.sum(in_scores > out_scores.max()))
     rank = math.floor(0.01 * k + 1e-9) + 1  # non-members allowed above the 1% FPR threshold, plus one
     at_1pct = int(np.sum(in_scores > np.sort(out_scores)[::-1][rank - 1]))
@@ -245,7 +245,8 @@ def _report(paths, release, directory):
     data = load_results(directory)
     section = section_for(data, directory)
     scores, member = run.observations["curves"]["robust-dcr"]
-    return run.result, section, render_report([section]), _chance_numbers(scores[member], scores[~member])
+    copy = run.observations["curves"]["dcr"][0] == 0.0  # minus the distance on the training ranges: 0 only for an exact copy
+    return run.result, section, render_report([section]), _chance_numbers(scores[member], scores[~member], copy[member], copy[~member])
 
 
 def _opening(page: str) -> str:

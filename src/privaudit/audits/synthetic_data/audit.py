@@ -46,7 +46,7 @@ __all__ = ["AUDIT", "SyntheticDataAudit", "embedded_tables", "run_synthetic_data
 
 DESCRIPTIONS = {
     "robust-dcr": "the headline: minus the distance to the closest synthetic row, each number's difference in the population's IQRs capped at 1, "
-    "categories 0/1, the mean over columns; ties broken by the distance to the population sample",
+    "categories 0/1, the mean over columns; plus 0.1 x the same distance to the population sample",
     "domias": "DOMIAS: density of the synthetic table over the population's at the record, by nearest-neighbour distances on the numeric embedding",
     "domias-kde": "DOMIAS with Gaussian KDEs (Scott's bandwidths) on the numeric embedding",
     "marginals": "marginal attack (after Golob et al. 2024): the sum over column pairs of the log ratio of the record's two-way cell, synthetic over population",
