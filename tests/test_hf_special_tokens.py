@@ -12,6 +12,8 @@ full text in the training format, ranked by the bits of its secret.
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 
@@ -153,7 +155,16 @@ def test_exposure_equals_a_brute_force_in_the_training_format(trained, tmp_path,
     canary_texts = set(texts)
     lines = [line for line in (trained / "phase1" / "corpus.txt").read_text().splitlines() if line not in canary_texts]
     with_bos, without = line_bits_both_ways(model, lines)
-    assert f"mean bits per line {with_bos:.4g} with BOS, {without:.4g} without, over {len(lines)} corpus lines" in tokens["evidence"]
+    # privaudit scores the lines in padded batches, this test one at a time: the means may differ in the last bits and straddle a
+    # rounding half, so each printed mean is compared as a number, within its rounding to 4 significant digits plus 1e-5 relative
+    # (float32 logits, padded or not), and the sentence against its own numbers
+    found = re.search(r"mean bits per line (\S+) with BOS, (\S+) without, over (\d+) corpus lines", tokens["evidence"])
+    assert found is not None, tokens["evidence"]
+    shown = [float(found[1]), float(found[2])]
+    assert f"mean bits per line {shown[0]:.4g} with BOS, {shown[1]:.4g} without, over {len(lines)} corpus lines" in tokens["evidence"]
+    for printed, recomputed in zip(shown, (with_bos, without), strict=True):
+        rounding = 0.5 * 10 ** (math.floor(math.log10(abs(printed))) - 3)  # half a unit in the 4th significant digit
+        assert printed == pytest.approx(recomputed, abs=rounding + 1e-5 * abs(recomputed)), (printed, recomputed)
     assert (with_bos < without) == trained_with_bos
     assert conventions["scored span"]["decided"] == "default"
 
