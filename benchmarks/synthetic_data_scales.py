@@ -81,24 +81,6 @@ def found_at_1pct(scores, member, flagged):
     return int(np.sum((scores[member] > thr)[flagged]))
 
 
-def noisy_copies(train_df, *, seed, n, noise):
-    """The copula's rows, 5% replaced by the most outlying training rows with Gaussian noise of `noise` x each numeric column's deviation (categories kept)."""
-    from privaudit.audits.synthetic_data.generators import gaussian_copula
-
-    rng = np.random.default_rng(seed)
-    synthetic = gaussian_copula(train_df, seed=int(rng.integers(2**31)), n=n)
-    count = max(1, int(round(MEMORISED_SHARE * n)))
-    copies = train_df.iloc[most_outlying(train_df, count)].reset_index(drop=True).copy()
-    for c in copies.columns:
-        if pd.api.types.is_numeric_dtype(copies[c]) and not pd.api.types.is_bool_dtype(copies[c]):
-            sd = float(np.nanstd(train_df[c].to_numpy(dtype=float))) or 1.0
-            v = copies[c].to_numpy(dtype=float) + rng.normal(0, noise * sd, size=len(copies))
-            copies[c] = np.round(v) if pd.api.types.is_integer_dtype(copies[c]) else v
-    keep = np.sort(rng.choice(n, size=n - count, replace=False))
-    out = pd.concat([synthetic.iloc[keep], copies.astype(synthetic.dtypes.to_dict())], ignore_index=True)
-    return out.iloc[rng.permutation(n)].reset_index(drop=True)
-
-
 def one(table, seed, gen, weights=None):
     frame = fair() if table == "fair" else mixed_table(table)
     order = np.random.default_rng(seed).permutation(len(frame))
@@ -109,7 +91,7 @@ def one(table, seed, gen, weights=None):
     ho = frame.iloc[np.sort(order[half : 2 * half])].reset_index(drop=True)
     train, holdout = read_frame(tr, "--train", id_col="record"), read_frame(ho, "--holdout", id_col="record")
     if gen == "near20":
-        rel_df = noisy_copies(train.frame, seed=seed, n=len(train), noise=0.2)
+        rel_df = memorising_copula(train.frame, seed=seed, n=len(train), near=True, noise=0.2, change_category=False)
     elif gen == "clean":
         from privaudit.audits.synthetic_data.generators import gaussian_copula
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from privaudit.audits.synthetic_data.generators import gaussian_copula
+from privaudit.audits.synthetic_data.smartnoise_generators import smartnoise_mst
 
 
 def _log_call(train_df, n) -> None:
@@ -39,23 +40,9 @@ def counting_copula(train_df, *, seed, n):
 def noisy_copies_20pct(train_df, *, seed, n):
     """The built-in copula's rows, 5% of them replaced by the most outlying training rows with Gaussian noise of 20% of each number's deviation
     (whole numbers rounded, categories kept): near copies that small noise no longer puts at distance about 0."""
-    import numpy as np
-    import pandas as pd
+    from privaudit.audits.synthetic_data.generators import memorising_copula
 
-    from privaudit.audits.synthetic_data.generators import MEMORISED_SHARE, most_outlying
-
-    rng = np.random.default_rng(seed)
-    synthetic = gaussian_copula(train_df, seed=int(rng.integers(2**31)), n=n)
-    count = max(1, int(round(MEMORISED_SHARE * n)))
-    copies = train_df.iloc[most_outlying(train_df, count)].reset_index(drop=True).copy()
-    for column in copies.columns:
-        if pd.api.types.is_numeric_dtype(copies[column]) and not pd.api.types.is_bool_dtype(copies[column]):
-            spread = float(np.nanstd(train_df[column].to_numpy(dtype=float))) or 1.0
-            noisy = copies[column].to_numpy(dtype=float) + rng.normal(0.0, 0.2 * spread, size=count)
-            copies[column] = np.round(noisy) if pd.api.types.is_integer_dtype(copies[column]) else noisy
-    keep = np.sort(rng.choice(n, size=n - count, replace=False))
-    out = pd.concat([synthetic.iloc[keep], copies.astype(synthetic.dtypes.to_dict())], ignore_index=True)
-    return out.iloc[rng.permutation(n)].reset_index(drop=True)
+    return memorising_copula(train_df, seed=seed, n=n, near=True, noise=0.2, change_category=False)
 
 
 class NoisyMarginals:
@@ -103,3 +90,7 @@ class NoisyMarginals:
 MARGINAL_DOMAIN = {"bins": 25, "bounds": {"age": (0.0, 100.0), "income": (0.0, 100.0)}, "categories": {"plan": ["basic", "plus", "gold"]}}
 noise_free_marginals = NoisyMarginals(0.0, **MARGINAL_DOMAIN)
 binned_copying = NoisyMarginals(0.0, copy=True, **MARGINAL_DOMAIN)
+
+# smartnoise-synth's MST on the same declared domain (the smartnoise extra's environment): run far above a claim of 1, and at it
+smartnoise_mst_1e4 = smartnoise_mst(1e4, **MARGINAL_DOMAIN)
+smartnoise_mst_1 = smartnoise_mst(1.0, **MARGINAL_DOMAIN)

@@ -75,3 +75,75 @@ def test_an_mst_run_at_epsilon_1e4_is_rejected_against_a_claim_of_1():
         warnings.simplefilter("ignore")
         result = audit_mechanism(broken, TABLE, np.vstack([TABLE, [2, 0]]), samples=40, pilot_samples=20, search_samples=10, epsilon=1.0, delta=1e-9, seed=0)
     assert result.verdict.startswith("claim rejected") and result.rejected and result.epsilon > 1.0, (result.verdict, result.epsilon)
+
+
+def test_privaudits_reading_of_smartnoises_bin_transformer_matches_it():
+    """marginal_cells bins a number as smartnoise-synth's own BinTransformer does (values on edges, outside the bounds, at the upper bound),
+    and each bin's cell value is what BinTransformer releases for it (the centre), read from BinTransformer.inverse_transform."""
+    import pandas as pd
+    from snsynth.transform import BinTransformer
+
+    from privaudit.audits.synthetic_data.smartnoise_generators import smartnoise_mst
+
+    low, high, bins = -3.6, 7.0, 20
+    values = np.r_[np.random.default_rng(3).uniform(-6.0, 9.0, 400), np.linspace(low, high, bins + 1), [low - 1e-9, high + 1e-9]]
+    generator = smartnoise_mst(1.0, bins=bins, bounds={"x": (low, high)})
+    train = pd.DataFrame({"x": [0.0]})
+    theirs = BinTransformer(bins=bins, lower=low, upper=high)
+    theirs.fit(values.tolist())
+    assert generator.marginal_cells(train, pd.DataFrame({"x": values}))[:, 0].tolist() == [int(v) for v in theirs.transform(values.tolist())]
+    centres = theirs.inverse_transform(list(range(bins)))
+    assert [value for _, value in generator.cell_values(train)["x"]] == pytest.approx(centres, abs=1e-12)
+
+
+def _frame(seed: int):
+    """400 training and 200 holdout records of two numbers on [0, 40) and a plan of two of the three declared categories (as tests/
+    test_synthetic_data_cell_canaries.py): the declared domain [0, 100] in 25 bins leaves 15 + 15 bins and `gold` empty, 31 homes."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "record": [f"R-{i:04d}" for i in range(600)],
+            "age": rng.uniform(0.0, 40.0, 600),
+            "income": rng.uniform(0.0, 40.0, 600),
+            "plan": rng.choice(["basic", "plus"], 600),
+        }
+    )
+
+
+def test_the_adapter_releases_the_declared_domain_and_keeps_the_schema_and_the_callers_rngs():
+    import pandas as pd
+    from synthetic_generators import smartnoise_mst_1e4
+
+    train = _frame(1).drop(columns="record").iloc[:400]
+    before = train.copy()
+    np.random.seed(11)
+    state = np.random.get_state()
+    released = smartnoise_mst_1e4(train, seed=0, n=400)
+    assert np.array_equal(np.random.get_state()[1], state[1]) and np.random.get_state()[2] == state[2]
+    pd.testing.assert_frame_equal(train, before)
+    assert list(released.columns) == ["age", "income", "plan"] and set(released["plan"]) <= {"basic", "plus", "gold"}
+    # at eps = 1e4 every one-way count is the table's, up to mbi's rounding of its fitted counts when it samples (a row or two a cell)
+    ours, theirs = (smartnoise_mst_1e4.marginal_cells(train, frame) for frame in (train, released))
+    for j in range(3):
+        assert np.abs(np.bincount(ours[:, j], minlength=25) - np.bincount(theirs[:, j], minlength=25)).max() <= 3
+
+
+def test_cell_canaries_flag_msts_run_at_1e4_against_a_claim_of_1_and_not_the_correct_run(tmp_path):
+    """The audit reads the adapter's binning: 31 canaries, one in each empty one-way cell, scored by the marginal attack. MST at ε = 10⁴
+    claiming 1 keeps each kept canary's home (its count of 1, σ about 10⁻³) and is flagged near its ceiling; MST at ε = 1 (σ about 22 on
+    a count of 1, merged by MST's domain compression) is not."""
+    from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
+    from privaudit.audits.synthetic_data.cell_canaries import MARGINAL_SIGNAL
+
+    frame = _frame(5)
+    frame.iloc[:400].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[400:].to_csv(tmp_path / "holdout.csv", index=False)
+    common = {"train": str(tmp_path / "train.csv"), "holdout": str(tmp_path / "holdout.csv"), "id_col": "record", "num_shadows": 0}
+    common |= {"num_synthetic": 1600, "claimed_epsilon": 1.0, "seed": 0, "sdmetrics": False, "num_canaries": 31}
+    broken = AUDIT.run(SyntheticDataConfig(generator="synthetic_generators:smartnoise_mst_1e4", **common)).result.bound
+    assert broken.signal == MARGINAL_SIGNAL and broken.canaries.startswith("31 canaries in cells of the generator's binning")
+    assert broken.verdict.flagged and broken.bound.epsilon >= 0.8 * broken.ceiling, (broken.bound.epsilon, broken.ceiling)
+    correct = AUDIT.run(SyntheticDataConfig(generator="synthetic_generators:smartnoise_mst_1", **common)).result.bound
+    assert not correct.verdict.flagged and correct.bound.epsilon <= 1.0

@@ -103,8 +103,23 @@ def most_outlying(train_df: Any, count: int, *, neighbours: int = 5) -> np.ndarr
     return np.argsort(-kth, kind="stable")[:count]
 
 
-def memorising_copula(train_df: Any, *, seed: int, n: int, near: bool = False, base: Callable[..., Any] | None = None) -> Any:
-    """:func:`gaussian_copula`'s rows (or ``base``'s, a generator of the contract), :data:`MEMORISED_SHARE` of them replaced by copies of the most outlying training records."""
+def memorising_copula(
+    train_df: Any, *, seed: int, n: int, near: bool = False, base: Callable[..., Any] | None = None, noise: float = 0.05, change_category: bool = True
+) -> Any:
+    """:func:`gaussian_copula`'s rows (or ``base``'s, a generator of the contract), :data:`MEMORISED_SHARE` of them replaced by copies of the most outlying training records.
+
+    ``near``: near copies instead, each number moved by Gaussian noise of
+    ``noise`` x its column's deviation (whole numbers rounded) and, with
+    ``change_category``, one category changed.
+
+    >>> import pandas as pd
+    >>> train = pd.DataFrame({"x": np.r_[np.zeros(39), 100.0], "c": ["a", "b"] * 20})
+    >>> 100.0 in memorising_copula(train, seed=0, n=20)["x"].tolist()  # the outlier, copied verbatim
+    True
+    >>> far = memorising_copula(train, seed=0, n=20, near=True, noise=0.2, change_category=False)
+    >>> bool(far["x"].between(80.0, 120.0).sum() == 1 and 100.0 not in far["x"].tolist())  # moved by about 0.2 x 15.6
+    True
+    """
     import pandas as pd  # optional (the parquet extra)
 
     rng = np.random.default_rng(seed)
@@ -113,7 +128,7 @@ def memorising_copula(train_df: Any, *, seed: int, n: int, near: bool = False, b
     rows = most_outlying(train_df, min(count, len(train_df)))
     copies = train_df.iloc[np.resize(rows, count)].reset_index(drop=True)
     if near:
-        copies = _perturb(copies, train_df, rng)
+        copies = _perturb(copies, train_df, rng, noise=noise, change_category=change_category)
     keep = np.sort(rng.choice(n, size=n - count, replace=False))
     out = pd.concat([synthetic.iloc[keep], copies.astype(synthetic.dtypes.to_dict())], ignore_index=True)
     return out.iloc[rng.permutation(n)].reset_index(drop=True)
@@ -124,7 +139,7 @@ def near_copy_copula(train_df: Any, *, seed: int, n: int) -> Any:
     return memorising_copula(train_df, seed=seed, n=n, near=True)
 
 
-def _perturb(copies: Any, train_df: Any, rng: np.random.Generator) -> Any:
+def _perturb(copies: Any, train_df: Any, rng: np.random.Generator, *, noise: float, change_category: bool) -> Any:
     import pandas as pd  # optional (the parquet extra)
 
     copies = copies.copy()
@@ -132,9 +147,9 @@ def _perturb(copies: Any, train_df: Any, rng: np.random.Generator) -> Any:
     for column in copies.columns:
         if column not in categorical:
             spread = float(np.nanstd(train_df[column].to_numpy(dtype=float))) or 1.0
-            noisy = copies[column].to_numpy(dtype=float) + rng.normal(0.0, 0.05 * spread, size=len(copies))
+            noisy = copies[column].to_numpy(dtype=float) + rng.normal(0.0, noise * spread, size=len(copies))
             copies[column] = np.round(noisy) if pd.api.types.is_integer_dtype(copies[column]) else noisy
-    if categorical:
+    if categorical and change_category:
         for i in range(len(copies)):
             column = categorical[int(rng.integers(len(categorical)))]
             others = [v for v in train_df[column].dropna().unique() if v != copies.at[i, column]]
