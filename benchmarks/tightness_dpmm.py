@@ -1,8 +1,14 @@
-"""dpmm's DP generators on statsmodels' ``fair`` survey, audited by cell canaries: the dpmm rows of ``benchmarks/tightness.py`` (``--only dpmm``).
+"""dpmm's (or smartnoise-synth's) DP generators on statsmodels' ``fair`` survey, audited by cell canaries: the dpmm rows of ``benchmarks/tightness.py`` (``--only dpmm``).
 
 Run it in the dpmm extra's own environment (dpmm pins numpy 1.26)::
 
     PYTHONPATH=src .venv-dpmm/bin/python benchmarks/tightness_dpmm.py --seeds 10 --case "noise removed"
+
+or, with ``--library smartnoise``, in the smartnoise extra's (smartnoise-synth's
+MST and AIM through ``smartnoise_generators``, the same declared bounds and
+bins; its numbers are released at their bins' centres)::
+
+    PYTHONPATH=src .venv-smartnoise/bin/python benchmarks/tightness_dpmm.py --library smartnoise --seeds 3 --case "run at"
 
 The table: the whole ``fair`` survey (6,366 rows, 9 columns; read from the
 CSV that statsmodels ships, never downloaded); each seed draws 3,000
@@ -81,16 +87,24 @@ class CopyingWithBinning:
         return pd.concat([train_df, extra], ignore_index=True).iloc[:n].reset_index(drop=True)
 
 
-def generator(model: str, epsilon: float | None, frame: Any, iterations: int) -> Any:
+def generator(model: str, epsilon: float | None, frame: Any, iterations: int, library: str = "dpmm") -> Any:
     from privaudit.audits.synthetic_data.dpmm_generators import NO_NOISE_EPSILON, DpmmGenerator
 
     bounds = {column: (float(frame[column].min()), float(frame[column].max())) for column in frame.columns}
+    if library == "smartnoise":
+        from privaudit.audits.synthetic_data.smartnoise_generators import SmartnoiseGenerator
+
+        if model == "copy":
+            return CopyingWithBinning(SmartnoiseGenerator("mst", 1.0, bounds=bounds))
+        return SmartnoiseGenerator(model, NO_NOISE_EPSILON if epsilon is None else epsilon, 1e-5, bounds=bounds)
     if model == "copy":
         return CopyingWithBinning(DpmmGenerator("mst", 1.0, bounds=bounds))
     return DpmmGenerator(model, NO_NOISE_EPSILON if epsilon is None else epsilon, 1e-5, bounds=bounds, iterations=iterations)
 
 
-def run_case(model: str, epsilon: float | None, claimed: float | None, seeds: int, *, start: int = 0, iterations: int = ITERATIONS) -> dict:
+def run_case(
+    model: str, epsilon: float | None, claimed: float | None, seeds: int, *, start: int = 0, iterations: int = ITERATIONS, library: str = "dpmm"
+) -> dict:
     """The bound of each seed, its ceiling, and the verdict on ``claimed``; ratio to the claim when the generator is correct, else to the ceiling."""
     from privaudit.audits.synthetic_data.bound import generator_bound
     from privaudit.audits.synthetic_data.cell_canaries import cell_canaries, home_count
@@ -98,7 +112,7 @@ def run_case(model: str, epsilon: float | None, claimed: float | None, seeds: in
     from privaudit.stats.verdict import Claim
 
     frame = fair()
-    function = generator(model, epsilon, frame, iterations)
+    function = generator(model, epsilon, frame, iterations, library)
     claim = None if claimed is None else Claim(claimed, 1e-5, quantity="per-release")
     bounds, ceilings, homes, flagged, started = [], [], [], 0, time.perf_counter()
     for seed in range(start, start + seeds):
@@ -127,21 +141,22 @@ def run_case(model: str, epsilon: float | None, claimed: float | None, seeds: in
         "positive": sum(b > 0 for b in bounds),
         "runs": seeds,
         "seeds": list(range(start, start + seeds)),
-        "iterations": iterations,
+        "iterations": iterations if library == "dpmm" else None,
+        "library": library,
         "seconds_per_run": (time.perf_counter() - started) / seeds,
     }
 
 
-def case_name(model: str, epsilon: float | None, claimed: float | None) -> str:
+def case_name(model: str, epsilon: float | None, claimed: float | None, library: str = "dpmm") -> str:
     setting = f"fair (9 columns, declared domain, 20 bins), m = {CANARIES} cell canaries"
     if model == "copy":
-        return f"a generator copying its training rows (dpmm's binning stated), {setting}: bound ÷ its ceiling"
-    label = {"mst": "MST", "aim": "AIM"}[model]
+        return f"a generator copying its training rows ({library}'s binning stated), {setting}: bound ÷ its ceiling"
+    label = library + " " + {"mst": "MST", "aim": "AIM"}[model]
     if epsilon is None:
-        return f"dpmm {label} with its noise removed (ε = 10⁶) claiming {claimed:g}, {setting}: bound ÷ its ceiling"
+        return f"{label} with its noise removed (ε = 10⁶) claiming {claimed:g}, {setting}: bound ÷ its ceiling"
     if claimed is not None and epsilon > claimed:
-        return f"dpmm {label} run at ε = {epsilon:g} claiming {claimed:g}, {setting}: bound ÷ its ceiling"
-    return f"dpmm {label}, ε = {epsilon:g}, {setting}"
+        return f"{label} run at ε = {epsilon:g} claiming {claimed:g}, {setting}: bound ÷ its ceiling"
+    return f"{label}, ε = {epsilon:g}, {setting}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="the first seed")
     parser.add_argument("--case", default=None, help="only the cases whose name contains this text")
     parser.add_argument("--iterations", type=int, default=ITERATIONS, help="dpmm's n_iters of the model's inference")
-    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/tightness_dpmm.json"))
+    parser.add_argument("--library", choices=("dpmm", "smartnoise"), default="dpmm", help="whose MST and AIM (each in its extra's environment)")
+    parser.add_argument("--output", type=Path, default=None, help="default: benchmarks/results/tightness_<library>.json")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.iterations < 1:
         parser.error(f"--seeds and --iterations must be >= 1, got {args.seeds} and {args.iterations}")
@@ -159,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from privaudit._core.results import library_versions
 
-    cases = [case for case in CASES if args.case is None or args.case.lower() in case_name(*case).lower()]
+    cases = [case for case in CASES if args.case is None or args.case.lower() in case_name(*case, args.library).lower()]
+    if args.library == "smartnoise":
+        cases = [case for case in cases if case[0] != "privbayes"]
     if not cases:
         parser.error(f"--case {args.case!r} names no case")
     out = {
@@ -168,10 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         "rows_per_training_row": ROWS,
         "confidence": 0.95,
         "delta": 1e-5,
-        "cases": {case_name(*case): run_case(*case, args.seeds, start=args.start, iterations=args.iterations) for case in cases},
+        "cases": {
+            case_name(*case, args.library): run_case(*case, args.seeds, start=args.start, iterations=args.iterations, library=args.library) for case in cases
+        },
         "versions": library_versions(),
     }
-    write_results(out, args.output)
+    write_results(out, args.output or Path(f"benchmarks/results/tightness_{args.library}.json"))
     return 0
 
 

@@ -155,7 +155,7 @@ def test_a_release_with_copies_gets_a_decision_that_names_them(releases, tmp_pat
     # the first line: the decision, with the TPR at FPR 0 beside the TPR at 1% FPR and the share a random split finds there
     assert console.startswith("Decision: ")
     found, tpr = len(decision["found_ids"]), decision["at_1pct_count"] / 400
-    assert f"puts {found} training records ({found / 400:.1%}, its TPR at FPR 0)" in first
+    assert f"ranks {found} training records ({found / 400:.1%}, its TPR at FPR 0) above every non-member" in first
     assert f"It finds {tpr:.1%} of the members" in first and f"where a random split finds {decision['at_1pct_expected'] / 400:.1%}" in first
     assert f"{decision['at_1pct_expected'] / 400:.1%}" == f"{3 / 201:.1%}"  # above the 3rd highest of 200 non-members: 3/201 of members by chance
     assert "most exposed (ranked by the robust DCR)" in console
@@ -268,7 +268,7 @@ def test_the_report_opens_with_a_decision_that_names_the_verbatim_copies(release
     assert summary == section.decision_summary and opening.strip().startswith(summary)
     assert summary.startswith(
         f"The release exposes training records: {expected['member_copies']} of 400 appear verbatim in it ({expected['out_copies']} of 200 non-members do); "
-        f"{expected['above_all']} of 400 closer to it than any non-member ({expected['above_all_chance']:.1f} by chance)"
+        f"{expected['above_all']} of 400 ranked above every non-member ({expected['above_all_chance']:.1f} by chance)"
     )
     low, high = expected["interval"]
     at_1pct = f"{expected['at_1pct'] / 400:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({expected['at_1pct_chance']:.1%} by chance)"
@@ -289,7 +289,7 @@ def test_the_report_of_a_clean_release_opens_with_the_attacks_at_chance(releases
     assert '<div class="decision">' in page.split("</h2>", 1)[1][:40] and 'class="flag"' not in page
     low, high = expected["interval"]
     assert section.decision_summary == (
-        f"The attacks are at chance on this release: {expected['above_all']} of 400 training records closer to it than any non-member "
+        f"The attacks are at chance on this release: {expected['above_all']} of 400 training records ranked above every non-member "
         f"({expected['above_all_chance']:.1f} by chance); "
         f"{expected['at_1pct'] / 400:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({expected['at_1pct_chance']:.1%} by chance)"
     )

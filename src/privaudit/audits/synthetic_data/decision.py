@@ -13,8 +13,9 @@ non-members, each exact, Bonferroni over them at the run's confidence:
   (:func:`privaudit.stats.rank_test.members_above`).
 
 Where a test rejects, the records are named by id: the members with an
-exact copy, and the members above every non-member without one (near
-copies: closer to a synthetic row than any non-member is). Where only the
+exact copy, and the members the headline ranks above every non-member
+without one (near copies: nearer a synthetic row than the non-members are,
+weighed by how far each record is from the population). Where only the
 1% FPR test rejects, no single record is beyond doubt, so the members above
 its threshold are named as the most exposed, beside how many of them a
 random split would put there: a share of them, not each, is exposed. Where none
@@ -114,12 +115,12 @@ class StewardDecision:
         >>> scores = -closest + np.linspace(0, 0.01, 400)
         >>> print(*steward_decision(scores, member, np.arange(400).astype(str), closest, attack="robust DCR", confidence=0.95).summary().split("; "), sep="\\n")
         The release exposes training records: 20 of 200 appear verbatim in it (0 of 200 non-members do)
-        20 of 200 closer to it than any non-member (1.0 by chance)
+        20 of 200 ranked above every non-member (1.0 by chance)
         10.0% [6.2%, 15.0%] found at 1% FPR (1.5% by chance)
         """
         copies, above, at_1pct = self._rejects()
         m, k = self.num_members, self.num_non_members
-        found = f"{len(self.found_ids)} of {m}{' training records' if not self.records_exposed else ''} closer to it than any non-member ({self.above_all_expected:.1f} by chance)"
+        found = f"{len(self.found_ids)} of {m}{' training records' if not self.records_exposed else ''} ranked above every non-member ({self.above_all_expected:.1f} by chance)"
         if not self.records_exposed:
             return "; ".join(part for part in ("The attacks are at chance on this release: " + found, self._at_1pct(short=True)) if part)
         parts = [f"{len(self.exact_copies)} of {m} appear verbatim in it ({self.non_member_copies} of {k} non-members do)"] if copies else []
@@ -136,8 +137,9 @@ class StewardDecision:
             f"{k} non-members (p = {self.copies_p_value:.2g})"
         )
         above = (
-            f"the {self.attack} puts {_records(len(self.found_ids))} ({len(self.found_ids) / m:.1%}, its TPR at FPR 0) closer to a synthetic row "
-            f"than any non-member is, where a random split puts {self.above_all_expected:.1f} (p = {self.above_all_p_value:.2g})"
+            f"the {self.attack} ranks {_records(len(self.found_ids))} ({len(self.found_ids) / m:.1%}, its TPR at FPR 0) above every non-member "
+            f"(nearer a synthetic row, weighed by how unusual the record is), where a random split puts {self.above_all_expected:.1f} "
+            f"(p = {self.above_all_p_value:.2g})"
         )
         at_1pct = f" It finds {self._at_1pct()} (p = {self.at_1pct_p_value:.2g})." if self._at_1pct() else ""
         if not self.records_exposed:

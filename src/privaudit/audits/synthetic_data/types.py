@@ -320,7 +320,7 @@ class SyntheticDataResult(AuditResult):
         beside = "" if at_zero is None else f"; at FPR 0: {round(at_zero * headline.num_members)} of {headline.num_members} members above every non-member"
         return Headline(
             value=value,
-            label="TPR at 1% FPR of the robust DCR (closest synthetic row on the population's IQR scales) on the released synthetic table "
+            label="TPR at 1% FPR of the robust DCR (closest synthetic row on the population's IQR scales, plus a tenth of the distance to the population) on the released synthetic table "
             f"(attack statistic, not an ε bound{beside}){needs}",
             kind="statistic",
             confidence=None,
