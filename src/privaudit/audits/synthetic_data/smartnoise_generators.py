@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._core.extras import require
+from .declared_domain import settle_settings
 
 __all__ = ["SMARTNOISE_MODELS", "SmartnoiseGenerator", "smartnoise_aim", "smartnoise_mst"]
 
@@ -78,31 +79,7 @@ class SmartnoiseGenerator:
     known_contract: ClassVar[str] = "privaudit's smartnoise-synth adapter, whose fit costs the domain, not the rows"
 
     def __post_init__(self) -> None:
-        if self.model not in SMARTNOISE_MODELS:
-            raise ValueError(f"`model` must be one of {', '.join(SMARTNOISE_MODELS)}, got {self.model!r}")
-        epsilon = float(self.epsilon)
-        if not (math.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"`epsilon` must be in (0, inf), got {self.epsilon:g}")
-        if not 0.0 < float(self.delta) < 1.0:
-            raise ValueError(f"`delta` must be in (0, 1), got {self.delta:g}")
-        if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 2:
-            raise ValueError(f"`bins` must be an integer >= 2, got {self.bins!r}")
-        bounds = {}
-        for column, pair in dict(self.bounds).items():
-            low, high = (float(value) for value in pair)
-            if not (math.isfinite(low) and math.isfinite(high) and low < high):
-                raise ValueError(f"`bounds` of column {column!r} must be finite (low, high) with low < high, got {pair!r}")
-            bounds[str(column)] = (low, high)
-        categories = {str(column): tuple(values) for column, values in dict(self.categories).items()}
-        for column, values in categories.items():
-            if not values or len(set(values)) != len(values):
-                raise ValueError(f"`categories` of column {column!r} must name at least one value, each once")
-        if both := sorted(set(bounds) & set(categories)):
-            raise ValueError(f"columns {both} are in both `bounds` and `categories`: a column is numeric (bounds) or categorical (categories)")
-        object.__setattr__(self, "epsilon", epsilon)
-        object.__setattr__(self, "delta", float(self.delta))
-        object.__setattr__(self, "bounds", bounds)
-        object.__setattr__(self, "categories", categories)
+        settle_settings(self, SMARTNOISE_MODELS)
 
     @property
     def claim(self) -> dict[str, float]:
