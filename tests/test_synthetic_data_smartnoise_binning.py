@@ -71,3 +71,23 @@ def test_a_table_with_an_undeclared_column_is_refused_naming_it():
         from privaudit.audits.synthetic_data.smartnoise_generators import SmartnoiseGenerator
 
         SmartnoiseGenerator("privbayes", 1.0)
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("x", np.nan), ("c", None), ("c", pd.NA), ("c", "z")],
+    ids=["missing-number", "missing-category", "pandas-NA", "undeclared-category"],
+)
+def test_a_missing_value_or_an_undeclared_category_is_refused_naming_the_column_before_any_fit(column, value):
+    """Cell -1 for a missing value (None, NaN, pandas' NA), -2 for a category the domain lacks; the call refuses both, naming the column, before
+    smartnoise-synth is imported (so here, without it, the ValueError and not the missing extra)."""
+    generator = smartnoise_mst(1.0, bins=4, bounds={"x": (0.0, 1.0)}, categories={"c": ["a", "b"]})
+    train = pd.DataFrame({"x": [0.2, 0.7, 0.9], "c": pd.array(["a", "b", "a"], dtype="string" if value is pd.NA else object)})
+    before = train.copy()
+    bad = train.copy()
+    bad.loc[1, column] = value
+    # row 1 is (0.7, "b"): bin int(4 x 0.7) = 2, category 1, unless its value in `column` was replaced
+    assert generator.marginal_cells(train, bad)[1].tolist() == ([-1, 1] if column == "x" else [2, -2 if isinstance(value, str) else -1])
+    with pytest.raises(ValueError, match=rf"refuses missing values and undeclared categories: columns \['{column}'\]"):
+        generator(bad, seed=0, n=3)
+    pd.testing.assert_frame_equal(train, before)

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["checked_settings", "settle_settings"]
+__all__ = ["checked_settings", "is_integer_column", "settle_settings"]
 
 
 def checked_settings(
@@ -55,3 +55,10 @@ def settle_settings(generator: Any, models: Sequence[str]) -> None:
     settled = checked_settings(generator.model, models, generator.epsilon, generator.delta, generator.bins, generator.bounds, generator.categories)
     for name, value in zip(("epsilon", "delta", "bounds", "categories"), settled, strict=True):
         object.__setattr__(generator, name, value)
+
+
+def is_integer_column(values: Any) -> bool:
+    """Whether a column holds whole numbers by its dtype: numpy's and pandas' nullable integers alike (booleans are not)."""
+    import pandas as pd  # optional (the synthetic extra)
+
+    return bool(pd.api.types.is_integer_dtype(values))

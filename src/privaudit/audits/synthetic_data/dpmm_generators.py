@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._core.extras import require
-from .declared_domain import settle_settings
+from .declared_domain import is_integer_column, settle_settings
 
 __all__ = [
     "DEFAULT_BINS",
@@ -88,19 +88,13 @@ DEFAULT_BINS = 20  # dpmm's uniform binner's own default
 NO_NOISE_EPSILON = 1e6
 
 
-def _is_integer(values: Any) -> bool:
-    import pandas as pd  # optional (the parquet extra)
-
-    return bool(pd.api.types.is_integer_dtype(values))  # numpy's and pandas' nullable integers alike
-
-
 def _cast(values: Any) -> Any:
     """How dpmm casts a numeric column's bounds, by the column's kind: uint32, int32 or float32."""
     import pandas as pd  # optional (the parquet extra)
 
     if pd.api.types.is_unsigned_integer_dtype(values):
         return np.uint32
-    return np.int32 if _is_integer(values) else np.float32
+    return np.int32 if is_integer_column(values) else np.float32
 
 
 def _is_numeric(values: Any) -> bool:
@@ -227,7 +221,7 @@ class DpmmGenerator:
                 values[column] = []
                 continue
             centres = (edges[:-1] + edges[1:]) / 2
-            if not _is_integer(train_df[column]):
+            if not is_integer_column(train_df[column]):
                 values[column] = [(cell, float(centre)) for cell, centre in enumerate(centres)]
                 continue
             values[column] = [(cell, value) for cell in range(self.bins) if (value := _clean_integer(edges, cell)) is not None]

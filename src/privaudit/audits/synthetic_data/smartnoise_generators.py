@@ -56,7 +56,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._core.extras import require
-from .declared_domain import settle_settings
+from .declared_domain import is_integer_column, settle_settings
 
 __all__ = ["SMARTNOISE_MODELS", "SmartnoiseGenerator", "smartnoise_aim", "smartnoise_mst"]
 
@@ -112,7 +112,8 @@ class SmartnoiseGenerator:
                 cells[:, j] = np.where(np.isnan(x), -1, binned)
             else:
                 index = {value: position for position, value in enumerate(self.categories[column])}
-                cells[:, j] = [-1 if _missing(value) else index.get(value, -2) for value in frame[column]]
+                missing = frame[column].isna().to_numpy()
+                cells[:, j] = [-1 if gap else index.get(value, -2) for value, gap in zip(frame[column], missing, strict=True)]
         return cells
 
     def cell_values(self, train_df: Any) -> dict[str, list[tuple[int, Any]]]:
@@ -133,7 +134,7 @@ class SmartnoiseGenerator:
                 continue
             low, high = self.bounds[column]
             centres = [(cell, low + (cell + 0.5) * (high - low) / self.bins) for cell in range(self.bins)]
-            if not _is_integer(train_df[column]):
+            if not is_integer_column(train_df[column]):
                 values[column] = centres
                 continue
             width = (high - low) / self.bins  # a bin's whole numbers nearest its centre are among these candidates
@@ -150,14 +151,14 @@ class SmartnoiseGenerator:
         return values
 
     def __call__(self, train_df: Any, *, seed: int, n: int) -> Any:
+        cells = self.marginal_cells(train_df, train_df)  # the table is checked before smartnoise-synth is imported
+        bad = [str(column) for j, column in enumerate(train_df.columns) if np.any(cells[:, j] < 0)]
+        if bad:
+            raise ValueError(f"smartnoise-synth's adapter refuses missing values and undeclared categories: columns {bad}")
         snsynth = require("snsynth", purpose="smartnoise-synth's MST and AIM generators")
         pandas = require("pandas", purpose="smartnoise-synth's MST and AIM generators")
         from snsynth.transform import BinTransformer, TableTransformer
 
-        cells = self.marginal_cells(train_df, train_df)
-        bad = [str(column) for j, column in enumerate(train_df.columns) if np.any(cells[:, j] < 0)]
-        if bad:
-            raise ValueError(f"smartnoise-synth's adapter refuses missing values and undeclared categories: columns {bad}")
         coded, transformers = {}, []
         for j, column in enumerate(train_df.columns):
             if column in self.bounds:
@@ -184,16 +185,6 @@ class SmartnoiseGenerator:
             else:
                 out[column] = out[column].astype(float)
         return out
-
-
-def _is_integer(values: Any) -> bool:
-    import pandas as pd  # optional (the synthetic extra)
-
-    return bool(pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values))
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def smartnoise_mst(epsilon: float, delta: float = 1e-5, **options: Any) -> SmartnoiseGenerator:
