@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from privaudit.audits.synthetic_data.attacks import dcr_distances, robust_dcr_scores
-from privaudit.audits.synthetic_data.generators import MEMORISED_SHARE, memorising_copula, most_outlying, near_copy_copula
+from privaudit.audits.synthetic_data.generators import MEMORISED_SHARE, gaussian_copula, memorising_copula, most_outlying, near_copy_copula
 from privaudit.audits.synthetic_data.table import Encoder, Table, read_frame
 from privaudit.data.tabular import mixed_table
 
@@ -93,8 +93,6 @@ def one(table, seed, gen, weights=None):
     if gen == "near20":
         rel_df = memorising_copula(train.frame, seed=seed, n=len(train), near=True, noise=0.2, change_category=False)
     elif gen == "clean":
-        from privaudit.audits.synthetic_data.generators import gaussian_copula
-
         rel_df = gaussian_copula(train.frame, seed=seed, n=len(train))
     else:
         fn = memorising_copula if gen == "copies" else near_copy_copula
