@@ -2,21 +2,25 @@
 
 statsmodels' ``fair`` survey as a user holds it (string ids, its codes read as
 categories with ``--categorical``): seeded disjoint slices of ``--rows``
-records are the training table and the holdout. Four releases per seed:
+records are the training table and the holdout. Five releases per seed:
 
 * ``population``: ``--rows`` other records of the same population (clean);
 * ``copula``: privaudit's built-in Gaussian copula fitted on the training table (clean);
 * ``copula+20 verbatim``: that release with 20 rows replaced by training rows;
 * ``copula+20 near``: the same 20 training rows with every number moved by
   5% of its interquartile range (a near copy);
+* ``copula+5% outliers, 20% noise``: the copula's rows, 5% of them replaced
+  by the most outlying training rows with Gaussian noise of 20% of each
+  number's deviation (``memorising_copula(..., near=True, noise=0.2,
+  change_category=False)``); its planted rows are those outliers;
 * with ``--sdv`` (in the sdv extra's environment), two clean releases of SDV
   itself through privaudit's adapters: ``sdv gaussian copula`` and ``sdv ctgan``
   (``privaudit.audits.synthetic_data.sdv_generators``, CTGAN at its default epochs).
 
 Each is audited no-box (``AUDIT.run``, no shadows, without sdmetrics), and
 the decision recorded: whether it says the release exposes training
-records, its three p-values, how many of the 20 planted rows it names as
-copies and, where only the 1% FPR test rejects, how many members it puts
+records, its p-values (verbatim copies, and each decision attack's at FPR 0 and 1%), how many of the planted rows it names as
+copies and, where only a 1% FPR test rejects, how many members it puts
 forward as the most exposed and how many of them are planted.
 ``--population-weight W`` replays the audits with the headline's weight of
 the distance to the population set to W (0: the tie-break alone).
@@ -36,7 +40,7 @@ from synthetic_data_speed import CODES  # the fair table's integer codes
 
 from privaudit._core.results import library_versions
 from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
-from privaudit.audits.synthetic_data.generators import gaussian_copula
+from privaudit.audits.synthetic_data.generators import MEMORISED_SHARE, gaussian_copula, memorising_copula, most_outlying
 
 
 def _sdv_releases(train, rows: int, seed: int) -> dict:
@@ -52,7 +56,7 @@ def _sdv_releases(train, rows: int, seed: int) -> dict:
     return out
 
 
-def _releases(folder: Path, rows: int, seed: int, sdv: bool = False) -> tuple[dict[str, str], dict[str, str], list[str]]:
+def _releases(folder: Path, rows: int, seed: int, sdv: bool = False) -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
     from statsmodels.datasets import fair
 
     frame = fair.load_pandas().data.astype({column: int for column in CODES})
@@ -72,7 +76,9 @@ def _releases(folder: Path, rows: int, seed: int, sdv: bool = False) -> tuple[di
     nearly = copula.copy()
     nearly.iloc[:20, 1:] = near.iloc[:, 1:].to_numpy()
     tables = {"train": train, "holdout": holdout}
-    released = {"population": population, "copula": copula, "copula+20 verbatim": verbatim, "copula+20 near": nearly}
+    outliers = memorising_copula(train.drop(columns="record"), seed=seed, n=rows, near=True, noise=0.2, change_category=False)
+    outliers.insert(0, "record", [f"S-{i:06d}" for i in range(rows)])
+    released = {"population": population, "copula": copula, "copula+20 verbatim": verbatim, "copula+20 near": nearly, "copula+5% outliers, 20% noise": outliers}
     if sdv:
         released.update(_sdv_releases(train, rows, seed))
     paths = {name: str(folder / f"{name}.csv") for name in tables}
@@ -81,7 +87,10 @@ def _releases(folder: Path, rows: int, seed: int, sdv: bool = False) -> tuple[di
     release_paths = {name: str(folder / f"release-{i}.csv") for i, name in enumerate(released)}
     for name, table in released.items():
         table.to_csv(release_paths[name], index=False)
-    return paths, release_paths, list(planted["record"])
+    copied = set(planted["record"])
+    memorised = max(1, int(round(MEMORISED_SHARE * rows)))
+    outlying = set(train["record"].iloc[most_outlying(train.drop(columns="record"), memorised)])  # the rows memorising_copula copies
+    return paths, release_paths, {name: copied if "+20" in name else outlying if "outliers" in name else set() for name in released}
 
 
 def main() -> None:
@@ -113,16 +122,22 @@ def main() -> None:
                     "release": name,
                     "seconds": round(time.perf_counter() - started, 1),
                     "records_exposed": decision.records_exposed,
-                    "planted_named": len(named & set(planted)),
-                    "most_exposed_named": len(decision.above_1pct_ids) if decision.records_exposed and not named else 0,  # the 1%-only sentence
-                    "planted_most_exposed": len(set(decision.above_1pct_ids) & set(planted)) if decision.records_exposed and not named else 0,
+                    "planted": len(planted[name]),
+                    "planted_named": len(named & planted[name]),
+                    "most_exposed_named": len(decision.most_exposed_ids),  # the 1%-only sentence
+                    "planted_most_exposed": len(set(decision.most_exposed_ids) & planted[name]),
                     "exact_copies": len(decision.exact_copies),
                     "non_member_copies": decision.non_member_copies,
                     "copies_p_value": decision.copies_p_value,
-                    "above_all": len(decision.found_ids),
-                    "above_all_p_value": decision.above_all_p_value,
-                    "tpr_at_1pct": decision.tpr_at_1pct,
-                    "at_1pct_p_value": decision.at_1pct_p_value,
+                    **{
+                        tests.attack: {
+                            "above_all": len(tests.found_ids),
+                            "above_all_p_value": tests.above_all_p_value,
+                            "tpr_at_1pct": tests.tpr_at_1pct,
+                            "at_1pct_p_value": tests.at_1pct_p_value,
+                        }
+                        for tests in decision.attacks
+                    },
                     "dcr_passes": bool(result.dcr.passes),
                     "sentence": decision.sentence(),
                 }

@@ -178,6 +178,7 @@ def test_memorised_outliers_are_found_by_the_headline_at_low_fpr_and_named_by_id
     headline = result.attack(HEADLINE_ATTACK)
     assert result.num_non_members < 100 and headline.tpr_at(0.01) is None  # too few non-members to read 1% FPR: n/a, never TPR at 0 FP renamed
     assert headline.tpr_at(0.0) >= 3 / result.num_train
+    assert "shadow" not in result.threat_model and "canaries" not in result.threat_model  # names only what ran: the release alone
 
 
 def _randomized_response(epsilon, included, rng):
@@ -299,6 +300,7 @@ def test_a_generators_own_claim_is_named_but_never_used_as_the_claim(global_seed
     base = SyntheticDataConfig(generator="test_synthetic_data:stating_copula", num_shadows=0, num_canaries=20, seed=global_seed)
     unclaimed = AUDIT.run(base).result
     assert unclaimed.bound is not None and unclaimed.bound.verdict is None
+    assert "with canaries, for the bound" in unclaimed.threat_model and "shadow" not in unclaimed.threat_model  # no shadows ran
     (note,) = [w for w in unclaimed.sanity_warnings if "states" in w]
     assert "ε = 0.01, δ = 1e-05" in note and "--claimed-epsilon 0.01 --claimed-delta 1e-05" in note
     claimed = AUDIT.run(dataclasses.replace(base, claimed_epsilon=0.5, claimed_delta=1e-5)).result

@@ -33,7 +33,7 @@ from ..family_test import FamilyPlan, FamilyTest, family_plan, family_test
 from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_scores, outlier_scores, robust_dcr_scores
 from .bound import binning_power_warning, canary_bound, canary_signal, generator_canaries
 from .cell_canaries import cell_canaries, has_binning, home_count, shared_homes_warning
-from .decision import steward_decision
+from .decision import DECISION_ATTACKS, steward_decision
 from .generation import generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
 from .marginals import cells_of, marginal_scores
@@ -254,7 +254,7 @@ def run_synthetic_data(
         num_trained=shadow_generated,
         resume_note=resume_note,
         conventions=_conventions(config, train, encoder, generator, function, bound),
-        decision=steward_decision(scores[HEADLINE_ATTACK], member, records.ids, closest, attack="robust DCR", confidence=config.confidence),
+        decision=steward_decision({name: scores[name] for name in DECISION_ATTACKS}, member, records.ids, closest, confidence=config.confidence),
         family_test=family,
     )
     if bound is not None:
@@ -376,7 +376,12 @@ def _threat_model(config: SyntheticDataConfig, generator: str | None) -> str:
     seen = "the released synthetic table and a population sample (the holdout's reference part)"
     if config.synthetic is not None:
         return f"no-box: {seen}; the generator is not available"
-    return f"{seen}, and the generator ({generator}) retrained by the auditor on shadow data and, for the bound, on the training table with canaries"
+    uses = [f"on shadow data ({config.num_shadows} shadow datasets per target)"] if config.num_shadows else []
+    if config.num_canaries or config.canary_records is not None:
+        uses.append("on the training table with canaries, for the bound")
+    if not uses:  # name only what this run did: no shadows, no canaries
+        return f"{seen}; the auditor runs the generator ({generator}) only for the release"
+    return f"{seen}, and the generator ({generator}) retrained by the auditor " + " and ".join(uses)
 
 
 def _conventions(

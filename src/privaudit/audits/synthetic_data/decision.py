@@ -1,32 +1,35 @@
 """The steward's decision: does this release expose training records, in plain words resting on exact tests of this run's scores.
 
-Three tests against a random split of the scored records into members and
-non-members, each exact, Bonferroni over them at the run's confidence:
+Exact tests against a random split of the scored records into members and
+non-members, Bonferroni over all of them at the run's confidence:
 
 * verbatim copies: of the records with an exact copy in the release
   (distance 0 to their closest synthetic row on every column), how many are
   members (hypergeometric: Fisher's exact test, one-sided). Common rows
   recur in any sample of a population, so the non-members' rate is the
   yardstick;
-* the headline attack's (the robust DCR, fixed in advance) members above
+* for each attack of :data:`DECISION_ATTACKS` (fixed in advance: the robust
+  DCR, the headline, which sees copies and near copies, and DOMIAS, which
+  sees where the release is denser than the population), its members above
   every non-member (FPR 0), and its members above its 1% FPR threshold
   (:func:`privaudit.stats.rank_test.members_above`).
 
 Where a test rejects, the records are named by id: the members with an
-exact copy, and the members the headline ranks above every non-member
-without one (near copies: nearer a synthetic row than the non-members are,
-weighed by how far each record is from the population). Where only the
-1% FPR test rejects, no single record is beyond doubt, so the members above
-its threshold are named as the most exposed, beside how many of them a
-random split would put there: a share of them, not each, is exposed. Where none
-rejects, the sentence says the attacks are at chance and never speaks of a
-leak. :func:`dcr_explanation` says, in this run's numbers, why DCR's
-holdout test passes or fails.
+exact copy, and the members without one that an attack whose FPR 0 test
+rejects ranks above every non-member (near copies). Where only a 1% FPR
+test rejects, no single record is beyond doubt, so the members above the
+threshold of the attack with the smallest such p-value are named as the
+most exposed, with that attack, beside how many of them a random split
+would put there: a share of them, not each, is exposed. Where none rejects,
+the sentence says the attacks are at chance and never speaks of a leak.
+:func:`dcr_explanation` says, in this run's numbers, why DCR's holdout test
+passes or fails.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -36,9 +39,59 @@ from ...stats.intervals import binomial_interval
 from ...stats.mia_metrics import supported_fpr
 from ...stats.rank_test import members_above, members_among_flagged_p_value
 
-__all__ = ["NAMED_IN_SENTENCE", "StewardDecision", "dcr_explanation", "steward_decision"]
+__all__ = ["DECISION_ATTACKS", "NAMED_IN_SENTENCE", "AttackRankTests", "StewardDecision", "dcr_explanation", "steward_decision"]
 
 NAMED_IN_SENTENCE = 10  # ids a sentence names; results.json holds them all
+
+# the attacks the decision tests, fixed before any score is seen: (name in the audit, label, what ranks a record high)
+DECISION_ATTACKS: dict[str, tuple[str, str]] = {
+    "robust-dcr": ("the robust DCR", "nearer a synthetic row, weighed by how unusual the record is"),
+    "domias": ("DOMIAS", "where the release is denser than the population"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackRankTests:
+    """One attack's two exact tests: its members above every non-member (FPR 0), and above its 1% FPR threshold.
+
+    ``found_ids``: the members above every non-member, most exposed first,
+    of which ``above_all_expected`` would be there by chance;
+    ``above_1pct_ids``: the members above the 1% FPR threshold, of which
+    ``at_1pct_expected`` would be (``None`` with fewer than 100
+    non-members: no such threshold). ``*_p_value``: P[at least this many]
+    when membership is a random split.
+    """
+
+    attack: str
+    ranks_high: str
+    found_ids: tuple[str, ...]
+    above_all_expected: float
+    above_all_p_value: float
+    at_1pct_count: int | None
+    at_1pct_expected: float | None
+    at_1pct_p_value: float | None
+    tpr_at_1pct: float | None
+    tpr_at_1pct_interval: tuple[float, float] | None
+    above_1pct_ids: tuple[str, ...] = ()
+
+    @property
+    def p_values(self) -> tuple[float, ...]:
+        """Its tests' p-values: FPR 0, then 1% FPR where there is a threshold."""
+        return (self.above_all_p_value,) + (() if self.at_1pct_p_value is None else (self.at_1pct_p_value,))
+
+    def at_1pct(self, num_members: int, short: bool = False) -> str:
+        """The TPR at 1% FPR with its interval, beside the share a random split puts above the same threshold ("" without one)."""
+        if self.tpr_at_1pct is None or self.tpr_at_1pct_interval is None or self.at_1pct_expected is None:
+            return ""
+        low, high = self.tpr_at_1pct_interval
+        chance = self.at_1pct_expected / num_members  # above the k-th highest non-member: k / (non-members + 1) of the members by chance
+        if short:
+            return f"{self.tpr_at_1pct:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR by {self.attack} ({chance:.1%} by chance)"
+        return f"{self.tpr_at_1pct:.1%} of the members [{low:.1%}, {high:.1%}] at 1% FPR, where a random split finds {chance:.1%}"
+
+    def estimated_above_1pct(self) -> int:
+        """The members above the 1% FPR threshold beyond those a random split puts there, rounded."""
+        return round(max(0.0, len(self.above_1pct_ids) - (self.at_1pct_expected or 0.0)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,65 +100,67 @@ class StewardDecision:
 
     ``exact_copies``: the members with an exact copy in the release, most
     exposed first, beside ``non_member_copies`` of the non-members;
-    ``found_ids``: the members the attack puts above every non-member, and
-    ``near_copies`` those of them without an exact copy; ``above_1pct_ids``:
-    the members above the 1% FPR threshold, of which ``at_1pct_expected``
-    would be there by chance. ``*_p_value``:
-    P[at least this many] when membership is a random split.
-    ``records_exposed``: a test rejects at ``1 - confidence`` split evenly.
+    ``attacks``: each decision attack's tests, the headline first;
+    ``near_copies``: the members without an exact copy that an attack whose
+    FPR 0 test rejects puts above every non-member. ``records_exposed``: a
+    test rejects at ``1 - confidence`` split evenly over all of them.
     """
 
-    attack: str
     confidence: float
     num_members: int
     num_non_members: int
     exact_copies: tuple[str, ...]
     non_member_copies: int
     copies_p_value: float
-    found_ids: tuple[str, ...]
+    attacks: tuple[AttackRankTests, ...]
     near_copies: tuple[str, ...]
-    above_all_expected: float
-    above_all_p_value: float
-    at_1pct_count: int | None  # None: fewer than 100 non-members, no 1% FPR threshold
-    at_1pct_expected: float | None
-    at_1pct_p_value: float | None
-    tpr_at_1pct: float | None
-    tpr_at_1pct_interval: tuple[float, float] | None
     records_exposed: bool
-    above_1pct_ids: tuple[str, ...] = ()  # the members above the 1% FPR threshold, most exposed first (named when only that test rejects)
+
+    @property
+    def headline(self) -> AttackRankTests:
+        """The headline attack's tests (the robust DCR)."""
+        return self.attacks[0]
+
+    @property
+    def level(self) -> float:
+        """The level each test is held to: 1 - confidence over the number of tests (Bonferroni)."""
+        return (1.0 - self.confidence) / (1 + sum(len(tests.p_values) for tests in self.attacks))
 
     @property
     def num_exposed(self) -> int:
         """The records the decision finds exposed, 0 where the attacks are at chance.
 
-        The exact and near copies it names; where only the 1% FPR test
-        rejects, the members above its threshold less those a random split
-        puts there (the count its sentence gives).
+        The exact and near copies it names; where only a 1% FPR test
+        rejects, the members above that attack's threshold less those a
+        random split puts there (the count its sentence gives).
         """
         if not self.records_exposed:
             return 0
         named = len(self.exact_copies) + len(self.near_copies)
-        return named if named or not self._most_exposed() else self._estimated_above_1pct()
+        most = self._most_exposed_by()
+        return named if named or most is None else most.estimated_above_1pct()
 
-    def _estimated_above_1pct(self) -> int:
-        """The members above the 1% FPR threshold beyond those a random split puts there, rounded."""
-        return round(max(0.0, len(self.above_1pct_ids) - (self.at_1pct_expected or 0.0)))
+    @property
+    def most_exposed_ids(self) -> tuple[str, ...]:
+        """Where only a 1% FPR test rejects, the members above the threshold of the attack with the smallest such p-value; else ()."""
+        tests = self._most_exposed_by()
+        return () if tests is None else tests.above_1pct_ids
 
-    def _rejects(self) -> tuple[bool, bool, bool]:
-        """Which of the three tests rejects at the Bonferroni level: (verbatim copies, above every non-member, at 1% FPR)."""
-        tests = [self.copies_p_value, self.above_all_p_value] + ([] if self.at_1pct_p_value is None else [self.at_1pct_p_value])
-        level = (1.0 - self.confidence) / len(tests)
-        return self.copies_p_value <= level, self.above_all_p_value <= level, self.at_1pct_p_value is not None and self.at_1pct_p_value <= level
+    def _copies_reject(self) -> bool:
+        return self.copies_p_value <= self.level
 
-    def _at_1pct(self, short: bool = False) -> str:
-        """The TPR at 1% FPR with its interval, beside the share a random split puts above the same threshold ("" without one)."""
-        if self.tpr_at_1pct is None or self.tpr_at_1pct_interval is None or self.at_1pct_expected is None:
-            return ""
-        low, high = self.tpr_at_1pct_interval
-        chance = self.at_1pct_expected / self.num_members  # above the k-th highest non-member: k / (non-members + 1) of the members by chance
-        if short:
-            return f"{self.tpr_at_1pct:.1%} [{low:.1%}, {high:.1%}] found at 1% FPR ({chance:.1%} by chance)"
-        return f"{self.tpr_at_1pct:.1%} of the members [{low:.1%}, {high:.1%}] at 1% FPR, where a random split finds {chance:.1%}"
+    def _above_all_rejects(self, tests: AttackRankTests) -> bool:
+        return tests.above_all_p_value <= self.level
+
+    def _at_1pct_rejects(self, tests: AttackRankTests) -> bool:
+        return tests.at_1pct_p_value is not None and tests.at_1pct_p_value <= self.level
+
+    def _most_exposed_by(self) -> AttackRankTests | None:
+        """Where only 1% FPR tests reject: the attack with the smallest such p-value, whose members above its threshold are the most exposed."""
+        if self._copies_reject() or any(self._above_all_rejects(t) for t in self.attacks):
+            return None
+        rejecting = [t for t in self.attacks if self._at_1pct_rejects(t) and t.above_1pct_ids]
+        return min(rejecting, key=lambda t: t.at_1pct_p_value or 1.0) if rejecting else None
 
     def summary(self) -> str:
         """The verdict in one short line (the report's headline and contents): the tests that reject, or the attacks at chance.
@@ -113,51 +168,64 @@ class StewardDecision:
         >>> member = np.arange(400) < 200
         >>> closest = np.r_[np.zeros(20), np.full(180, 0.3), np.full(200, 0.3)]
         >>> scores = -closest + np.linspace(0, 0.01, 400)
-        >>> print(*steward_decision(scores, member, np.arange(400).astype(str), closest, attack="robust DCR", confidence=0.95).summary().split("; "), sep="\\n")
+        >>> decision = steward_decision({"robust-dcr": scores}, member, np.arange(400).astype(str), closest, confidence=0.95)
+        >>> print(*decision.summary().split("; "), sep="\\n")
         The release exposes training records: 20 of 200 appear verbatim in it (0 of 200 non-members do)
-        20 of 200 ranked above every non-member (1.0 by chance)
-        10.0% [6.2%, 15.0%] found at 1% FPR (1.5% by chance)
+        20 of 200 ranked above every non-member by the robust DCR (1.0 by chance)
+        10.0% [6.2%, 15.0%] found at 1% FPR by the robust DCR (1.5% by chance)
         """
-        copies, above, at_1pct = self._rejects()
         m, k = self.num_members, self.num_non_members
-        found = f"{len(self.found_ids)} of {m}{' training records' if not self.records_exposed else ''} ranked above every non-member ({self.above_all_expected:.1f} by chance)"
-        if not self.records_exposed:
-            return "; ".join(part for part in ("The attacks are at chance on this release: " + found, self._at_1pct(short=True)) if part)
-        parts = [f"{len(self.exact_copies)} of {m} appear verbatim in it ({self.non_member_copies} of {k} non-members do)"] if copies else []
-        parts += [found + (f", {len(self.near_copies)} of them near copies" if self.near_copies else "")] if above else []
-        parts += [self._at_1pct(short=True)] if at_1pct else []
+
+        def found(tests: AttackRankTests, records: str = "") -> str:
+            return f"{len(tests.found_ids)} of {m}{records} ranked above every non-member by {tests.attack} ({tests.above_all_expected:.1f} by chance)"
+
+        if not self.records_exposed:  # the headline's numbers: no test rejects
+            at_chance = ("The attacks are at chance on this release: " + found(self.headline, " training records"), self.headline.at_1pct(m, short=True))
+            return "; ".join(part for part in at_chance if part)
+        parts = [f"{len(self.exact_copies)} of {m} appear verbatim in it ({self.non_member_copies} of {k} non-members do)"] if self._copies_reject() else []
+        near_copies = set(self.near_copies)
+        for tests in self.attacks:
+            near = sum(record in near_copies for record in tests.found_ids)
+            parts += [found(tests) + (f", {near} of them near copies" if near else "")] if self._above_all_rejects(tests) else []
+            parts += [tests.at_1pct(m, short=True)] if self._at_1pct_rejects(tests) else []
         return "The release exposes training records: " + "; ".join(parts)
 
     def sentence(self) -> str:
-        """The plain verdict the console and the report open with."""
+        """The plain verdict the console and the report open with: every test, the records named where one rejects."""
         m, k = self.num_members, self.num_non_members
         copies = (
             f"{len(self.exact_copies)} of the {m} training records {'appears' if len(self.exact_copies) == 1 else 'appear'} verbatim in the release, "
             f"against {self.non_member_copies} of the "
             f"{k} non-members (p = {self.copies_p_value:.2g})"
         )
-        above = (
-            f"the {self.attack} ranks {_records(len(self.found_ids))} ({len(self.found_ids) / m:.1%}, its TPR at FPR 0) above every non-member "
-            f"(nearer a synthetic row, weighed by how unusual the record is), where a random split puts {self.above_all_expected:.1f} "
-            f"(p = {self.above_all_p_value:.2g})"
-        )
-        at_1pct = f" It finds {self._at_1pct()} (p = {self.at_1pct_p_value:.2g})." if self._at_1pct() else ""
+        attacks = " ".join(_attack_sentence(tests, m) for tests in self.attacks)
         if not self.records_exposed:
-            return f"The attacks are at chance on this release: {copies}; {above}.{at_1pct} This is what these attacks see, not a proof of privacy."
+            return f"The attacks are at chance on this release: {copies}. {attacks} This is what these attacks see, not a proof of privacy."
         named = _named(self.exact_copies, "exact_copies")
         near = f" Near copies (no exact copy): {_named(self.near_copies, 'near_copies')}." if self.near_copies else ""
-        return f"The release exposes training records: {copies}{': ' + named if named else ''}; {above}.{near}{at_1pct}{self._most_exposed()}"
+        return f"The release exposes training records: {copies}{': ' + named if named else ''}. {attacks}{near}{self._most_exposed()}"
 
     def _most_exposed(self) -> str:
-        """Where only the 1% FPR test rejects, the members above its threshold, named as the most exposed with the count chance explains."""
-        copies, above, at_1pct = self._rejects()
-        if not at_1pct or copies or above or not self.above_1pct_ids or self.at_1pct_expected is None:
+        """Where only a 1% FPR test rejects, the members above that attack's threshold, named as the most exposed with the count chance explains."""
+        tests = self._most_exposed_by()
+        if tests is None or tests.at_1pct_expected is None:
             return ""
         return (
-            f" No record is beyond doubt on its own: the {len(self.above_1pct_ids)} members above the 1% FPR threshold are the most exposed, and "
-            f"a random split puts {self.at_1pct_expected:.1f} there, so about {self._estimated_above_1pct()} "
-            f"of them are exposed: {_named(self.above_1pct_ids, 'above_1pct_ids')}."
+            f" No record is beyond doubt on its own: the {len(tests.above_1pct_ids)} members above the 1% FPR threshold of {tests.attack} are the most "
+            f"exposed, and a random split puts {tests.at_1pct_expected:.1f} there, so about {tests.estimated_above_1pct()} "
+            f"of them are exposed: {_named(tests.above_1pct_ids, 'attacks[' + str(self.attacks.index(tests)) + '].above_1pct_ids')}."
         )
+
+
+def _attack_sentence(tests: AttackRankTests, num_members: int) -> str:
+    """One attack's two tests in words: its TPR at FPR 0 and at 1% FPR, each beside chance and its p-value."""
+    count = len(tests.found_ids)
+    above = (
+        f"{tests.attack[0].upper() + tests.attack[1:]} ranks {_records(count)} ({count / num_members:.1%}, its TPR at FPR 0) above every non-member "
+        f"({tests.ranks_high}), where a random split puts {tests.above_all_expected:.1f} (p = {tests.above_all_p_value:.2g})."
+    )
+    at_1pct = tests.at_1pct(num_members)
+    return above + (f" It finds {at_1pct} (p = {tests.at_1pct_p_value:.2g})." if at_1pct else "")
 
 
 def _records(count: int) -> str:
@@ -169,42 +237,56 @@ def _named(ids: tuple[str, ...], field: str) -> str:
     return ", ".join(ids[:NAMED_IN_SENTENCE]) + more
 
 
-def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, closest: np.ndarray, *, attack: str, confidence: float) -> StewardDecision:
-    """The decision from the headline attack's ``scores``, membership, the records' ``ids`` and their ``closest`` synthetic distances.
+def steward_decision(scores: Mapping[str, np.ndarray], member: np.ndarray, ids: np.ndarray, closest: np.ndarray, *, confidence: float) -> StewardDecision:
+    """The decision from the attacks' ``scores`` (by name, of :data:`DECISION_ATTACKS`, the headline first), membership, ``ids`` and ``closest`` synthetic distances.
 
     >>> member = np.arange(400) < 200
     >>> closest = np.r_[np.zeros(20), np.full(180, 0.3), np.zeros(2), np.full(198, 0.3)]  # 20 members copied, 2 non-members recur
     >>> scores = -closest + np.linspace(0, 0.01, 400)
-    >>> decision = steward_decision(scores, member, np.char.add("R-", np.arange(400).astype(str)), closest, attack="robust DCR", confidence=0.95)
+    >>> decision = steward_decision({"robust-dcr": scores}, member, np.char.add("R-", np.arange(400).astype(str)), closest, confidence=0.95)
     >>> decision.records_exposed, len(decision.exact_copies), decision.non_member_copies, decision.copies_p_value < 1e-4
     (True, 20, 2, True)
-    >>> steward_decision(-np.full(400, 0.3), member, np.arange(400).astype(str), np.full(400, 0.3), attack="robust DCR", confidence=0.95).records_exposed
+    >>> steward_decision({"robust-dcr": -np.full(400, 0.3)}, member, np.arange(400).astype(str), np.full(400, 0.3), confidence=0.95).records_exposed
     False
     """
+    unknown = sorted(set(scores) - set(DECISION_ATTACKS))
+    if unknown or not scores:
+        raise ValueError(f"`scores` must name attacks of {sorted(DECISION_ATTACKS)}, got {sorted(scores)}")
+    copy = closest == 0.0
+    copies_p = members_among_flagged_p_value(copy, member)
+    by_score = np.argsort(-next(iter(scores.values())), kind="stable")
+    attacks = tuple(_rank_tests(name, values, member, ids, confidence) for name, values in scores.items())
+    p_values = [copies_p] + [p for tests in attacks for p in tests.p_values]
+    level = (1.0 - confidence) / len(p_values)
+    copied = {str(ids[i]) for i in np.flatnonzero(copy)}
+    near = dict.fromkeys(record for tests in attacks if tests.above_all_p_value <= level for record in tests.found_ids if record not in copied)
+    return StewardDecision(
+        confidence=confidence,
+        num_members=int(member.sum()),
+        num_non_members=int((~member).sum()),
+        exact_copies=tuple(str(ids[i]) for i in by_score if member[i] and copy[i]),
+        non_member_copies=int(np.sum(copy & ~member)),
+        copies_p_value=copies_p,
+        attacks=attacks,
+        near_copies=tuple(near),
+        records_exposed=min(p_values) <= level,
+    )
+
+
+def _rank_tests(name: str, scores: np.ndarray, member: np.ndarray, ids: np.ndarray, confidence: float) -> AttackRankTests:
+    """One attack's members above every non-member and above its 1% FPR threshold, each tested against a random split."""
     in_scores, out_scores = scores[member], scores[~member]
     top = members_above(in_scores, out_scores, fpr=0.0)
     at_1pct = members_above(in_scores, out_scores, fpr=0.01) if supported_fpr(0.01, int((~member).sum())) else None
-    copy = closest == 0.0
-    copies_p = members_among_flagged_p_value(copy, member)
-    tests = [copies_p, top.p_value] + ([] if at_1pct is None else [at_1pct.p_value])
-    by_score = np.argsort(-scores, kind="stable")
-    exact = tuple(str(ids[i]) for i in by_score if member[i] and copy[i])
-    found_rows = _most_exposed_first(scores, member, top.above)
-    above_1pct = np.zeros(0, dtype=np.int64) if at_1pct is None else _most_exposed_first(scores, member, at_1pct.above)
     interval = None
     if at_1pct is not None:
         low, high = binomial_interval(at_1pct.count, at_1pct.num_in, confidence=confidence)  # Clopper–Pearson, as every TPR interval
         interval = (float(low), float(high))
-    return StewardDecision(
-        attack=attack,
-        confidence=confidence,
-        num_members=top.num_in,
-        num_non_members=top.num_out,
-        exact_copies=exact,
-        non_member_copies=int(np.sum(copy & ~member)),
-        copies_p_value=copies_p,
-        found_ids=tuple(str(ids[i]) for i in found_rows),
-        near_copies=tuple(str(ids[i]) for i in found_rows if not copy[i]),
+    label, ranks_high = DECISION_ATTACKS[name]
+    return AttackRankTests(
+        attack=label,
+        ranks_high=ranks_high,
+        found_ids=tuple(str(ids[i]) for i in _most_exposed_first(scores, member, top.above)),
         above_all_expected=top.expected_by_chance,
         above_all_p_value=top.p_value,
         at_1pct_count=None if at_1pct is None else at_1pct.count,
@@ -212,8 +294,7 @@ def steward_decision(scores: np.ndarray, member: np.ndarray, ids: np.ndarray, cl
         at_1pct_p_value=None if at_1pct is None else at_1pct.p_value,
         tpr_at_1pct=None if at_1pct is None else at_1pct.count / at_1pct.num_in,
         tpr_at_1pct_interval=interval,
-        records_exposed=min(tests) <= (1.0 - confidence) / len(tests),
-        above_1pct_ids=tuple(str(ids[i]) for i in above_1pct),
+        above_1pct_ids=() if at_1pct is None else tuple(str(ids[i]) for i in _most_exposed_first(scores, member, at_1pct.above)),
     )
 
 
