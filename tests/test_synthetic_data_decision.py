@@ -16,6 +16,7 @@ import math
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,6 +111,42 @@ def test_a_leak_only_domias_sees_is_caught_and_named_by_domias():
     assert both.records_exposed and set(both.near_copies) == {f"P-{i}" for i in range(30)} and both.num_exposed == 30
     assert "30 of 300 ranked above every non-member by DOMIAS (1.0 by chance), 30 of them near copies" in both.summary()
     assert not steward_decision({"robust-dcr": headline}, member, ids, closest, confidence=0.95).records_exposed
+
+
+def test_copies_at_the_non_members_rate_are_not_named_when_another_test_rejects():
+    """60 members and 60 non-members recur verbatim (no evidence, p about 0.5) while DOMIAS puts 30 members above every non-member: the
+    decision rejects on DOMIAS, names those 30 and counts 30 exposed, and never names the recurring rows."""
+    from privaudit.audits.synthetic_data.decision import steward_decision
+
+    rng = np.random.default_rng(3)
+    member = np.arange(600) < 300
+    headline, domias = rng.normal(size=600), rng.normal(size=600)
+    domias[:30] += 8.0
+    closest = np.where((np.arange(600) % 300 >= 100) & (np.arange(600) % 300 < 160), 0.0, 0.3)  # rows 100-159 and 400-459 recur
+    ids = np.char.add("P-", np.arange(600).astype(str))
+    decision = steward_decision({"robust-dcr": headline, "domias": domias}, member, ids, closest, confidence=0.95)
+    assert len(decision.exact_copies) == 60 and decision.non_member_copies == 60 and decision.copies_p_value > 0.3
+    assert decision.records_exposed and decision.num_exposed == 30 and set(decision.near_copies) == {f"P-{i}" for i in range(30)}
+    sentence = decision.sentence()
+    assert "60 of the 300 training records appear verbatim in the release, against 60 of the 300 non-members" in sentence
+    assert not any(f"P-{i}," in sentence or sentence.endswith(f"P-{i}.") for i in range(100, 160))
+
+
+def test_a_results_file_written_before_domias_joined_the_decision_still_reads_with_its_headline():
+    """The decision's layout before (the headline's tests at its top level, ``attack``: "robust DCR"), built from the recorded run: it reads as
+    today's, the same tests under ``attacks[0]``, and the report finds the family's headline."""
+    from privaudit.audits.synthetic_data.types import SyntheticDataResult
+    from privaudit.report.sections import headline_of
+
+    data = json.loads((Path(__file__).parent / "recorded" / "synthetic-data.json").read_text(encoding="utf-8")) | {"seconds": 1.0}
+    (headline,) = [tests for tests in data["decision"]["attacks"] if tests["attack"] == "the robust DCR"]
+    old = {key: value for key, value in data["decision"].items() if key != "attacks"}
+    old |= {key: value for key, value in headline.items() if key != "ranks_high"} | {"attack": "robust DCR"}
+    before = data | {"decision": old}
+    read = SyntheticDataResult.validate(before)
+    assert len(read.decision.attacks) == 1 and read.decision.headline.found_ids == tuple(headline["found_ids"])
+    assert read.decision.headline.above_all_p_value == headline["above_all_p_value"] and read.decision.headline.attack == "the robust DCR"
+    assert headline_of(before) is not None and headline_of(before) == headline_of(data)
 
 
 def test_the_decision_over_two_attacks_rejects_at_most_at_its_level_under_random_splits():

@@ -39,7 +39,7 @@ from ...stats.intervals import binomial_interval
 from ...stats.mia_metrics import supported_fpr
 from ...stats.rank_test import members_above, members_among_flagged_p_value
 
-__all__ = ["DECISION_ATTACKS", "NAMED_IN_SENTENCE", "AttackRankTests", "StewardDecision", "dcr_explanation", "steward_decision"]
+__all__ = ["DECISION_ATTACKS", "NAMED_IN_SENTENCE", "AttackRankTests", "StewardDecision", "dcr_explanation", "steward_decision", "upgraded_decision"]
 
 NAMED_IN_SENTENCE = 10  # ids a sentence names; results.json holds them all
 
@@ -130,13 +130,13 @@ class StewardDecision:
     def num_exposed(self) -> int:
         """The records the decision finds exposed, 0 where the attacks are at chance.
 
-        The exact and near copies it names; where only a 1% FPR test
+        The exact copies (where their test rejects) and near copies it names; where only a 1% FPR test
         rejects, the members above that attack's threshold less those a
         random split puts there (the count its sentence gives).
         """
         if not self.records_exposed:
             return 0
-        named = len(self.exact_copies) + len(self.near_copies)
+        named = len(self.exact_copies if self._copies_reject() else ()) + len(self.near_copies)
         most = self._most_exposed_by()
         return named if named or most is None else most.estimated_above_1pct()
 
@@ -201,7 +201,7 @@ class StewardDecision:
         attacks = " ".join(_attack_sentence(tests, m) for tests in self.attacks)
         if not self.records_exposed:
             return f"The attacks are at chance on this release: {copies}. {attacks} This is what these attacks see, not a proof of privacy."
-        named = _named(self.exact_copies, "exact_copies")
+        named = _named(self.exact_copies, "exact_copies") if self._copies_reject() else ""  # copies at the non-members' rate are no evidence
         near = f" Near copies (no exact copy): {_named(self.near_copies, 'near_copies')}." if self.near_copies else ""
         return f"The release exposes training records: {copies}{': ' + named if named else ''}. {attacks}{near}{self._most_exposed()}"
 
@@ -215,6 +215,20 @@ class StewardDecision:
             f"exposed, and a random split puts {tests.at_1pct_expected:.1f} there, so about {tests.estimated_above_1pct()} "
             f"of them are exposed: {_named(tests.above_1pct_ids, 'attacks[' + str(self.attacks.index(tests)) + '].above_1pct_ids')}."
         )
+
+
+def upgraded_decision(decision: Mapping[str, Any]) -> dict[str, Any]:
+    """A decision of results.json's layout before DOMIAS joined the decision (the headline's tests at the top level) in today's layout.
+
+    >>> old = {"attack": "robust DCR", "found_ids": ["R-1"], "above_all_p_value": 0.01, "near_copies": [], "records_exposed": True}
+    >>> new = upgraded_decision(old)
+    >>> new["attacks"][0]["attack"], new["attacks"][0]["found_ids"], "found_ids" in new
+    ('the robust DCR', ['R-1'], False)
+    """
+    fields = {field.name for field in dataclasses.fields(AttackRankTests)}
+    label, ranks_high = DECISION_ATTACKS["robust-dcr"]
+    headline = {key: value for key, value in decision.items() if key in fields} | {"attack": label, "ranks_high": ranks_high}
+    return {key: value for key, value in decision.items() if key not in fields} | {"attacks": [headline]}
 
 
 def _attack_sentence(tests: AttackRankTests, num_members: int) -> str:
@@ -238,7 +252,7 @@ def _named(ids: tuple[str, ...], field: str) -> str:
 
 
 def steward_decision(scores: Mapping[str, np.ndarray], member: np.ndarray, ids: np.ndarray, closest: np.ndarray, *, confidence: float) -> StewardDecision:
-    """The decision from the attacks' ``scores`` (by name, of :data:`DECISION_ATTACKS`, the headline first), membership, ``ids`` and ``closest`` synthetic distances.
+    """The decision from the attacks' ``scores`` (by name, of :data:`DECISION_ATTACKS`, the headline's among them), membership, ``ids`` and ``closest`` synthetic distances.
 
     >>> member = np.arange(400) < 200
     >>> closest = np.r_[np.zeros(20), np.full(180, 0.3), np.zeros(2), np.full(198, 0.3)]  # 20 members copied, 2 non-members recur
@@ -249,9 +263,9 @@ def steward_decision(scores: Mapping[str, np.ndarray], member: np.ndarray, ids: 
     >>> steward_decision({"robust-dcr": -np.full(400, 0.3)}, member, np.arange(400).astype(str), np.full(400, 0.3), confidence=0.95).records_exposed
     False
     """
-    unknown = sorted(set(scores) - set(DECISION_ATTACKS))
-    if unknown or not scores:
-        raise ValueError(f"`scores` must name attacks of {sorted(DECISION_ATTACKS)}, got {sorted(scores)}")
+    if set(scores) - set(DECISION_ATTACKS) or "robust-dcr" not in scores:
+        raise ValueError(f"`scores` must name the headline 'robust-dcr' and only attacks of {sorted(DECISION_ATTACKS)}, got {sorted(scores)}")
+    scores = {name: scores[name] for name in DECISION_ATTACKS if name in scores}  # the headline first, whatever the caller's order
     copy = closest == 0.0
     copies_p = members_among_flagged_p_value(copy, member)
     by_score = np.argsort(-next(iter(scores.values())), kind="stable")
