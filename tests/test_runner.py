@@ -43,6 +43,12 @@ def crashing_task(config: dict) -> dict:
     return {"index": config["index"]}
 
 
+def dying_task(config: dict) -> dict:
+    if config["index"] == 1:
+        os._exit(3)  # the worker process ends without a result
+    return {"index": config["index"]}
+
+
 def _configs(n, marker=None):
     return [{"index": i, "seed": 11, "marker": marker} for i in range(n)]
 
@@ -131,6 +137,20 @@ def test_a_value_error_is_the_tasks_own_message(tmp_path):
     with pytest.raises(ValueError, match="^boom$"):
         run_all(failing_task, _configs(3), store=store, max_workers=1)
     assert 0 in store.done() and 1 not in store.done()
+
+
+def test_a_dead_worker_is_named_and_the_pool_is_joined_before_the_error_reaches_the_caller(tmp_path):
+    """The caller (the CLI) exits right after this error: the pool's manager thread must have ended by then, or CPython 3.11's exit hook
+    can write to the pipe that thread closes, and a traceback follows the CLI's one error line."""
+    import concurrent.futures.process
+    import threading
+
+    from privaudit.runner.local import WorkerDiedError
+
+    with pytest.raises(WorkerDiedError, match=r"a worker process died while running the task \(run 1\)"):
+        run_all(dying_task, _configs(3), store=RunStore(tmp_path), max_workers=1)
+    managers = [thread for thread in threading.enumerate() if isinstance(thread, concurrent.futures.process._ExecutorManagerThread)]
+    assert managers == []  # joined, so every wakeup pipe it owned is closed before the interpreter's exit hook runs
 
 
 def test_bad_arguments(tmp_path):

@@ -140,6 +140,7 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
     threads = threads_per_worker(workers)
     context = multiprocessing.get_context("spawn")
     failure = None
+    finished = False
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
     try:
         futures = {pool.submit(call_task, task, config, threads): index for index, config in jobs}
@@ -155,15 +156,18 @@ def run_local(task, jobs: list[tuple[int, dict]], save: Callable[[int, dict], No
                         other.cancel()
                 continue
             save(index, future.result())
+        finished = failure is None
     except KeyboardInterrupt:
         for other in futures:
             other.cancel()
         _stop_workers(pool)
         raise RunsInterrupted() from None
     finally:
-        # every run is saved or failed by now: the workers exit (seconds for a process that imported
-        # scikit-learn) while the caller goes on to its attacks and report; the pool still joins them
-        pool.shutdown(wait=False, cancel_futures=True)
+        # every run saved: the workers exit (seconds for a process that imported scikit-learn) while the caller goes
+        # on to its attacks and report. On a failure or Ctrl-C the caller is about to exit, so the pool is joined first:
+        # its manager thread closes a pipe that CPython 3.11's exit hook writes to without a lock (a race that printed
+        # an "OSError: Bad file descriptor" traceback after the CLI's one error line)
+        pool.shutdown(wait=not finished, cancel_futures=True)
     if failure is not None:
         index, error = failure
         if isinstance(error, concurrent.futures.process.BrokenProcessPool):
