@@ -124,7 +124,7 @@ class StewardDecision:
     @property
     def level(self) -> float:
         """The level each test is held to: 1 - confidence over the number of tests (Bonferroni)."""
-        return (1.0 - self.confidence) / (1 + sum(len(tests.p_values) for tests in self.attacks))
+        return _bonferroni_level(self.confidence, self.attacks)
 
     @property
     def num_exposed(self) -> int:
@@ -271,7 +271,7 @@ def steward_decision(scores: Mapping[str, np.ndarray], member: np.ndarray, ids: 
     by_score = np.argsort(-next(iter(scores.values())), kind="stable")
     attacks = tuple(_rank_tests(name, values, member, ids, confidence) for name, values in scores.items())
     p_values = [copies_p] + [p for tests in attacks for p in tests.p_values]
-    level = (1.0 - confidence) / len(p_values)
+    level = _bonferroni_level(confidence, attacks)
     copied = {str(ids[i]) for i in np.flatnonzero(copy)}
     near = dict.fromkeys(record for tests in attacks if tests.above_all_p_value <= level for record in tests.found_ids if record not in copied)
     return StewardDecision(
@@ -285,6 +285,11 @@ def steward_decision(scores: Mapping[str, np.ndarray], member: np.ndarray, ids: 
         near_copies=tuple(near),
         records_exposed=min(p_values) <= level,
     )
+
+
+def _bonferroni_level(confidence: float, attacks: tuple[AttackRankTests, ...]) -> float:
+    """1 - confidence over the tests that run: the verbatim copies' and each attack's (two, or one without a 1% FPR threshold)."""
+    return (1.0 - confidence) / (1 + sum(len(tests.p_values) for tests in attacks))
 
 
 def _rank_tests(name: str, scores: np.ndarray, member: np.ndarray, ids: np.ndarray, confidence: float) -> AttackRankTests:
