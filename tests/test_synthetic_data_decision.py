@@ -113,6 +113,26 @@ def test_a_leak_only_domias_sees_is_caught_and_named_by_domias():
     assert not steward_decision({"robust-dcr": headline}, member, ids, closest, confidence=0.95).records_exposed
 
 
+def test_the_headline_comes_first_whatever_the_callers_order_and_other_attacks_are_refused():
+    """The robust DCR is the headline (and orders the exact copies) in either order of the scores; an attack outside the decision's fixed
+    pair, or no headline, is refused naming `scores`."""
+    from privaudit.audits.synthetic_data.decision import steward_decision
+
+    rng = np.random.default_rng(5)
+    member = np.arange(300) < 150
+    headline, domias = rng.normal(size=300), rng.normal(size=300)
+    closest = np.where(np.arange(300) % 7 == 0, 0.0, 0.3)
+    ids = np.arange(300).astype(str)
+    given = steward_decision({"robust-dcr": headline, "domias": domias}, member, ids, closest, confidence=0.95)
+    swapped = steward_decision({"domias": domias, "robust-dcr": headline}, member, ids, closest, confidence=0.95)
+    assert [t.attack for t in swapped.attacks] == ["the robust DCR", "DOMIAS"] and swapped == given
+    expected = [str(i) for i in sorted(np.flatnonzero(member & (closest == 0.0)), key=lambda i: (-headline[i], i))]  # by the headline, stable
+    assert list(swapped.exact_copies) == expected
+    for bad in ({"domias": domias}, {"robust-dcr": headline, "dcr": domias}):
+        with pytest.raises(ValueError, match="`scores` must name the headline 'robust-dcr'"):
+            steward_decision(bad, member, ids, closest, confidence=0.95)
+
+
 def test_copies_at_the_non_members_rate_are_not_named_when_another_test_rejects():
     """60 members and 60 non-members recur verbatim (no evidence, p about 0.5) while DOMIAS puts 30 members above every non-member: the
     decision rejects on DOMIAS, names those 30 and counts 30 exposed, and never names the recurring rows."""
