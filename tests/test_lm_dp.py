@@ -104,6 +104,25 @@ def test_dp_fine_tuning_is_reproducible_from_its_seed_and_leaves_the_model_and_g
     assert not all(torch.equal(weights[name], value) for name, value in first.model.state_dict().items())
 
 
+@pytest.mark.parametrize("batch_size", [len(TEXTS), 8])  # full batches, and Poisson batches whose sizes vary about 8
+def test_physical_batches_take_the_step_the_whole_sampled_batch_would(base, batch_size):
+    # The same seed draws the same batches and noise; pieces of 3 texts only change the order in which clipped
+    # per-text gradients are summed, so the weights agree to float32 rounding of Adam's steps (relative 1e-4
+    # leaves room for its division by √v on a second CPU), and the mechanism is the same objects' settings.
+    model, tokenizer = base
+    settings = {"epsilon": 2.0, "epochs": 2, "batch_size": batch_size, "seed": 7}
+    whole = fine_tune_dp(model, tokenizer, TEXTS, **settings)
+    pieces = fine_tune_dp(model, tokenizer, TEXTS, max_physical_batch_size=3, **settings)
+    assert pieces.mechanism() == whole.mechanism()
+    moved = 0.0
+    for name, value in whole.model.state_dict().items():
+        start, other = model.state_dict()[name], pieces.model.state_dict()[name]
+        if value.is_floating_point():
+            torch.testing.assert_close(other, value, rtol=1e-4, atol=1e-6)
+            moved = max(moved, float((value - start).abs().max()))
+    assert moved > 1e-3  # the runs compared did move the weights
+
+
 @pytest.mark.parametrize("epsilon", [None, 2.0])
 def test_empty_poisson_batches_still_take_their_step(base, epsilon):
     # 10 texts, expected batch 1: a batch is empty with probability 0.9^10 = 0.35, so 20 steps hold one but with probability 2e-4.
@@ -122,6 +141,7 @@ def test_empty_poisson_batches_still_take_their_step(base, epsilon):
         ({"epochs": 0}, "`epochs` must be"),
         ({"batch_size": 0}, "`batch_size` must be"),
         ({"max_grad_norm": 0.0}, "`max_grad_norm` must be > 0"),
+        ({"max_physical_batch_size": 0}, "`max_physical_batch_size` must be"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_argument(base, options, match):

@@ -149,6 +149,7 @@ def fine_tune_dp(
     learning_rate: float = 1e-2,
     seed: int,
     accountant: str = "rdp",
+    max_physical_batch_size: int | None = None,
 ) -> PoissonFineTuning:
     """A copy of ``model`` fine-tuned ``epochs`` passes of Poisson-sampled batches of ``texts``, with Opacus at ``epsilon`` (None: without DP).
 
@@ -166,6 +167,15 @@ def fine_tune_dp(
     and ``model`` are left as they were. Texts each count once, so ``epsilon``
     is per text: a canary repeated k times would be bounded by kε.
 
+    ``max_physical_batch_size`` (DP only) splits each sampled batch into
+    pieces of at most that many texts with Opacus' ``BatchMemoryManager``:
+    the per-sample gradients of one piece at a time are held, clipped and
+    summed, and the noise is added once per sampled batch, so the step is
+    the one the whole batch would take (the mechanism and its ε are
+    unchanged) in the memory of one piece. Full batches of thousands of
+    new-token canaries need it: each text's gradient of the embedding
+    matrix is a full copy of it.
+
     >>> fine_tune_dp(None, None, ["a b"], epsilon=0, epochs=1, batch_size=1, seed=0)
     Traceback (most recent call last):
     ...
@@ -178,9 +188,12 @@ def fine_tune_dp(
     check_count(batch_size, "batch_size", minimum=1)
     check_positive(max_grad_norm, "max_grad_norm")
     check_positive(learning_rate, "learning_rate")
+    if max_physical_batch_size is not None:
+        check_count(max_physical_batch_size, "max_physical_batch_size", minimum=1)
     import torch
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
+    from opacus.utils.batch_memory_manager import wrap_data_loader
 
     seeds = child_seeds(seed, ["batches", "noise"])
     device = next(model.parameters()).device  # batches and noise go where the model is
@@ -205,8 +218,11 @@ def fine_tune_dp(
                 max_grad_norm=max_grad_norm,
                 noise_generator=torch.Generator(device=device).manual_seed(seeds["noise"]),
             )
+        pieces = loader  # what the loop reads; the settings are read from the sampling loader itself
+        if engine is not None and max_physical_batch_size is not None:  # Opacus' BatchMemoryManager, whose context manager only wraps the loader
+            pieces = wrap_data_loader(data_loader=loader, max_batch_size=max_physical_batch_size, optimizer=optimizer)
         for _ in range(epochs):
-            for batch_tokens, batch_mask in loader:
+            for batch_tokens, batch_mask in pieces:
                 optimizer.zero_grad()
                 if len(batch_tokens):
                     loss = _per_text_mean_loss(module, batch_tokens.to(device), batch_mask.to(device))
