@@ -25,7 +25,11 @@ The default design is the strongest measured on this model (docs/tightness.md):
   in every step. At a fixed ε, the Gaussian signal a final model's score can
   sum, sampling rate × √steps ÷ σ, is 0.92 at rate 1 against 0.58 at rate
   0.1 over 40 steps (PRV, ε = 4); the rest of a subsampled mechanism's ε
-  sits in rare batches that one run of the final model cannot see.
+  sits in rare batches that one run of the final model cannot see;
+* 2000 canaries: Steinke et al.'s test gains from more guesses (0.16 of
+  ε = 4 over seeds 0-2, against 0.13 with 1000); more weakened the scores
+  on pilot seeds. The full batch runs in pieces of 512 texts
+  (``max_physical_batch_size``, Opacus' BatchMemoryManager: the same steps).
 
 ``--batch-size 64 --epochs 4 --shared-prefix --accountant rdp`` is the
 design before (0.05 of ε = 4 over seeds 0-2), but for its new tokens, which
@@ -40,6 +44,7 @@ import argparse
 import dataclasses
 import json
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -47,15 +52,14 @@ import torch
 
 from privaudit._core.results import library_versions
 from privaudit._core.seeding import child_seeds
+from privaudit.audits.family_test import family_plan
 from privaudit.audits.lm.result import audit_lm_scores
 from privaudit.audits.lm.scores import calibrated_scores
 from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2
 from privaudit.canaries.lm_provenance import prepare_lm_canaries
 from privaudit.data.corpus import load_default_corpus
 from privaudit.models.hf import HFCausalLMScorer
-from privaudit.stats.families import null_family
 from privaudit.stats.one_run_combined import one_run_lower_bound
-from privaudit.stats.order_statistics import claim_leak
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +67,7 @@ class Setting:
     epsilon: float = 4.0
     delta: float = 1e-5
     confidence: float = 0.95
-    canaries: int = 1000
+    canaries: int = 2000  # pilot seeds 10-12: 1000 gave 0.16 and 0.11 of ε = 4 (seeds 11, 12), 2000 gave 0.23, 0.22 and 0.13, 3000 0.20 and 0.18
     secret_length: int = 1  # new tokens scored per canary, after its own new-token prefix
     shared_prefix: bool = False  # True: every canary starts "my secret is " (the design before)
     corpus_chars: int = 5_000
@@ -74,6 +78,7 @@ class Setting:
     accountant: str = "prv"
     max_grad_norm: float = 1.0
     learning_rate: float = 1e-2
+    max_physical_batch_size: int = 512  # Opacus' BatchMemoryManager: the same steps in a fraction of the memory (5000 canaries in 4.9 GB)
 
 
 def run_seed(setting: Setting, seed: int, *, baseline: bool = True) -> dict:
@@ -108,6 +113,7 @@ def run_seed(setting: Setting, seed: int, *, baseline: bool = True) -> dict:
             max_grad_norm=setting.max_grad_norm,
             learning_rate=setting.learning_rate,
             seed=seeds["fine-tune"],
+            max_physical_batch_size=setting.max_physical_batch_size,
         )
         scores = calibrated_scores(HFCausalLMScorer(tuned.model, tokenizer, bos="none"), provenance, reference)
         auc, tpr, bound = audit_lm_scores(scores, provenance.included, delta=setting.delta, confidence=setting.confidence)
@@ -130,23 +136,25 @@ def _family_bound(scores, included, tuned, setting: Setting) -> dict:
 
     Valid if their transmission dominance holds for canaries that share one
     model (not proven here: ``privaudit.audits.family_test.VALIDITY``);
-    compared with the claim in its family, ε(δ) of the null at the σ that ran.
+    compared with the claim in its family, ε(δ) of the null at the σ that
+    ran, both built by :func:`~privaudit.audits.family_test.family_plan` as
+    ``lm-one-run --family`` builds them.
     """
     if tuned.sample_rate == 1.0:  # full batches: T Gaussian steps compose to exactly μ-GDP, μ = √T / σ
-        null, claim = null_family("gdp", delta=setting.delta), float(np.sqrt(tuned.steps) / tuned.noise_multiplier)
+        family = {"family": "gdp", "family_claim": float(np.sqrt(tuned.steps) / tuned.noise_multiplier), "family_sampling_rate": None, "family_steps": None}
     else:
-        null, claim = null_family("dpsgd", delta=setting.delta, sampling_prob=tuned.sample_rate, num_steps=tuned.steps), tuned.noise_multiplier
+        family = {"family": "dpsgd", "family_claim": tuned.noise_multiplier, "family_sampling_rate": tuned.sample_rate, "family_steps": tuned.steps}
+    plan = family_plan(types.SimpleNamespace(delta=setting.delta, **family))
     bound = one_run_lower_bound(
         np.asarray(scores, dtype=np.float64), np.asarray(included, dtype=bool), delta=setting.delta, confidence=setting.confidence,
-        null=null, claim=claim,
+        null=plan.null, claim=plan.claim,
     )  # fmt: skip
-    claim_epsilon = float(null.epsilon(claim_leak(null, claim)))
     return {
         "family_bound": bound.epsilon,
         "family_refuted": bound.refuted,
         "family_ceiling": bound.ceiling,
-        "family_claim_epsilon": claim_epsilon,
-        "family_bound_over_claim": bound.epsilon / claim_epsilon,
+        "family_claim_epsilon": plan.claim_epsilon,
+        "family_bound_over_claim": bound.epsilon / plan.claim_epsilon,
     }
 
 

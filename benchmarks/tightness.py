@@ -495,7 +495,7 @@ class LMSource:
 LM_SOURCES = (
     LMSource(
         "black box",
-        "tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own",
+        "tiny GPT-2, full-batch DP-Adam, 2000 new-token canaries with prefixes of their own",
         ("lm_dp.json", "lm_dp_eps*.json"),
         "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
         "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,

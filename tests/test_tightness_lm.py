@@ -49,7 +49,7 @@ def test_user_loop_black_box_rows_read_their_own_files(tightness, tmp_path):
     assert "opacus_verdict_lm.py --seeds 3 --epsilon 8" in white8["not_measured"]
     black8 = rows["Opacus LM fine-tune (user loop, tiny GPT-2 + LoRA), black box, ε = 8"]["default"]
     assert "--black-box --epsilon 8" in black8["not_measured"] and "lm_userloop_blackbox_eps8.json" in black8["not_measured"]
-    own_loop = rows["Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam, 1000 new-token canaries with prefixes of their own), black box, ε = 4"]
+    own_loop = rows["Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam, 2000 new-token canaries with prefixes of their own), black box, ε = 4"]
     assert "lm_dp.py --epsilon 4" in own_loop["default"]["not_measured"]
     assert len(rows) == 8
     # a ratio below 0.1 keeps three decimals in the table: the mean (0.01 + 0.004 + 0.025) / 3 = 0.013 is not 0.01
