@@ -179,6 +179,7 @@ def test_memorised_outliers_are_found_by_the_headline_at_low_fpr_and_named_by_id
     assert result.num_non_members < 100 and headline.tpr_at(0.01) is None  # too few non-members to read 1% FPR: n/a, never TPR at 0 FP renamed
     assert headline.tpr_at(0.0) >= 3 / result.num_train
     assert "shadow" not in result.threat_model and "canaries" not in result.threat_model  # names only what ran: the release alone
+    assert result.threat_model.endswith("only for the release, after one call on at most 50 training rows that checks its contract (not part of any attack)")
 
 
 def _randomized_response(epsilon, included, rng):
@@ -293,6 +294,33 @@ class _StatingCopula:
 
 
 stating_copula = _StatingCopula()
+
+
+class _KnownContractCopula:
+    """The built-in copula declaring ``known_contract``, as privaudit's dpmm and smartnoise adapters do: the audit makes no probe call."""
+
+    known_contract = "a test generator that keeps the contract"
+
+    def __init__(self):
+        self.asked: list[int] = []
+
+    def __call__(self, train_df, *, seed, n):
+        from privaudit.audits.synthetic_data.generators import gaussian_copula
+
+        self.asked.append(n)
+        return gaussian_copula(train_df, seed=seed, n=n)
+
+
+known_contract_copula = _KnownContractCopula()
+
+
+def test_the_threat_model_names_the_contract_probe_only_when_the_generator_was_probed(global_seed):
+    """A generator declaring its contract is run once, for the release, and the threat model says no more; the probe is named where it ran."""
+    known_contract_copula.asked.clear()
+    config = SyntheticDataConfig(generator="test_synthetic_data:known_contract_copula", num_shadows=0, seed=global_seed, sdmetrics=False)
+    result = AUDIT.run(config).result
+    assert known_contract_copula.asked == [result.num_train]  # the release alone: no probe call of <= 50 rows
+    assert result.threat_model.endswith("runs the generator (test_synthetic_data:known_contract_copula) only for the release")
 
 
 def test_a_generators_own_claim_is_named_but_never_used_as_the_claim(global_seed):

@@ -34,7 +34,7 @@ from .attacks import dcr_distances, dcr_statistics, domias_knn_scores, domias_sc
 from .bound import binning_power_warning, canary_bound, canary_signal, generator_canaries
 from .cell_canaries import cell_canaries, has_binning, home_count, shared_homes_warning
 from .decision import DECISION_ATTACKS, steward_decision
-from .generation import generate, load_generator, make_canaries, probe_generator
+from .generation import PROBE_ROWS, generate, load_generator, make_canaries, probe_generator
 from .kinds import kind_conventions, with_kinds
 from .marginals import cells_of, marginal_scores
 from .sdmetrics_dcr import sdmetrics_dcr, sdmetrics_installed
@@ -248,7 +248,7 @@ def run_synthetic_data(
         shadow_targets=tuple(str(records.ids[i]) for i in shadow_rows),
         selection="the most outlying records first (Meeus et al. 2023): highest minus log density under the population's KDE, half members and half non-members",
         bound=bound,
-        threat_model=_threat_model(config, generator),
+        threat_model=_threat_model(config, generator, probed=function is not None and getattr(function, "known_contract", None) is None),
         seconds=time.perf_counter() - started,
         num_shadow_runs=len(shadow_rows) * config.num_shadows if len(shadow_rows) else 0,
         num_trained=shadow_generated,
@@ -372,16 +372,17 @@ def _concat(*tables: Table) -> Any:
     return pd.concat([table.frame for table in tables], ignore_index=True)
 
 
-def _threat_model(config: SyntheticDataConfig, generator: str | None) -> str:
+def _threat_model(config: SyntheticDataConfig, generator: str | None, *, probed: bool) -> str:
     seen = "the released synthetic table and a population sample (the holdout's reference part)"
     if config.synthetic is not None:
         return f"no-box: {seen}; the generator is not available"
+    probe = f", after one call on at most {PROBE_ROWS} training rows that checks its contract (not part of any attack)" if probed else ""
     uses = [f"on shadow data ({config.num_shadows} shadow datasets per target)"] if config.num_shadows else []
     if config.num_canaries or config.canary_records is not None:
         uses.append("on the training table with canaries, for the bound")
     if not uses:  # name only what this run did: no shadows, no canaries
-        return f"{seen}; the auditor runs the generator ({generator}) only for the release"
-    return f"{seen}, and the generator ({generator}) retrained by the auditor " + " and ".join(uses)
+        return f"{seen}; the auditor runs the generator ({generator}) only for the release{probe}"
+    return f"{seen}, and the generator ({generator}) retrained by the auditor " + " and ".join(uses) + probe
 
 
 def _conventions(
