@@ -14,6 +14,8 @@ import uuid
 import numpy as np
 import pytest
 from cli_helpers import assert_refused
+from scipy.optimize import brentq
+from scipy.stats import norm
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
@@ -60,6 +62,11 @@ def test_privaudits_own_dpsgd_as_a_user_function_gives_the_builtin_audits_scores
     assert own.to_dict()["initialisation"]["model"] == f"{MODULE}:build" and "model" not in builtin.to_dict()["initialisation"]
     # the headline assumes each run is mu-GDP: privaudit's full-batch DP-SGD is; a user's pipeline is warned of it
     assert GDP_PER_RUN_WARNING in own.sanity_warnings and GDP_PER_RUN_WARNING not in builtin.sanity_warnings
+    # the built-in DP-SGD's accounting is its claim; a user's training never ran at the config's σ and steps, so it has none
+    mu = np.sqrt(BUILTIN.num_steps) / BUILTIN.noise_multiplier  # T full-batch Gaussian steps: mu-GDP; its exact eps(delta) (Balle and Wang)
+    exact = brentq(lambda e: norm.cdf(-e / mu + mu / 2) - np.exp(e) * norm.cdf(-e / mu - mu / 2) - BUILTIN.delta, 0.0, 100.0, xtol=1e-12)
+    assert builtin.claimed_epsilon == pytest.approx(exact, rel=1e-3)
+    assert own.claimed_epsilon is None and own.to_dict()["claimed_epsilon"] is None and own.claim_verdict is None
 
 
 def test_a_zero_step_function_scores_the_crafted_start_as_computed_independently():
@@ -191,6 +198,7 @@ def test_cli_runs_the_users_training_from_the_worst_case_start_and_refuses_a_bad
     data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert data["initialisation"]["model"] == f"{MODULE}:build" and data["initialisation"]["digest"] == worst_case.craft_initial_state(BUILTIN).record.digest
     assert data["threat_model"] == THREAT_MODEL_WORST_CASE and "which is what a DP claim covers" in out
+    assert data["claimed_epsilon"] is None and "accountant's ε" not in out  # no number for a mechanism that did not run
     no_worst_case = [*argv[:6], "--init-model", f"{MODULE}:build", "--output", tmp_path / "bad"]
     assert_refused(no_worst_case, tmp_path / "bad", "`--init-model` builds the start of your own training; it needs `--init` 'worst-case' and `--train`")
     assert_refused([*argv[:6], "--init", "worst-case", "--output", tmp_path / "bad"], tmp_path / "bad", "needs `--init-model`")

@@ -64,7 +64,11 @@ def _blackbox(result: Any, output: Path) -> str:
         [f"{headline.label} ({settings.confidence:.0%})", format_value(float(result.epsilon_lower_bound))],
         *_paired_rows(result),
         ["ε lower bound ((ε, δ), Clopper–Pearson, held-out split threshold)", format_value(float(result.epsilon_lower_bound_eps_delta))],
-        [f"accountant's ε for the config's σ and steps (δ = {settings.delta:g}; evidence)", format_value(float(result.claimed_epsilon))],
+        *(
+            []
+            if result.claimed_epsilon is None  # --train: the built-in DP-SGD did not run
+            else [[f"accountant's ε of the built-in DP-SGD's σ and steps (δ = {settings.delta:g}; the claim)", format_value(float(result.claimed_epsilon))]]
+        ),
         ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
         ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],
         ["what the bound covers", result.scope],

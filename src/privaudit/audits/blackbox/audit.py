@@ -417,7 +417,8 @@ def run_blackbox_audit(
     in_scores = np.array([r["score"] for r in results if r["with_canary"]], dtype=np.float64)
     out_scores = np.array([r["score"] for r in results if not r["with_canary"]], dtype=np.float64)
     paired, gdp, eps_delta = bound_scores(in_scores, out_scores, config)
-    claimed = gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
+    # the built-in DP-SGD's accounting: with --train it did not run, and its ε would say nothing of the user's training
+    claimed = None if config.train else gaussian_epsilon(config.noise_multiplier, config.delta, sampling_prob=1.0, num_steps=config.num_steps)
     trained = len(configs) - len(plan.reused)
     initialisation = craft_initial_state(config).record if config.init == "worst-case" else None
     result = BlackBoxResult(
@@ -443,7 +444,7 @@ def run_blackbox_audit(
         initialisation=initialisation,
         paired_bound=paired,
     )
-    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), None if config.train else claimed, delta=config.delta)
+    claim = own_or_user_claim(claim_of(config.claimed_epsilon, config.claimed_delta, delta=config.delta), claimed, delta=config.delta)
     warnings = (GDP_PER_RUN_WARNING,) if config.train is not None else ()
     return bound_verdict(result, paired, claim=claim, raise_with="more trained models per side (num_models_per_side)", warnings=warnings)
 

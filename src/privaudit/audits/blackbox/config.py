@@ -180,16 +180,17 @@ class BlackBoxResult(AuditResult):
     the headline before the paired test) and ``epsilon_lower_bound_eps_delta``
     the (ε, δ) one at that threshold, both kept for comparison; the verdict
     uses the headline. ``claimed_epsilon`` is
-    ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1):
-    evidence, and the claim only when privaudit ran that DP-SGD itself (no
-    ``--train``). The verdict (``claim_verdict``) is against the user's claim.
+    ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1),
+    the claim when privaudit ran that DP-SGD itself; None with ``--train``,
+    whose mechanism privaudit does not know (the config's σ and steps were
+    never the user's). The verdict (``claim_verdict``) is against the user's claim.
     ``num_trained`` models were trained by this call (the rest were resumed);
     ``models_per_minute`` counts those over ``wall_time_s``.
     """
 
     epsilon_lower_bound: float
     epsilon_lower_bound_eps_delta: float
-    claimed_epsilon: float
+    claimed_epsilon: float | None
     delta: float
     confidence: float
     threat_model: str
