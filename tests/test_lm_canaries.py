@@ -173,21 +173,37 @@ def test_a_canary_with_its_own_new_token_prefix_puts_more_of_its_gradient_on_row
     from each canary's own backward pass, is several times larger with a prefix of its own than behind "my secret is "."""
     model, tokenizer = base
 
-    def private_share(prefix):
-        provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, prefix=prefix)
-        new_ids = set(new_tokenizer.convert_tokens_to_ids(list(provenance.new_tokens)))
-        shares = []
-        for row in _new_token_rows(new_tokenizer, provenance):
-            resized.zero_grad()
-            ids = torch.tensor([row])
-            resized(input_ids=ids, labels=ids).loss.backward()  # the mean next-token loss of the text: one record's loss
-            total = torch.sqrt(sum((p.grad**2).sum() for p in resized.parameters() if p.grad is not None))
-            own = resized.get_input_embeddings().weight.grad[sorted(set(row) & new_ids)].norm()  # tied input and output rows
-            shares.append(float(own / total))
-        return np.mean(shares)
-
-    own, shared = private_share(None), private_share("my secret is ")
+    own, shared = _private_share(model, tokenizer, None), _private_share(model, tokenizer, "my secret is ")
     assert own > 2 * shared and own > 0.3, (own, shared)
+
+
+def test_new_rows_at_the_expected_output_row_put_the_whole_gradient_on_the_canarys_own_rows_and_leave_the_users_model(base):
+    """At the base model's expected output row after the canary's context, the loss's gradient through the hidden state cancels: the
+    share of the canary's own rows in its gradient norm goes from transformers' mean start to nearly 1 (the same backward passes)."""
+    model, tokenizer = base
+    weights = {name: value.clone() for name, value in model.state_dict().items()}
+    mean, expected = _private_share(model, tokenizer, None), _private_share(model, tokenizer, None, new_rows="expected")
+    assert mean < 0.9 and expected > 0.99, (mean, expected)  # what is left: p_j h on every other token's output row, p_j small
+    assert all(torch.equal(weights[name], value) for name, value in model.state_dict().items())
+    provenance, resized, _ = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, new_rows="expected")
+    assert provenance.settings["new_rows"] == "expected"
+    rows = resized.get_output_embeddings().weight[len(tokenizer) :]
+    assert torch.equal(rows, rows[:1].expand_as(rows))  # one start for every new token: no canary's row differs before training
+
+
+def _private_share(model, tokenizer, prefix, new_rows="mean"):
+    """The mean share of each new-token canary's own (tied) rows in the norm of its loss's gradient, from its own backward pass."""
+    provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, prefix=prefix, new_rows=new_rows)
+    new_ids = set(new_tokenizer.convert_tokens_to_ids(list(provenance.new_tokens)))
+    shares = []
+    for row in _new_token_rows(new_tokenizer, provenance):
+        resized.zero_grad()
+        ids = torch.tensor([row])
+        resized(input_ids=ids, labels=ids).loss.backward()  # the mean next-token loss of the text: one record's loss
+        total = torch.sqrt(sum((p.grad**2).sum() for p in resized.parameters() if p.grad is not None))
+        own = resized.get_input_embeddings().weight.grad[sorted(set(row) & new_ids)].norm()  # tied input and output rows
+        shares.append(float(own / total))
+    return np.mean(shares)
 
 
 def test_a_tokenizer_without_the_new_tokens_or_of_another_vocabulary_is_refused(base):
@@ -212,6 +228,8 @@ def test_a_tokenizer_without_the_new_tokens_or_of_another_vocabulary_is_refused(
         ("new-tokens", {}, "`model` (the base model) is needed by design 'new-tokens'"),
         ("bigram", {}, "`texts` (the fine-tuning data) are needed by design 'bigram'"),
         ("prefix-suffix", {}, "`texts` (the fine-tuning data) are needed by design 'prefix-suffix'"),
+        ("random-tokens", {"new_rows": "zero"}, "`new_rows` must be one of 'mean', 'expected'"),
+        ("random-tokens", {"new_rows": "expected"}, "`new_rows` 'expected' starts the rows of new tokens: it needs design 'new-tokens'"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_argument(base, design, kwargs, match):

@@ -115,6 +115,19 @@ def test_new_token_canaries_the_resized_model_and_the_audit_of_its_fine_tune(use
     np.testing.assert_allclose(data["scores"], expected_scores, rtol=0, atol=1e-5)
 
 
+def test_new_rows_expected_saves_the_model_the_library_prepares_with_every_new_row_at_one_start(user, tmp_path):
+    _canaries(user, tmp_path / "out", "--corpus", user / "corpus.txt", "--count", 8, "--length", 1, "--seed", 5, "--new-rows", "expected")
+    provenance = read_lm_provenance(tmp_path / "out" / "provenance.json")
+    model, tokenizer = _loaded(user / "base")
+    _, prepared, _ = prepare_lm_canaries("new-tokens", tokenizer, count=8, seed=5, length=1, model=model, new_rows="expected")
+    saved = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "model")
+    rows = saved.get_output_embeddings().weight.detach()[len(tokenizer) :]
+    torch.testing.assert_close(rows, prepared.get_output_embeddings().weight.detach()[len(tokenizer) :].cpu(), rtol=0, atol=0)
+    assert provenance.settings["new_rows"] == "expected" and len(rows) == 16 and torch.equal(rows, rows[:1].expand_as(rows))
+    _, mean_start, _ = prepare_lm_canaries("new-tokens", tokenizer, count=8, seed=5, length=1, model=model)
+    assert (rows[0] - mean_start.get_output_embeddings().weight.detach()[-1].cpu()).abs().max() > 1e-3  # moved from transformers' start
+
+
 @pytest.mark.parametrize(("design", "text_format"), list(zip(DESIGNS, ["lines", "jsonl", "csv"] * 2, strict=True)))
 def test_every_design_and_corpus_format_from_the_command_line(user, tmp_path, design, text_format):
     suffix = {"lines": "txt", "jsonl": "jsonl", "csv": "csv"}[text_format]
@@ -180,6 +193,8 @@ def test_a_canary_with_a_line_break_is_refused_for_the_lines_format(user, tmp_pa
         ("base", "corpus.txt", ["--length", "0"], "`--length` must be an integer in [1, inf)"),
         ("base", "corpus.txt", ["--design", "glitter"], "`--design` must be one of 'random-tokens', 'new-tokens'"),
         ("base", "corpus.txt", ["--scored", "all"], "`--scored` must be one of 'secret', 'whole'"),
+        ("base", "corpus.txt", ["--new-rows", "zero"], "`--new-rows` must be one of 'mean', 'expected'"),
+        ("base", "corpus.txt", ["--design", "bigram", "--new-rows", "expected"], "`--new-rows` 'expected' starts the rows of new tokens: it needs --design"),
         ("base", "corpus.jsonl", ["--format", "jsonl"], "`--column` must name the text field with --format jsonl"),
         ("base", "corpus.jsonl", ["--format", "jsonl", "--column", "body"], "`--corpus` line 1 must be a JSON object with a string field 'body'"),
         ("base", "corpus.csv", ["--format", "csv", "--column", "body"], "`--column` must be one of the CSV header's columns"),

@@ -41,10 +41,12 @@ import numpy as np
 __all__ = [
     "DESIGNS",
     "NEEDS_BASE_MODEL",
+    "NEW_ROWS",
     "NEEDS_TEXTS",
     "add_new_tokens",
     "bigram_secrets",
     "draw_secrets",
+    "expected_new_rows",
     "high_temperature_secrets",
     "least_likely_secrets",
     "new_token_names",
@@ -128,6 +130,46 @@ def add_new_tokens(model, tokenizer, names: Sequence[str], *, seed: int = 0):
         torch.manual_seed(seed)
         model.resize_token_embeddings(len(tokenizer))
     return model, tokenizer
+
+
+NEW_ROWS = ("mean", "expected")
+
+
+def expected_new_rows(model, new_ids: Sequence[int], context_ids: Sequence[int], *, iterations: int = 50) -> float:
+    """Set every new token's output embedding row, in place, to the base model's expected output row after ``context_ids``; the largest change of the last iteration.
+
+    A canary's loss on a scored new token b has gradient (p_b - 1) h in b's
+    own output row, and (E p[E] - E[b]) through the hidden state h into
+    every shared weight. With E[b] the expected row E p[E] after the
+    canary's context, the shared part vanishes at the start, so the clipped
+    gradient moves rows of the canary's own but for p_j h on every other
+    token's row (over 99% of its norm in ``tests/test_lm_canaries.py``,
+    against 58% from transformers' start). With tied embeddings the rows are also
+    the new tokens' inputs, which change the context: the rows are iterated
+    to the fixed point. Only the starting weights of the audit's own new
+    tokens change; DP's accounting holds for any start.
+
+    >>> import torch, transformers
+    >>> config = transformers.GPT2Config(vocab_size=12, n_embd=8, n_layer=1, n_head=2, n_positions=8)
+    >>> model = transformers.GPT2LMHeadModel(config).eval()
+    >>> expected_new_rows(model, [10, 11], [10]) < 1e-6
+    True
+    """
+    import torch
+
+    output = model.get_output_embeddings().weight
+    rows = torch.as_tensor(list(new_ids), device=output.device)
+    context = torch.as_tensor([list(context_ids)], device=output.device)
+    change = float("inf")
+    with torch.no_grad():
+        for _ in range(iterations):
+            probabilities = torch.softmax(model(input_ids=context).logits[0, -1].double(), dim=-1)
+            target = (probabilities[:, None] * output.double()).sum(0).to(output.dtype)
+            change = float((output[rows] - target).abs().max())
+            output[rows] = target
+            if change < 1e-7:
+                break
+    return change
 
 
 def _next_token_log_probs(model, tokenizer, prefix: str):

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core.seeding import check_seed, child_seeds
 from .._core.validation import check_choice, check_count
-from .lm import DESIGNS, NEEDS_BASE_MODEL, NEEDS_TEXTS, add_new_tokens, draw_secrets, new_token_names
+from .lm import DESIGNS, NEEDS_BASE_MODEL, NEEDS_TEXTS, NEW_ROWS, add_new_tokens, draw_secrets, expected_new_rows, new_token_names
 
 __all__ = ["FORMAT", "SPANS", "LMProvenance", "check_tokenizer", "prepare_lm_canaries", "read_lm_provenance", "tokenizer_identity"]
 
@@ -213,6 +213,7 @@ def prepare_lm_canaries(
     texts: Sequence[str] = (),
     temperature: float = 2.0,
     save_to=None,
+    new_rows: str = "mean",
 ):
     """(provenance, model, tokenizer): ``count`` canaries of ``design``, each included by a fair coin.
 
@@ -231,9 +232,19 @@ def prepare_lm_canaries(
     alike, not to the rows that tell an included canary from an excluded one
     (tests/test_lm_canaries.py measures the share; ``benchmarks/lm_dp.py``
     the bound).
+
+    ``new_rows`` starts the new tokens' output rows ("new-tokens" only):
+    "mean", transformers' own start (the old rows' mean, up to a 1e-9
+    scaled draw), or "expected", the base model's expected output row after
+    the first canary's prefix (:func:`~privaudit.canaries.lm.expected_new_rows`):
+    there a canary's whole clipped gradient starts in rows of its own, which
+    ``benchmarks/lm_dp.py`` measured to raise the bound.
     """
     check_choice(design, "design", DESIGNS)
     check_choice(span, "span", SPANS)
+    check_choice(new_rows, "new_rows", NEW_ROWS)
+    if new_rows != "mean" and design != "new-tokens":
+        raise ValueError(f"`new_rows` {new_rows!r} starts the rows of new tokens: it needs design 'new-tokens', got {design!r}")
     count = check_count(count, "count", minimum=4)
     length = check_count(length, "length", minimum=1)
     seeds = child_seeds(check_seed(seed), ["canaries", "inclusion"])
@@ -252,6 +263,9 @@ def prepare_lm_canaries(
     prefixes, secrets = draw_secrets(
         design, tokenizer, count=count, length=length, prefix=prefix, rng=rng, model=model, texts=texts, new_tokens=new_tokens, temperature=temperature
     )
+    if new_rows == "expected":
+        context = tokenizer(prefixes[0], add_special_tokens=False)["input_ids"]
+        expected_new_rows(model, tokenizer.convert_tokens_to_ids(new_tokens), context)
     # fair coins drawn as the one-run audits draw theirs (observation.one_run.draw_inclusion, a layer above this one)
     included = np.random.default_rng(seeds["inclusion"]).random(count) < 0.5
     provenance = LMProvenance(
@@ -269,6 +283,7 @@ def prepare_lm_canaries(
             "prefix": "<a new token of its own>" if own_prefix else prefix,
             "temperature": temperature,
             "inclusion_prob": 0.5,
+            **({"new_rows": new_rows} if new_rows != "mean" else {}),
             "canary_seed": seeds["canaries"],
         },
     )

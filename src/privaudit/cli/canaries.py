@@ -152,6 +152,14 @@ def lm(
         typer.Option("--scored", help="secret (default: the secret given its prefix, what Panda et al. found strongest) or whole (the whole text)."),
     ] = "secret",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the canaries, the fair coins and the canaries' positions in the corpus.")] = 0,
+    new_rows: Annotated[
+        str,
+        typer.Option(
+            "--new-rows",
+            help="new-tokens: where the new tokens' output rows start: mean (transformers' start) or expected (the base model's expected row "
+            "after a canary's prefix, where a canary's gradient lands on rows of its own).",
+        ),
+    ] = "mean",
 ) -> None:
     """Draw LM canaries, include each by a fair coin in your corpus, and write provenance.json; fine-tune, then run `privaudit audit lm-one-run`."""
     from .._core.files import check_output_apart, check_output_dir, staged_output
@@ -159,7 +167,7 @@ def lm(
     from .._core.seeding import check_seed, child_seeds
     from .._core.validation import check_choice, check_count
     from ..canaries.corpus import TEXT_FORMATS
-    from ..canaries.lm import DESIGNS
+    from ..canaries.lm import DESIGNS, NEW_ROWS
     from ..canaries.lm_corpus import corpus_file_name, corpus_with_canaries, read_corpus_records
     from ..canaries.lm_limits import check_lm_sizes, model_sizes
     from ..canaries.lm_provenance import prepare_lm_canaries
@@ -169,6 +177,9 @@ def lm(
     check_choice(design, "--design", DESIGNS)
     check_choice(text_format, "--format", TEXT_FORMATS)
     check_choice(scored, "--scored", tuple(SCORED))
+    check_choice(new_rows, "--new-rows", NEW_ROWS)
+    if new_rows != "mean" and design != "new-tokens":
+        raise ValueError(f"`--new-rows` {new_rows!r} starts the rows of new tokens: it needs --design new-tokens, got {design!r}")
     count = check_count(count, "--count", minimum=4)  # the provenance holds at least 4 canaries
     length = check_count(length, "--length", minimum=1)
     seed = check_seed(seed, "--seed")
@@ -185,7 +196,16 @@ def lm(
         try:
             with quiet_loading():  # transformers' notes on resizing and saving are shown once it succeeds, without progress bars
                 provenance, _, _ = prepare_lm_canaries(
-                    design, tokenizer, count=count, seed=seed, length=length, span=SCORED[scored], model=model, texts=records.texts, save_to=saved
+                    design,
+                    tokenizer,
+                    count=count,
+                    seed=seed,
+                    length=length,
+                    span=SCORED[scored],
+                    model=model,
+                    texts=records.texts,
+                    save_to=saved,
+                    new_rows=new_rows,
                 )
         except ValueError as error:  # the library names its arguments; here they are the command's options
             raise ValueError(
