@@ -29,7 +29,11 @@ The default design is the strongest measured on this model (docs/tightness.md):
 * 2000 canaries: Steinke et al.'s test gains from more guesses (0.16 of
   ε = 4 over seeds 0-2, against 0.13 with 1000); more weakened the scores
   on pilot seeds. The full batch runs in pieces of 512 texts
-  (``max_physical_batch_size``, Opacus' BatchMemoryManager: the same steps).
+  (``max_physical_batch_size``, Opacus' BatchMemoryManager: the same steps);
+* the new tokens' output rows start at the base model's expected row after
+  a canary's prefix (``--new-rows expected``, chosen on pilot seeds 10-12),
+  where a canary's clipped gradient lands on rows of its own: 0.205 of
+  ε = 4 over seeds 0-2, against 0.16 from transformers' start.
 
 ``--batch-size 64 --epochs 4 --shared-prefix --accountant rdp`` is the
 design before (0.05 of ε = 4 over seeds 0-2), but for its new tokens, which
@@ -70,6 +74,7 @@ class Setting:
     canaries: int = 2000  # pilot seeds 10-12: 1000 gave 0.16 and 0.11 of ε = 4 (seeds 11, 12), 2000 gave 0.23, 0.22 and 0.13, 3000 0.20 and 0.18
     secret_length: int = 1  # new tokens scored per canary, after its own new-token prefix
     shared_prefix: bool = False  # True: every canary starts "my secret is " (the design before)
+    new_rows: str = "expected"  # the new tokens' output rows start at the base model's expected row (prepare_lm_canaries' new_rows)
     corpus_chars: int = 5_000
     vocab_size: int = 384
     base_steps: int = 30
@@ -95,6 +100,7 @@ def run_seed(setting: Setting, seed: int, *, baseline: bool = True) -> dict:
         length=setting.secret_length,
         model=base,
         prefix="my secret is " if setting.shared_prefix else None,
+        new_rows=setting.new_rows,
     )
     data = list(corpus) + provenance.included_texts()
     reference = HFCausalLMScorer(base, tokenizer, bos="none")  # the BPE tokenizer has no special tokens
@@ -181,6 +187,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=Setting.epsilon)
     parser.add_argument("--secret-length", type=int, default=Setting.secret_length)
     parser.add_argument("--shared-prefix", action="store_true", help='every canary starts "my secret is " (the design before)')
+    parser.add_argument("--new-rows", choices=("mean", "expected"), default=Setting.new_rows, help="the new tokens' starting output rows")
     parser.add_argument("--epochs", type=int, default=Setting.epochs)
     parser.add_argument("--batch-size", type=int, default=Setting.batch_size, help="expected batch; 0: the whole data set (sampling rate 1)")
     parser.add_argument("--accountant", choices=("prv", "rdp"), default=Setting.accountant)
@@ -195,6 +202,7 @@ def main() -> None:
         epsilon=args.epsilon,
         secret_length=args.secret_length,
         shared_prefix=args.shared_prefix,
+        new_rows=args.new_rows,
         epochs=args.epochs,
         batch_size=args.batch_size,
         accountant=args.accountant,
