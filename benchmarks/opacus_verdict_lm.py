@@ -106,6 +106,7 @@ class BlackBox:
     confidence: float = 0.95
     pool: int = 0  # > 0: the canaries are the ones of this many drawn that two shadow runs of the loop memorise most (_shadow_selected)
     design: str = "random-tokens"  # or "new-tokens" (with --full only: LoRA leaves the new rows frozen)
+    new_rows: str = "mean"  # new-tokens: where the new output rows start (prepare_lm_canaries' new_rows)
 
 
 def lm_run(seed: int, *, canaries_per_step: int = 20, epsilon: float = EPSILON, black_box: BlackBox | None = None, full: bool = False, hidden: int = 0):
@@ -145,7 +146,13 @@ def user_loop(
         if black_box.design == "new-tokens":
             # each canary a new token of its own, then a new secret token, the secret scored given it; the user trains the resized model and tokenizer
             provenance, base, tokenizer = prepare_lm_canaries(
-                "new-tokens", tokenizer, count=black_box.canaries, seed=child_seeds(seed, ["canaries"])["canaries"], length=1, model=base
+                "new-tokens",
+                tokenizer,
+                count=black_box.canaries,
+                seed=child_seeds(seed, ["canaries"])["canaries"],
+                length=1,
+                model=base,
+                new_rows=black_box.new_rows,
             )
         else:
             provenance = _random_token_canaries(tokenizer, black_box, seed)
@@ -372,6 +379,7 @@ def main() -> None:
     parser.add_argument(
         "--design", choices=("random-tokens", "new-tokens"), default=BlackBox.design, help="with --black-box: the canaries (new-tokens needs --full)"
     )
+    parser.add_argument("--new-rows", choices=("mean", "expected"), default=BlackBox.new_rows, help="with --design new-tokens: the new rows' start")
     parser.add_argument("--hidden", type=int, default=0, help="audit from the final sums of this many gradient canaries (OpacusHiddenStateAuditor)")
     parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
@@ -382,7 +390,9 @@ def main() -> None:
         parser.error("--design new-tokens needs --full: LoRA on c_attn leaves the new tokens' embedding rows frozen")
     if args.pool and (args.full or args.design != "random-tokens"):
         parser.error("--pool chooses random-token canaries with shadow runs of the LoRA loop: it takes neither --full nor --design new-tokens")
-    black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool, design=args.design) if args.black_box else None
+    if args.new_rows != "mean" and args.design != "new-tokens":
+        parser.error("--new-rows starts the rows of new tokens: it needs --design new-tokens")
+    black_box = BlackBox(args.canaries, args.canary_length, args.copies, pool=args.pool, design=args.design, new_rows=args.new_rows) if args.black_box else None
     config = {"epsilon": args.epsilon, "delta": DELTA, "epochs": EPOCHS, "batch_size": BATCH, "texts": TEXTS} | ({"full": True} if args.full else {})
     if args.hidden:
         config |= {"hidden_state_canaries": args.hidden}
