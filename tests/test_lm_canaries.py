@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import unicodedata
@@ -17,7 +18,7 @@ from rng_helpers import assert_same_rng_states, global_rng_states  # noqa: E402
 
 from privaudit.audits.lm.scores import calibrated_scores, canary_log_likelihoods  # noqa: E402
 from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, tiny_gpt2  # noqa: E402
-from privaudit.canaries.lm import DESIGNS  # noqa: E402
+from privaudit.canaries.lm import DESIGNS, expected_new_rows  # noqa: E402
 from privaudit.canaries.lm_provenance import LMProvenance, check_tokenizer, prepare_lm_canaries, read_lm_provenance, tokenizer_identity  # noqa: E402
 from privaudit.models.hf import HFCausalLMScorer  # noqa: E402
 
@@ -185,10 +186,24 @@ def test_new_rows_at_the_expected_output_row_put_the_whole_gradient_on_the_canar
     mean, expected = _private_share(model, tokenizer, None), _private_share(model, tokenizer, None, new_rows="expected")
     assert mean < 0.9 and expected > 0.99, (mean, expected)  # what is left: p_j h on every other token's output row, p_j small
     assert all(torch.equal(weights[name], value) for name, value in model.state_dict().items())
-    provenance, resized, _ = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, new_rows="expected")
-    assert provenance.settings["new_rows"] == "expected"
+    provenance, resized, new_tokenizer = prepare_lm_canaries("new-tokens", tokenizer, count=6, seed=2, length=1, model=model, new_rows="expected")
+    assert provenance.settings["new_rows"] == "expected" and provenance.settings["new_rows_last_change"] < 1e-7
+    context = provenance.settings["new_rows_context"]  # the first canary's own new token, as tokenizer(text) gives it (this BPE adds no BOS)
+    assert context == new_tokenizer(provenance.prefixes[0])["input_ids"] and len(context) == 1 and context[0] >= len(tokenizer)
     rows = resized.get_output_embeddings().weight[len(tokenizer) :]
     assert torch.equal(rows, rows[:1].expand_as(rows))  # one start for every new token: no canary's row differs before training
+
+
+def test_the_expected_rows_of_a_model_in_train_mode_are_those_of_eval_mode_and_leave_the_global_rng_and_its_mode():
+    config = transformers.GPT2Config(vocab_size=12, n_embd=8, n_layer=1, n_head=2, n_positions=8, resid_pdrop=0.5, embd_pdrop=0.5, attn_pdrop=0.5)
+    torch.manual_seed(0)
+    training = transformers.GPT2LMHeadModel(config).train()
+    evaluating = copy.deepcopy(training).eval()
+    before = global_rng_states()
+    assert expected_new_rows(training, [10, 11], [3, 10]) < 1e-7 and training.training  # dropout off inside, the mode restored
+    assert_same_rng_states(before, global_rng_states())
+    expected_new_rows(evaluating, [10, 11], [3, 10])
+    assert torch.equal(training.lm_head.weight, evaluating.lm_head.weight)
 
 
 def _private_share(model, tokenizer, prefix, new_rows="mean"):

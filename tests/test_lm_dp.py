@@ -7,6 +7,7 @@ tokens, 8 epochs of Poisson batches of about 16 texts, a claim of ε = 1 at
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -109,10 +110,14 @@ def test_physical_batches_take_the_step_the_whole_sampled_batch_would(base, batc
     # The same seed draws the same batches and noise; pieces of 3 texts only change the order in which clipped
     # per-text gradients are summed, so the weights agree to float32 rounding of Adam's steps (relative 1e-4
     # leaves room for its division by √v on a second CPU), and the mechanism is the same objects' settings.
-    model, tokenizer = base
+    model, tokenizer = copy.deepcopy(base[0]), base[1]
+    rows: list[int] = []  # the texts in each forward pass; the hook travels with the copies fine_tune_dp trains
+    model.transformer.wte.register_forward_pre_hook(lambda module, args: rows.append(int(args[0].shape[0])))
     settings = {"epsilon": 2.0, "epochs": 2, "batch_size": batch_size, "seed": 7}
     whole = fine_tune_dp(model, tokenizer, TEXTS, **settings)
+    whole_rows, rows[:] = list(rows), []
     pieces = fine_tune_dp(model, tokenizer, TEXTS, max_physical_batch_size=3, **settings)
+    assert max(whole_rows) > 3 and rows and max(rows) <= 3 and sum(rows) == sum(whole_rows)  # the same texts, split into pieces of <= 3
     assert pieces.mechanism() == whole.mechanism()
     moved = 0.0
     for name, value in whole.model.state_dict().items():

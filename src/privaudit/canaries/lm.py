@@ -159,16 +159,21 @@ def expected_new_rows(model, new_ids: Sequence[int], context_ids: Sequence[int],
 
     output = model.get_output_embeddings().weight
     rows = torch.as_tensor(list(new_ids), device=output.device)
-    context = torch.as_tensor([list(context_ids)], device=output.device)
+    context = torch.as_tensor([list(context_ids)], device=model.get_input_embeddings().weight.device)
     change = float("inf")
-    with torch.no_grad():
-        for _ in range(iterations):
-            probabilities = torch.softmax(model(input_ids=context).logits[0, -1].double(), dim=-1)
-            target = (probabilities[:, None] * output.double()).sum(0).to(output.dtype)
-            change = float((output[rows] - target).abs().max())
-            output[rows] = target
-            if change < 1e-7:
-                break
+    training = model.training
+    model.eval()  # dropout off: the rows are a function of the weights, and no global generator is drawn from
+    try:
+        with torch.no_grad():
+            for _ in range(iterations):
+                probabilities = torch.softmax(model(input_ids=context).logits[0, -1].double(), dim=-1).to(output.device)
+                target = (probabilities @ output.double()).to(output.dtype)
+                change = float((output[rows] - target).abs().max())
+                output[rows] = target
+                if change < 1e-7:
+                    break
+    finally:
+        model.train(training)
     return change
 
 

@@ -236,9 +236,14 @@ def prepare_lm_canaries(
     ``new_rows`` starts the new tokens' output rows ("new-tokens" only):
     "mean", transformers' own start (the old rows' mean, up to a 1e-9
     scaled draw), or "expected", the base model's expected output row after
-    the first canary's prefix (:func:`~privaudit.canaries.lm.expected_new_rows`):
-    there a canary's whole clipped gradient starts in rows of its own, which
-    ``benchmarks/lm_dp.py`` measured to raise the bound.
+    the first canary's prefix (:func:`~privaudit.canaries.lm.expected_new_rows`),
+    tokenised as a training loop's ``tokenizer(text)`` gives it, with the
+    tokenizer's own special tokens (a loop that adds none sees a
+    different context, and less of the gradient lands on the canary's
+    rows). The context and the last iteration's change are recorded in the
+    settings. There nearly all of a canary's clipped gradient starts in
+    rows of its own, which ``benchmarks/lm_dp.py`` measured to raise the
+    bound.
     """
     check_choice(design, "design", DESIGNS)
     check_choice(span, "span", SPANS)
@@ -263,9 +268,11 @@ def prepare_lm_canaries(
     prefixes, secrets = draw_secrets(
         design, tokenizer, count=count, length=length, prefix=prefix, rng=rng, model=model, texts=texts, new_tokens=new_tokens, temperature=temperature
     )
-    if new_rows == "expected":
-        context = tokenizer(prefixes[0], add_special_tokens=False)["input_ids"]
-        expected_new_rows(model, tokenizer.convert_tokens_to_ids(new_tokens), context)
+    row_settings = {}
+    if new_rows == "expected":  # the prefix as a training loop's tokenizer(text) gives it: with the tokenizer's own special tokens (a BOS)
+        context = tokenizer(prefixes[0])["input_ids"]
+        change = expected_new_rows(model, tokenizer.convert_tokens_to_ids(new_tokens), context)
+        row_settings = {"new_rows": new_rows, "new_rows_context": list(context), "new_rows_last_change": change}
     # fair coins drawn as the one-run audits draw theirs (observation.one_run.draw_inclusion, a layer above this one)
     included = np.random.default_rng(seeds["inclusion"]).random(count) < 0.5
     provenance = LMProvenance(
@@ -283,7 +290,7 @@ def prepare_lm_canaries(
             "prefix": "<a new token of its own>" if own_prefix else prefix,
             "temperature": temperature,
             "inclusion_prob": 0.5,
-            **({"new_rows": new_rows} if new_rows != "mean" else {}),
+            **row_settings,
             "canary_seed": seeds["canaries"],
         },
     )

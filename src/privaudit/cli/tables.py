@@ -67,7 +67,12 @@ def _blackbox(result: Any, output: Path) -> str:
         *(
             []
             if result.claimed_epsilon is None  # --train: the built-in DP-SGD did not run
-            else [[f"accountant's ε of the built-in DP-SGD's σ and steps (δ = {settings.delta:g}; the claim)", format_value(float(result.claimed_epsilon))]]
+            else [
+                [
+                    f"accountant's ε of the built-in DP-SGD's σ and steps (δ = {settings.delta:g}; the claim without --claimed-epsilon)",
+                    format_value(float(result.claimed_epsilon)),
+                ]
+            ]
         ),
         ["models with / without the canary", f"{result.num_in} / {result.num_out}"],
         ["trained now / resumed", f"{result.num_trained} / {result.num_in + result.num_out - result.num_trained}"],

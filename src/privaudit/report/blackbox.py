@@ -25,7 +25,11 @@ def section(data: dict, directory: Path | None) -> ReportSection:
         not_meaning="A bound far below the claimed ε is expected for a final-model, black-box attacker; it does not show the claim is tight or loose.",
         threat_model=result.threat_model,
         details=(
-            *(() if result.claimed_epsilon is None else (("accountant's ε of the built-in DP-SGD's σ and steps (the claim)", result.claimed_epsilon),)),
+            *(
+                ()
+                if result.claimed_epsilon is None
+                else (("accountant's ε of the built-in DP-SGD's σ and steps (the claim without --claimed-epsilon)", result.claimed_epsilon),)
+            ),
             *(
                 ()
                 if result.paired_bound is None

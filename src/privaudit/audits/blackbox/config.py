@@ -181,7 +181,8 @@ class BlackBoxResult(AuditResult):
     the (ε, δ) one at that threshold, both kept for comparison; the verdict
     uses the headline. ``claimed_epsilon`` is
     ε(δ) of DP-SGD's accounting for the config's noise and steps (sampling 1),
-    the claim when privaudit ran that DP-SGD itself; None with ``--train``,
+    the claim when privaudit ran that DP-SGD itself and the user gave none;
+    None with ``--train``,
     whose mechanism privaudit does not know (the config's σ and steps were
     never the user's). The verdict (``claim_verdict``) is against the user's claim.
     ``num_trained`` models were trained by this call (the rest were resumed);

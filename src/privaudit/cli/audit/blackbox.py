@@ -18,7 +18,7 @@ FLAGS: tuple[Flag, ...] = (
         "--init-model builds before training). x_train is float32 (n, d) and y_train is int64 (n,), the config's dataset with the canary in half the runs. "
         "The model is a torch.nn.Module returning logits, an object with predict_proba, or a predict_proba function. "
         "fn must be a module-level function that worker processes can import (from the current directory or the Python path). "
-        "The accountant's ε for the config's noise_multiplier and num_steps is evidence only; the verdict is against --claimed-epsilon.",
+        "privaudit does not know fn's mechanism: no accountant's ε is reported, and the verdict is against --claimed-epsilon.",
         config="train",
         parse=_import_path("--train"),
     ),
