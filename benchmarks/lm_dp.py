@@ -60,6 +60,7 @@ from privaudit.audits.family_test import family_plan
 from privaudit.audits.lm.result import audit_lm_scores
 from privaudit.audits.lm.scores import calibrated_scores
 from privaudit.audits.lm.tiny import bpe_tokenizer, fine_tune, fine_tune_dp, tiny_gpt2
+from privaudit.canaries.lm import NEW_ROWS
 from privaudit.canaries.lm_provenance import prepare_lm_canaries
 from privaudit.data.corpus import load_default_corpus
 from privaudit.models.hf import HFCausalLMScorer
@@ -187,7 +188,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=Setting.epsilon)
     parser.add_argument("--secret-length", type=int, default=Setting.secret_length)
     parser.add_argument("--shared-prefix", action="store_true", help='every canary starts "my secret is " (the design before)')
-    parser.add_argument("--new-rows", choices=("mean", "expected"), default=Setting.new_rows, help="the new tokens' starting output rows")
+    parser.add_argument("--new-rows", choices=NEW_ROWS, default=Setting.new_rows, help="the new tokens' starting output rows")
     parser.add_argument("--epochs", type=int, default=Setting.epochs)
     parser.add_argument("--batch-size", type=int, default=Setting.batch_size, help="expected batch; 0: the whole data set (sampling rate 1)")
     parser.add_argument("--accountant", choices=("prv", "rdp"), default=Setting.accountant)

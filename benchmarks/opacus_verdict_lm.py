@@ -364,6 +364,8 @@ def _white_box(result) -> dict:
 
 
 def main() -> None:
+    from privaudit.canaries.lm import NEW_ROWS
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds, from --start")
     parser.add_argument("--start", type=int, default=0, help="the first seed")
@@ -379,7 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--design", choices=("random-tokens", "new-tokens"), default=BlackBox.design, help="with --black-box: the canaries (new-tokens needs --full)"
     )
-    parser.add_argument("--new-rows", choices=("mean", "expected"), default=BlackBox.new_rows, help="with --design new-tokens: the new rows' start")
+    parser.add_argument("--new-rows", choices=NEW_ROWS, default=BlackBox.new_rows, help="with --design new-tokens: the new rows' start")
     parser.add_argument("--hidden", type=int, default=0, help="audit from the final sums of this many gradient canaries (OpacusHiddenStateAuditor)")
     parser.add_argument("--append", action="store_true", help="add the runs to --output's when it holds the same config")
     parser.add_argument("--output", type=Path)
