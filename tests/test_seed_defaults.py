@@ -391,6 +391,12 @@ def test_torch_random_functions_default_to_seed_0():
         _same(maker(model(), x, y, **options), maker(model(), x, y, seed=0, **options))
     _same(make_input_canary("mislabeled", model(), x, y), make_input_canary("mislabeled", model(), x, y, seed=0))
     _same(mean_data_gradient(model(), x, y, sample_size=10), mean_data_gradient(model(), x, y, sample_size=10, seed=0))
+    from privaudit.canaries.metagradient import optimise_input_canaries
+
+    quick = dict(meta_steps=2, train_steps=2, start="fresh")
+    _same(
+        optimise_input_canaries(model(), x, y, x[:4], y[:4], **quick).canary_x, optimise_input_canaries(model(), x, y, x[:4], y[:4], seed=0, **quick).canary_x
+    )
 
     def observe(**seed):
         canary = (np.zeros(4, dtype=np.float32), 1)
@@ -512,6 +518,7 @@ CASES = {
     "privaudit.canaries.inputs:crafted_canary": test_torch_random_functions_default_to_seed_0,
     "privaudit.canaries.inputs:make_input_canary": test_torch_random_functions_default_to_seed_0,
     "privaudit.canaries.inputs:mean_data_gradient": test_torch_random_functions_default_to_seed_0,
+    "privaudit.canaries.metagradient:optimise_input_canaries": test_torch_random_functions_default_to_seed_0,
     "privaudit.observation.inputs:collect_input_observations": test_torch_random_functions_default_to_seed_0,
     "privaudit.training.dpsgd:ReferenceDPSGD": test_torch_random_functions_default_to_seed_0,
     "privaudit.generators.images:VAEGenerator.fit": test_torch_random_functions_default_to_seed_0,

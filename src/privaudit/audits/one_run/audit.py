@@ -72,6 +72,7 @@ import numpy as np
 
 from ..._core.seeding import child_seeds
 from ...canaries.gradient import GradientCanary
+from ...canaries.metagradient import optimise_input_canaries
 from ...integrations.observed import observing_training, typed_settings_status
 from ...observation.one_run import collect_one_run_observations, draw_inclusion
 from ...stats.conversions import gaussian_epsilon
@@ -87,7 +88,7 @@ from ..blackbox.audit import _score, _user_canary_logits, check_train_function
 from ..dpsgd.audit import audited_model_and_data, observation_fits
 from ..dpsgd.config import DPSGDAuditConfig
 from ..verdicts import bound_verdict, claim_of, own_or_user_claim
-from .config import FINAL_SCORE, OBSERVE, SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
+from .config import BLACK_BOX_SCORES, FINAL_SCORE, INPUT_CANARIES, OBSERVE, SCORES, THREAT_MODELS, OneRunAuditConfig, OneRunAuditResult, _gaussian_exact
 from .evidence import noise_evidence, observed_settings
 from .family import dpsgd_null
 from .final_model import final_model_observations, heuristic_and_test
@@ -157,7 +158,7 @@ def mislabeled_canaries(y: np.ndarray, num_canaries: int, num_classes: int, *, s
 
 def _seeds(config: OneRunAuditConfig) -> dict[str, int]:
     """Child seeds of ``config.seed``: the inclusion draw, the canaries, the DP noise (data and model use the seed itself, as the DP-SGD audit)."""
-    return child_seeds(config.seed, ["inclusion", "canaries", "training"])
+    return child_seeds(config.seed, ["inclusion", "canaries", "training", "metagradient", "reference"])  # appended names leave the first seeds as they were
 
 
 def typed_settings(config: OneRunAuditConfig) -> dict[str, tuple[str, float]]:
@@ -219,8 +220,30 @@ def _white_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
     return observations, _accuracy(model, data.x_test, data.y_test), audited
 
 
-def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+def _negated_losses(model, canary_x: np.ndarray, canary_y: np.ndarray, learning_rate: float) -> np.ndarray:
+    """Each canary's log-probability of its label under the built-in ``model``; refuses outputs that are not finite."""
     import torch
+
+    with torch.no_grad():
+        log_p = torch.log_softmax(model(torch.from_numpy(canary_x)).double(), dim=1)
+    scores = log_p[torch.arange(len(canary_y)), torch.from_numpy(canary_y)].numpy()
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(f"training diverged (the model's outputs are not finite); lower `learning_rate` (got {learning_rate:g})")
+    return scores
+
+
+def _optimised_canaries(config: OneRunAuditConfig, model, x, y, canary_x, canary_y, divisor: float, seed: int, progress: Progress):
+    """The mislabeled canaries' features after metagradient descent on the built-in model's non-private surrogate (fresh starts)."""
+    optimised = optimise_input_canaries(
+        model, x, y, canary_x, canary_y,
+        meta_steps=config.meta_steps, train_steps=config.num_steps, learning_rate=config.learning_rate,
+        clip_norm=None, divisor=divisor, start="fresh", seed=seed, progress=progress,
+    )  # fmt: skip
+    return optimised.canary_x, optimised.to_dict()
+
+
+def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str, int], progress: Progress) -> tuple[np.ndarray, float | None, dict]:
+    import copy
 
     model, data, audited = _model_and_data(config)
     # canaries: distinct examples of either split, relabeled, and withheld from the rest of training and from the test accuracy
@@ -230,35 +253,61 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
     kept = np.ones(len(pool_y), dtype=bool)
     kept[index] = False
     train_kept, test_kept = kept[: len(data.y_train)], kept[len(data.y_train) :]
-    x = np.concatenate([np.asarray(data.x_train[train_kept], dtype=np.float32), canary_x[included]])
-    y = np.concatenate([np.asarray(data.y_train[train_kept], dtype=np.int64), canary_y[included]])
-    audited = dict(audited, num_train=int(len(y)), num_test=int(test_kept.sum()), canaries="mislabeled examples of either split, withheld from the rest")
+    rest_x, rest_y = np.asarray(data.x_train[train_kept], dtype=np.float32), np.asarray(data.y_train[train_kept], dtype=np.int64)
+    expected = int(train_kept.sum()) + config.inclusion_prob * config.num_canaries  # the design's, not the draw's: the divisor reveals no count
+    audited = dict(audited, num_train=int(len(rest_y) + included.sum()), num_test=int(test_kept.sum()), canaries=INPUT_CANARIES[config.input_canaries])
+    if config.input_canaries == "metagradient":  # before training, from the data and the auditor's seed alone: the inclusion draw is never seen
+        canary_x, audited["canary_optimisation"] = _optimised_canaries(
+            config, model, rest_x, rest_y, canary_x, canary_y, expected, seeds["metagradient"], progress
+        )
+    x = np.concatenate([rest_x, canary_x[included]])
+    y = np.concatenate([rest_y, canary_y[included]])
+    calibrated = config.black_box_score == "calibrated"
     if config.train is not None:
         progress("training with --train (one run)", detail=config.train)
+        train = check_train_function(config.train)
         with observing_training() as seen:  # σ, q and the steps, if the function reports its Opacus objects (report_opacus)
-            trained = check_train_function(config.train)(x, y, seed=seeds["training"])
+            trained = train(x, y, seed=seeds["training"])
         status = typed_settings_status(typed_settings(config), seen)
         audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
         if seen:
             audited["observed"] = observed_settings(seen)
-        negated_losses = [
-            _score(_user_canary_logits(trained, canary_x[i], int(canary_y[i]), config.train, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))
-        ]
-        return np.array(negated_losses), None, audited
 
-    expected = int(train_kept.sum()) + config.inclusion_prob * config.num_canaries  # the design's, not the draw's: the divisor reveals no count
+        path = config.train
+
+        def user_scores(fitted) -> np.ndarray:
+            return np.array(
+                [_score(_user_canary_logits(fitted, canary_x[i], int(canary_y[i]), path, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))]
+            )
+
+        scores = user_scores(trained)
+        if calibrated:  # the same pipeline on the data alone: no canary, so the reference cannot carry the inclusion draw
+            progress("training the reference with --train (no canaries)", detail=config.train)
+            scores = scores - user_scores(train(rest_x, rest_y, seed=seeds["reference"]))
+        return scores, None, audited
+
+    start = copy.deepcopy(model) if calibrated else None  # the reference starts where the audited run starts
     trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"], expected_size=expected)
     for step in range(config.num_steps):
         trainer.step(None)
         progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
-    with torch.no_grad():
-        log_p = torch.log_softmax(model(torch.from_numpy(canary_x)).double(), dim=1)
-    scores = log_p[torch.arange(len(canary_y)), torch.from_numpy(canary_y)].numpy()
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(
-            f"training diverged (the model's outputs are not finite after {config.num_steps} steps); lower `learning_rate` (got {config.learning_rate:g})"
-        )
+    scores = _negated_losses(model, canary_x, canary_y, config.learning_rate)
+    if start is not None:
+        reference = ReferenceDPSGD(start, rest_x, rest_y, _training(config), audit_size=0, seed=seeds["reference"], expected_size=expected)
+        for step in range(config.num_steps):
+            reference.step(None)
+            progress("training the reference without canaries", completed=step + 1, total=config.num_steps)
+        scores = scores - _negated_losses(start, canary_x, canary_y, config.learning_rate)
     return scores, _accuracy(model, data.x_test[test_kept], data.y_test[test_kept]), audited
+
+
+def _score_label(config: OneRunAuditConfig, final: bool) -> str:
+    if final:
+        return FINAL_SCORE
+    if config.threat_model == "white-box":
+        return SCORES["white-box"]
+    label = BLACK_BOX_SCORES[config.black_box_score]
+    return label if config.train is None else f"{label}, model from --train {config.train}"
 
 
 def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = None) -> OneRunAuditResult:
@@ -310,7 +359,7 @@ def run_one_run_audit(config: OneRunAuditConfig, *, progress: Progress | None = 
     result = OneRunAuditResult(
         config=config,
         threat_model=OBSERVE["final"] if final else THREAT_MODELS[config.threat_model],
-        score=FINAL_SCORE if final else SCORES[config.threat_model] if config.train is None else f"{SCORES['black-box']}, model from --train {config.train}",
+        score=_score_label(config, final),
         bound=bounds["bound"],
         steinke=bounds["steinke"],
         fdp_gdp=bounds["fdp_gdp"],

@@ -22,7 +22,17 @@ from ..blackbox.config import check_data_fields
 from ..dpsgd.config import user_data, user_model
 from ..verdicts import check_claim_fields
 
-__all__ = ["OBSERVE", "OneRunAuditConfig", "OneRunAuditResult", "SCORES", "THREAT_MODELS", "config_from_dpsgd", "default_methods"]
+__all__ = [
+    "BLACK_BOX_SCORES",
+    "INPUT_CANARIES",
+    "OBSERVE",
+    "OneRunAuditConfig",
+    "OneRunAuditResult",
+    "SCORES",
+    "THREAT_MODELS",
+    "config_from_dpsgd",
+    "default_methods",
+]
 
 
 THREAT_MODELS = {
@@ -43,6 +53,22 @@ OBSERVE = {
     "final": (
         "hidden state: gradient canaries on audit coordinates inserted in every step, only the final parameters observed "
         "(Cebere, Bellet and Papernot 2025), one training run"
+    ),
+}
+#: The black box's input canaries (``input_canaries``, ``--input-canaries``).
+INPUT_CANARIES = {
+    "mislabeled": "mislabeled examples: distinct examples of the dataset, each with a random wrong label",
+    "metagradient": (
+        "mislabeled examples whose features are then optimised by metagradient descent on a non-private surrogate "
+        "(Boglioni et al. 2025; privaudit.canaries.metagradient), before the inclusion draw"
+    ),
+}
+#: What a black-box canary's score is (``black_box_score``, ``--black-box-score``).
+BLACK_BOX_SCORES = {
+    "loss": SCORES["black-box"],
+    "calibrated": (
+        "negated cross-entropy loss of the final model at the canary's (wrong) label, minus the same of a reference model "
+        "trained by the same pipeline on the data without any canary (its own noise seed; the built-in model from the same start)"
     ),
 }
 FINAL_SCORE = (
@@ -93,6 +119,9 @@ class OneRunAuditConfig:
     claimed_epsilon: float | None = None  # the user's end-to-end claim; None: privaudit's accountant when it ran the DP-SGD, else no verdict
     claimed_delta: float | None = None  # its δ; None: `delta`
     observe: str = "updates"  # white-box: "updates" (every released update) or "final" (the final parameters alone, the hidden state)
+    input_canaries: str = "mislabeled"  # black-box: "mislabeled" or "metagradient" (see INPUT_CANARIES)
+    meta_steps: int = 200  # black-box, input_canaries "metagradient": the meta steps of the optimisation
+    black_box_score: str = "loss"  # black-box: "loss" or "calibrated" (see BLACK_BOX_SCORES)
 
     def __post_init__(self):
         check_choice(self.threat_model, "threat_model", tuple(THREAT_MODELS))
@@ -101,6 +130,14 @@ class OneRunAuditConfig:
             raise ValueError(
                 "`observe` 'final' (the hidden state) needs white-box gradient canaries that do not move (threat_model 'white-box', "
                 "canary_moving false): the final model shows only the sum of the updates"
+            )
+        check_choice(self.input_canaries, "input_canaries", tuple(INPUT_CANARIES))
+        check_count(self.meta_steps, "meta_steps", minimum=1)
+        check_choice(self.black_box_score, "black_box_score", tuple(BLACK_BOX_SCORES))
+        if self.threat_model != "black-box" and (self.input_canaries != "mislabeled" or self.black_box_score != "loss"):
+            raise ValueError(
+                "`input_canaries` and `black_box_score` are for threat_model 'black-box' (input canaries read from the final model's losses); "
+                "leave them at 'mislabeled' and 'loss' for the white box"
             )
         check_choice(self.dataset, "dataset", DATASET_NAMES)
         check_data_fields(self.data, self.label_col)
@@ -259,9 +296,15 @@ class OneRunAuditResult(AuditResult):
         )
 
     def inert_config_fields(self) -> frozenset[str]:
-        """The embedded dataset beside the user's --data; the built-in model's architecture and optimiser settings beside the user's --train."""
+        """The embedded dataset beside the user's --data; the built-in model's settings beside the user's --train; the black box's options in a white box."""
         inert = {"dataset"} if self.config.data is not None else set()
-        return frozenset(inert | ({"architecture", "clip_norm", "learning_rate"} if self.config.train is not None else set()))
+        if self.config.train is not None:  # the metagradient surrogate still trains the built-in architecture at the learning rate
+            inert |= {"clip_norm"} | (set() if self.config.input_canaries == "metagradient" else {"architecture", "learning_rate"})
+        if self.config.threat_model != "black-box":
+            inert |= {"input_canaries", "black_box_score"}
+        if self.config.input_canaries != "metagradient":
+            inert.add("meta_steps")
+        return frozenset(inert)
 
     def side_by_side(self) -> dict[str, Any]:
         """Each method's bound, by name (those that apply), then the headline."""

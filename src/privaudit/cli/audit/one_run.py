@@ -18,6 +18,21 @@ FLAGS: tuple[Flag, ...] = (
         "every step, only the final parameters read; adds the last-iterate heuristic beside the bound, labelled a heuristic).",
         config="observe",
     ),
+    Flag(
+        "--input-canaries",
+        Optional[str],
+        "With the black box: mislabeled (the default) or metagradient (the mislabeled canaries' features optimised by metagradient "
+        "descent on a non-private surrogate of the built-in architecture before the inclusion draw, Boglioni et al. 2025).",
+        config="input_canaries",
+    ),
+    Flag("--meta-steps", Optional[int], "With --input-canaries metagradient: the meta steps (each trains the surrogate twice).", config="meta_steps"),
+    Flag(
+        "--black-box-score",
+        Optional[str],
+        "With the black box: loss (the final model's negated loss, the default) or calibrated (minus the same of a reference run of "
+        "the pipeline on the data without any canary; with the built-in DP-SGD it starts from the same weights).",
+        config="black_box_score",
+    ),
     Flag("--canaries", Optional[int], "m, the number of canaries, each included with probability --inclusion-prob.", config="num_canaries"),
     Flag("--inclusion-prob", Optional[float], "Probability that each canary is included (the guessing bounds need 0.5).", config="inclusion_prob"),
     Flag("--steps", Optional[int], "DP-SGD steps of the one training run.", config="num_steps"),
