@@ -188,6 +188,8 @@ def test_the_cli_records_the_optimisation_and_leaves_the_black_box_options_out_o
     assert data["config"]["input_canaries"] == "metagradient" and data["config"]["meta_steps"] == 2
     assert data["config"]["black_box_score"] == "calibrated" and "reference model" in data["score"]
     assert data["model"]["canary_optimisation"]["meta_steps"] == 2 and "metagradient" in data["model"]["canaries"]
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "2 meta steps of metagradient descent before the inclusion draw" in page and "input canaries" in page
     code, stdout, stderr = cli(["audit", "one-run", "--output", tmp_path / "white", "--no-history", "--json", "--canaries", "60", "--steps", "3"])
     assert code == 0, stderr
     assert not {"input_canaries", "black_box_score", "meta_steps"} & set(json.loads(stdout)["config"])

@@ -141,6 +141,15 @@ def section(data: dict, directory: Path | None) -> ReportSection:
     ]
     if result.canary_epsilon is not None and result.canary_epsilon != result.accountant_epsilon:
         details.insert(len(details) - 5, ("ε of a canary at its own rate (accountant)", result.canary_epsilon))
+    if "canaries" in result.model:  # the black box's input canaries, and how they were optimised
+        details.append(("input canaries", result.model["canaries"]))
+    optimised = result.model.get("canary_optimisation")
+    if optimised:
+        details.append((
+            "canary optimisation",
+            f"{optimised['meta_steps']} meta steps of metagradient descent before the inclusion draw (seed {optimised['seed']}); "
+            f"surrogate objective {optimised['objective_first']:.3g} at the first, {optimised['objective_last']:.3g} at the last",
+        ))  # fmt: skip
     from ..audits.one_run.final_model import final_model_rows
 
     details += final_model_rows(result)
