@@ -111,6 +111,36 @@ def test_bad_settings_are_refused_by_name(options, message):
         optimise_input_canaries(model, x, y, canary_x, canary_y, **options)
 
 
+def test_a_model_with_dropout_and_batch_norm_in_train_mode_is_left_as_it_was():
+    """The surrogate trains a copy in eval mode: no dropout draw from torch's generator, no running statistics updated, the mode kept."""
+    _, x, y, canary_x, canary_y = _problem()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 3)).double()
+    state = copy.deepcopy(model.state_dict())
+    torch_state = torch.get_rng_state()
+    runs = [optimise_input_canaries(model, x, y, canary_x, canary_y, meta_steps=2, train_steps=3, clip_norm=clip, seed=1) for clip in (None, None, 1.0)]
+    assert model.training and torch.equal(torch_state, torch.get_rng_state())
+    assert all(torch.equal(state[key], value) for key, value in model.state_dict().items())  # running mean and variance too
+    assert np.array_equal(runs[0].canary_x, runs[1].canary_x)
+
+
+def test_the_optimised_features_are_floats_whatever_the_canaries_dtype():
+    model, x, y, canary_x, canary_y = _problem()
+    out = optimise_input_canaries(model, x, y, np.round(canary_x).astype(np.int64), canary_y, meta_steps=2, train_steps=2, step_size=0.02, seed=0)
+    assert out.canary_x.dtype == np.float64 and np.any(out.canary_x % 1 != 0)  # 0.02 steps are kept, not floored
+
+
+def test_a_fresh_start_that_cannot_draw_every_parameter_and_a_diverging_surrogate_are_refused():
+    model, x, y, canary_x, canary_y = _problem()
+    model.register_parameter("offset", torch.nn.Parameter(torch.zeros(3, dtype=torch.float64)))
+    with pytest.raises(ValueError, match="`start` 'fresh'.*offset"):
+        optimise_input_canaries(model, x, y, canary_x, canary_y, start="fresh", meta_steps=1, train_steps=1)
+    model, x, y, canary_x, canary_y = _problem()
+    with pytest.raises(ValueError, match="diverged.*`learning_rate`"):  # float32 logits overflow to inf, and the loss to NaN
+        optimise_input_canaries(model.float(), x, y, canary_x, canary_y, learning_rate=1e38, meta_steps=2, train_steps=5)
+
+
 def test_canaries_of_another_shape_are_refused():
     model, x, y, canary_x, canary_y = _problem()
     with pytest.raises(ValueError, match="`canary_x`"):
@@ -120,14 +150,26 @@ def test_canaries_of_another_shape_are_refused():
 TINY = dict(threat_model="black-box", num_canaries=60, num_steps=3, meta_steps=2, input_canaries="metagradient")
 
 
-def test_the_canaries_are_optimised_before_and_apart_from_the_inclusion_draw():
-    """Two inclusion draws, one seed: the optimisation sees the same data and canaries and ends in the same place."""
+def test_the_canaries_are_optimised_before_and_apart_from_the_inclusion_draw(monkeypatch):
+    """Two inclusion draws, one seed: the optimisation gets the same inputs and returns the same features, which the run trains on."""
+    import privaudit.audits.one_run.audit as one_run
+
+    seen = []
+
+    def recording(*args, **kwargs):
+        out = optimise_input_canaries(*args, **kwargs)
+        seen.append((args[1].copy(), args[3].copy(), out.canary_x.copy()))
+        return out
+
+    monkeypatch.setattr(one_run, "optimise_input_canaries", recording)
     config = OneRunAuditConfig(**TINY)
     seeds = _seeds(config)
     progress = lambda *args, **kwargs: None  # noqa: E731
     first = _black_box(config, draw_inclusion(60, 0.5, 1), seeds, progress)[2]["canary_optimisation"]
     second = _black_box(config, draw_inclusion(60, 0.5, 2), seeds, progress)[2]["canary_optimisation"]
-    assert first == second and first["seed"] == seeds["metagradient"] and first["meta_steps"] == 2
+    (data_a, start_a, out_a), (data_b, start_b, out_b) = seen
+    assert np.array_equal(data_a, data_b) and np.array_equal(start_a, start_b) and np.array_equal(out_a, out_b)
+    assert not np.array_equal(out_a, start_a) and first == second and first["seed"] == seeds["metagradient"] and first["meta_steps"] == 2
     assert first["train_steps"] == config.num_steps and first["start"] == "fresh" and first["clip_norm"] is None
 
 
@@ -214,7 +256,7 @@ def test_the_users_training_takes_the_optimised_canaries_and_a_reference_run_on_
     seeds = _seeds(config)
     included = draw_inclusion(60, 0.5, 3)
     scores, _, audited = _black_box(config, included, seeds, lambda *args, **kwargs: None)
-    (run, run_seed), (reference, reference_seed) = calls
+    (reference, reference_seed), (run, run_seed) = calls  # the reference first: nothing the draw decides has run before it
     assert run_seed == seeds["training"] and reference_seed == seeds["reference"] and len(run) == len(reference) + int(included.sum())
     np.testing.assert_array_equal(run[: len(reference)], reference)  # the same data, the canaries drawn in appended to the run's alone
     from privaudit.audits.one_run.audit import _model_and_data, mislabeled_canaries
@@ -225,3 +267,6 @@ def test_the_users_training_takes_the_optimised_canaries_and_a_reference_run_on_
     moved = np.abs(run[len(reference) :] - pool_x[index][included]).max(axis=1)
     assert np.all(moved > 0) and np.all(moved <= 2 * 0.02 + 1e-6)  # every canary drawn in was optimised: 2 signed steps of 0.02
     assert audited["canary_optimisation"]["meta_steps"] == 2 and np.all(scores[included] >= -1e-9)  # the memoriser: in is log 1 - ref ≥ 0
+    calls.clear()
+    _black_box(config, draw_inclusion(60, 0.5, 4), seeds, lambda *args, **kwargs: None)
+    assert np.array_equal(calls[0][0], reference) and calls[0][1] == reference_seed  # another draw, the same reference

@@ -33,8 +33,13 @@ Choices, written down because the paper leaves them to the setting:
   trainer and the worst-case start do) or a fresh draw of the model's layers
   in each (``start="fresh"``, the paper's: ``reset_parameters`` of every
   layer, under a seed from the meta-step's generator).
-* **Features stay in ``bounds``**, the range of the data's own features, so
-  a canary remains an input the pipeline accepts.
+* **Features stay in ``bounds``**, by default the data's global range (its
+  least and greatest feature value, not each feature's own), so a canary
+  remains an input of the pipeline's kind; a feature that is constant in
+  the data may move within that range.
+* **The surrogate runs a copy of the model in eval mode**: no dropout draw
+  and no update of a normalisation layer's running statistics, so the
+  caller's model and torch's global generator are left as they were.
 
 Validity: the canaries are fixed before the audit draws which of them are
 included, from the data and the auditor's own seed alone, so the one-run
@@ -85,6 +90,16 @@ def _parameters(model):
     return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
 
 
+def _check_resettable(model) -> None:
+    """Refuse ``start="fresh"`` for a model with a trainable parameter that no layer's ``reset_parameters`` draws anew."""
+    drawn = {id(p) for layer in model.modules() if hasattr(layer, "reset_parameters") for p in layer.parameters(recurse=False)}
+    kept = [name for name, p in model.named_parameters() if p.requires_grad and id(p) not in drawn]
+    if kept:
+        raise ValueError(
+            f"`start` 'fresh' draws every trainable parameter anew through its layer's reset_parameters; none draws {', '.join(kept[:3])} (use start='given')"
+        )
+
+
 def _fresh_parameters(model, seed: int):
     import copy
 
@@ -118,7 +133,7 @@ def surrogate_objective(model, params, x, y, canary_x, canary_y, included, *, tr
             update = dict(zip(params, torch.autograd.grad(loss, list(params.values()), create_graph=True), strict=True))
         else:
             grads = per_example(params, features, labels)
-            norms = torch.sqrt(sum((g.reshape(len(labels), -1) ** 2).sum(1) for g in grads.values()))
+            norms = torch.sqrt(sum((g.reshape(len(labels), -1) ** 2).sum(1) for g in grads.values()).clamp_min(1e-24))  # no NaN at 0
             scale = (clip_norm / norms.clamp_min(1e-12)).clamp(max=1.0)
             update = {name: (g * scale.view(-1, *([1] * (g.dim() - 1)))).sum(0) / divisor for name, g in grads.items()}
         params = {name: p - learning_rate * update[name] for name, p in params.items()}
@@ -150,7 +165,8 @@ def optimise_input_canaries(
     ``divisor`` is the surrogate step's denominator (None: the data plus half
     the canaries, the expected batch of full-batch training with inclusion
     probability ½); ``bounds`` the features' allowed range (None: the data's
-    own minimum and maximum). Nothing passed in is changed, and every draw
+    own least and greatest value). Nothing passed in is changed (the
+    surrogate trains a copy of ``model`` in eval mode), and every draw
     (splits, fresh starts) comes from generators seeded with ``seed``, so
     torch's and numpy's global states are untouched.
     """
@@ -163,9 +179,14 @@ def optimise_input_canaries(
     step_size = check_positive(step_size, "step_size")
     check_choice(start, "start", STARTS)
     seed = check_count(seed, "seed")
+    import copy
+
     params = _parameters(model)
     if not params:
         raise ValueError("`model` must have at least one trainable parameter, got none")
+    model = copy.deepcopy(model).eval()  # the surrogate's: the caller's module, its mode and buffers stay as they were
+    if start == "fresh":
+        _check_resettable(model)
     dtype = next(iter(params.values())).dtype
     features, labels = as_examples(x, y, dtype)
     canaries, canary_labels = as_examples(canary_x, canary_y, dtype)
@@ -194,6 +215,11 @@ def optimise_input_canaries(
             for side in (included, ~included)
         ) / 2  # fmt: skip
         (metagradient,) = torch.autograd.grad(objective, leaf)
+        if not (torch.isfinite(objective) and torch.isfinite(metagradient).all()):
+            raise ValueError(
+                f"the surrogate training diverged at meta step {step} (its objective or metagradient is not finite); lower `learning_rate` "
+                f"(got {learning_rate:g}) or `train_steps` (got {train_steps})"
+            )
         current = (current - step_size * metagradient.sign()).clamp(low, high).detach()
         trace.append(float(objective.detach()))
         if progress is not None:
@@ -210,4 +236,5 @@ def optimise_input_canaries(
         "start": start,
         "seed": seed,
     }
-    return OptimisedCanaries(canary_x=current.numpy().astype(np.asarray(canary_x).dtype, copy=False), objective=tuple(trace), settings=settings)
+    dtype_out = np.result_type(np.asarray(canary_x).dtype, np.float32)  # optimised features are not whole numbers
+    return OptimisedCanaries(canary_x=current.numpy().astype(dtype_out, copy=False), objective=tuple(trace), settings=settings)

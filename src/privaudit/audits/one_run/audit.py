@@ -220,7 +220,7 @@ def _white_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
     return observations, _accuracy(model, data.x_test, data.y_test), audited
 
 
-def _negated_losses(model, canary_x: np.ndarray, canary_y: np.ndarray, learning_rate: float) -> np.ndarray:
+def _negated_losses(model, canary_x: np.ndarray, canary_y: np.ndarray, config: OneRunAuditConfig) -> np.ndarray:
     """Each canary's log-probability of its label under the built-in ``model``; refuses outputs that are not finite."""
     import torch
 
@@ -228,7 +228,9 @@ def _negated_losses(model, canary_x: np.ndarray, canary_y: np.ndarray, learning_
         log_p = torch.log_softmax(model(torch.from_numpy(canary_x)).double(), dim=1)
     scores = log_p[torch.arange(len(canary_y)), torch.from_numpy(canary_y)].numpy()
     if not np.all(np.isfinite(scores)):
-        raise ValueError(f"training diverged (the model's outputs are not finite); lower `learning_rate` (got {learning_rate:g})")
+        raise ValueError(
+            f"training diverged (the model's outputs are not finite after {config.num_steps} steps); lower `learning_rate` (got {config.learning_rate:g})"
+        )
     return scores
 
 
@@ -260,19 +262,13 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
         canary_x, audited["canary_optimisation"] = _optimised_canaries(
             config, model, rest_x, rest_y, canary_x, canary_y, expected, seeds["metagradient"], progress
         )
+    # The reference (calibrated score) trains first, on the data alone: whatever it draws from global RNGs or keeps
+    # in a stateful --train function, nothing the inclusion draw decides has run before it.
+    calibrated = config.black_box_score == "calibrated"
     x = np.concatenate([rest_x, canary_x[included]])
     y = np.concatenate([rest_y, canary_y[included]])
-    calibrated = config.black_box_score == "calibrated"
     if config.train is not None:
-        progress("training with --train (one run)", detail=config.train)
         train = check_train_function(config.train)
-        with observing_training() as seen:  # σ, q and the steps, if the function reports its Opacus objects (report_opacus)
-            trained = train(x, y, seed=seeds["training"])
-        status = typed_settings_status(typed_settings(config), seen)
-        audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
-        if seen:
-            audited["observed"] = observed_settings(seen)
-
         path = config.train
 
         def user_scores(fitted) -> np.ndarray:
@@ -280,24 +276,32 @@ def _black_box(config: OneRunAuditConfig, included: np.ndarray, seeds: dict[str,
                 [_score(_user_canary_logits(fitted, canary_x[i], int(canary_y[i]), path, 0), int(canary_y[i]), "loss") for i in range(len(canary_y))]
             )
 
-        scores = user_scores(trained)
-        if calibrated:  # the same pipeline on the data alone: no canary, so the reference cannot carry the inclusion draw
+        baseline: np.ndarray | float = 0.0
+        if calibrated:
             progress("training the reference with --train (no canaries)", detail=config.train)
-            scores = scores - user_scores(train(rest_x, rest_y, seed=seeds["reference"]))
-        return scores, None, audited
+            baseline = user_scores(train(rest_x, rest_y, seed=seeds["reference"]))
+        progress("training with --train (one run)", detail=config.train)
+        with observing_training() as seen:  # σ, q and the steps, if the function reports its Opacus objects (report_opacus)
+            trained = train(x, y, seed=seeds["training"])
+        status = typed_settings_status(typed_settings(config), seen)
+        audited = dict(audited, train=config.train, architecture=None, num_parameters=None, settings=status)
+        if seen:
+            audited["observed"] = observed_settings(seen)
+        return user_scores(trained) - baseline, None, audited
 
-    start = copy.deepcopy(model) if calibrated else None  # the reference starts where the audited run starts
-    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"], expected_size=expected)
-    for step in range(config.num_steps):
-        trainer.step(None)
-        progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
-    scores = _negated_losses(model, canary_x, canary_y, config.learning_rate)
-    if start is not None:
+    baseline = 0.0
+    if calibrated:  # from the audited run's start, with the reference's own noise seed
+        start = copy.deepcopy(model)
         reference = ReferenceDPSGD(start, rest_x, rest_y, _training(config), audit_size=0, seed=seeds["reference"], expected_size=expected)
         for step in range(config.num_steps):
             reference.step(None)
             progress("training the reference without canaries", completed=step + 1, total=config.num_steps)
-        scores = scores - _negated_losses(start, canary_x, canary_y, config.learning_rate)
+        baseline = _negated_losses(start, canary_x, canary_y, config)
+    trainer = ReferenceDPSGD(model, x, y, _training(config), audit_size=0, seed=seeds["training"], expected_size=expected)
+    for step in range(config.num_steps):
+        trainer.step(None)
+        progress("training with DP-SGD (one run)", completed=step + 1, total=config.num_steps)
+    scores = _negated_losses(model, canary_x, canary_y, config) - baseline
     return scores, _accuracy(model, data.x_test[test_kept], data.y_test[test_kept]), audited
 
 

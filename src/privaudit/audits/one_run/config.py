@@ -57,10 +57,10 @@ OBSERVE = {
 }
 #: The black box's input canaries (``input_canaries``, ``--input-canaries``).
 INPUT_CANARIES = {
-    "mislabeled": "mislabeled examples: distinct examples of the dataset, each with a random wrong label",
+    "mislabeled": "mislabeled examples of either split, withheld from the rest",
     "metagradient": (
-        "mislabeled examples whose features are then optimised by metagradient descent on a non-private surrogate "
-        "(Boglioni et al. 2025; privaudit.canaries.metagradient), before the inclusion draw"
+        "mislabeled examples of either split, withheld from the rest, whose features are then optimised by metagradient descent "
+        "on a non-private surrogate (Boglioni et al. 2025; privaudit.canaries.metagradient), before the inclusion draw"
     ),
 }
 #: What a black-box canary's score is (``black_box_score``, ``--black-box-score``).
