@@ -38,18 +38,11 @@ from privaudit._core.results import library_versions  # noqa: E402
 from privaudit.audits.one_run.audit import run_one_run_audit  # noqa: E402
 from privaudit.audits.one_run.config import OneRunAuditConfig  # noqa: E402
 from privaudit.stats.conversions import gaussian_noise_multiplier  # noqa: E402
+from privaudit.stats.metrics import roc_auc  # noqa: E402
 
 ARMS = (("mislabeled", "loss"), ("metagradient", "loss"), ("mislabeled", "calibrated"), ("metagradient", "calibrated"))
 STEPS = 100
 CANARIES = 1000
-
-
-def auc(scores: np.ndarray, included: np.ndarray) -> float:
-    """P(an included canary outscores an excluded one), ties counted half (the Mann-Whitney statistic)."""
-    from scipy.stats import mannwhitneyu
-
-    inside, outside = scores[included], scores[~included]
-    return float(mannwhitneyu(inside, outside).statistic / (len(inside) * len(outside)))
 
 
 def run_arm(epsilon: float, seed: int, canaries: str, score: str, meta_steps: int) -> dict:
@@ -70,7 +63,7 @@ def run_arm(epsilon: float, seed: int, canaries: str, score: str, meta_steps: in
         "noise_multiplier": sigma,
         "bound": result.bound.epsilon,
         "bound_over_epsilon": result.bound.epsilon / epsilon,
-        "auc": auc(scores, included),
+        "auc": roc_auc(scores[included], scores[~included]),
         "test_accuracy": result.test_accuracy,
         "canary_optimisation": result.model.get("canary_optimisation"),
         "seconds": seconds,

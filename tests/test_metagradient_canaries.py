@@ -141,10 +141,15 @@ def test_a_fresh_start_that_cannot_draw_every_parameter_and_a_diverging_surrogat
         optimise_input_canaries(model.float(), x, y, canary_x, canary_y, learning_rate=1e38, meta_steps=2, train_steps=5)
 
 
-def test_canaries_of_another_shape_are_refused():
+def test_canaries_of_another_shape_or_features_that_are_not_finite_are_refused():
     model, x, y, canary_x, canary_y = _problem()
-    with pytest.raises(ValueError, match="`canary_x`"):
+    with pytest.raises(ValueError, match="`canary_x` must hold examples of shape"):
         optimise_input_canaries(model, x, y, canary_x[:, :3], canary_y)
+    for name, bad in (("x", x.copy()), ("canary_x", canary_x.copy())):
+        bad[1, 2] = np.nan
+        arrays = {"x": x, "canary_x": canary_x, name: bad}
+        with pytest.raises(ValueError, match=f"`{name}` must hold finite features"):
+            optimise_input_canaries(model, arrays["x"], y, arrays["canary_x"], canary_y)
 
 
 TINY = dict(threat_model="black-box", num_canaries=60, num_steps=3, meta_steps=2, input_canaries="metagradient")

@@ -14,10 +14,10 @@ complement and averages the two φ (antithetic splits; a deviation from the
 paper, which trains on one split): the complement has the split's law, so
 the expected metagradient is the paper's, but each canary's own term becomes
 its loss when in minus its loss when out, instead of ± its loss, a sign
-drawn afresh each step that a signed update turns into a random walk. θ_T(C) is T steps of full-batch gradient descent,
-unrolled and differentiated exactly by autograd (the paper's REPLAY computes
-the same metagradient in less memory, which the small models here do not
-need).
+drawn afresh each step that a signed update turns into a random walk.
+θ_T(C) is T steps of full-batch gradient descent, unrolled and
+differentiated exactly by autograd (the paper's REPLAY computes the same
+metagradient in less memory, which the small models here do not need).
 
 Choices, written down because the paper leaves them to the setting:
 
@@ -60,13 +60,14 @@ True
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
 
 from .._core.validation import check_choice, check_count, check_positive
 from ..models.device import require_torch, seeded_torch
-from .inputs import as_examples
+from .inputs import _trainable, as_examples
 
 __all__ = ["STARTS", "OptimisedCanaries", "optimise_input_canaries", "surrogate_objective"]
 
@@ -86,10 +87,6 @@ class OptimisedCanaries:
         return dict(self.settings, objective_first=self.objective[0], objective_last=self.objective[-1])
 
 
-def _parameters(model):
-    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
-
-
 def _check_resettable(model) -> None:
     """Refuse ``start="fresh"`` for a model with a trainable parameter that no layer's ``reset_parameters`` draws anew."""
     drawn = {id(p) for layer in model.modules() if hasattr(layer, "reset_parameters") for p in layer.parameters(recurse=False)}
@@ -101,14 +98,12 @@ def _check_resettable(model) -> None:
 
 
 def _fresh_parameters(model, seed: int):
-    import copy
-
     fresh = copy.deepcopy(model)
     with seeded_torch(seed):
         for layer in fresh.modules():
             if hasattr(layer, "reset_parameters"):
                 layer.reset_parameters()
-    return _parameters(fresh)
+    return _trainable(fresh)
 
 
 def surrogate_objective(model, params, x, y, canary_x, canary_y, included, *, train_steps: int, learning_rate: float, clip_norm, divisor: float):
@@ -134,7 +129,7 @@ def surrogate_objective(model, params, x, y, canary_x, canary_y, included, *, tr
         else:
             grads = per_example(params, features, labels)
             norms = torch.sqrt(sum((g.reshape(len(labels), -1) ** 2).sum(1) for g in grads.values()).clamp_min(1e-24))  # no NaN at 0
-            scale = (clip_norm / norms.clamp_min(1e-12)).clamp(max=1.0)
+            scale = (clip_norm / norms).clamp(max=1.0)
             update = {name: (g * scale.view(-1, *([1] * (g.dim() - 1)))).sum(0) / divisor for name, g in grads.items()}
         params = {name: p - learning_rate * update[name] for name, p in params.items()}
     losses = torch.nn.functional.cross_entropy(functional_call(model, params, (canary_x,)), canary_y, reduction="none")
@@ -179,17 +174,16 @@ def optimise_input_canaries(
     step_size = check_positive(step_size, "step_size")
     check_choice(start, "start", STARTS)
     seed = check_count(seed, "seed")
-    import copy
-
-    params = _parameters(model)
-    if not params:
-        raise ValueError("`model` must have at least one trainable parameter, got none")
+    params = _trainable(model)  # detached: the surrogate starts from copies
     model = copy.deepcopy(model).eval()  # the surrogate's: the caller's module, its mode and buffers stay as they were
     if start == "fresh":
         _check_resettable(model)
     dtype = next(iter(params.values())).dtype
     features, labels = as_examples(x, y, dtype)
     canaries, canary_labels = as_examples(canary_x, canary_y, dtype)
+    for name, values in (("x", features), ("canary_x", canaries)):
+        if not bool(torch.isfinite(values).all()):
+            raise ValueError(f"`{name}` must hold finite features only, got a NaN or an infinity")
     if tuple(canaries.shape[1:]) != tuple(features.shape[1:]):
         raise ValueError(f"`canary_x` must hold examples of shape {tuple(features.shape[1:])}, got {tuple(canaries.shape[1:])}")
     if len(canaries) < 2:
