@@ -490,15 +490,17 @@ class LMSource:
     command: str
     user_canaries: bool = False  # the files of opacus_verdict_lm.py --black-box, whose config holds "black_box" (never read as the white box's)
     full: bool = False  # the files of opacus_verdict_lm.py --full (every weight trained), whose config holds "full": true
+    learning_rate: float | None = None  # the row's learning rate: files whose config records another (lm_dp.py's before 10⁻³) are not its
 
 
 LM_SOURCES = (
     LMSource(
         "black box",
-        "tiny GPT-2, full-batch DP-Adam, 2000 new-token canaries with prefixes of their own",
+        "tiny GPT-2, full-batch DP-Adam at learning rate 10⁻³, 2000 new-token canaries with prefixes of their own",
         ("lm_dp.json", "lm_dp_eps*.json"),
         "run `python benchmarks/lm_dp.py --epsilon {epsilon:g} --no-baseline --seeds 0 --append --output benchmarks/results/lm_dp_eps{epsilon:g}.json` "
         "(then `--seeds 1`, `--seeds 2`: one seed per command), " + _THEN,
+        learning_rate=1e-3,
     ),
     LMSource(
         "white box",
@@ -556,6 +558,8 @@ def lm_rows(results: Path) -> list[dict]:
                         continue
                     config = data.get("config") or {}
                     if ("black_box" in config) != source.user_canaries or bool(config.get("full", False)) != source.full:
+                        continue
+                    if source.learning_rate is not None and config.get("learning_rate") != source.learning_rate:
                         continue
                     claimed = config.get("epsilon")
                     if claimed is not None and abs(float(claimed) - epsilon) < 1e-9 and _lm_ratios(data):

@@ -49,7 +49,9 @@ def test_user_loop_black_box_rows_read_their_own_files(tightness, tmp_path):
     assert "opacus_verdict_lm.py --seeds 3 --epsilon 8" in white8["not_measured"]
     black8 = rows["Opacus LM fine-tune (user loop, tiny GPT-2 + LoRA), black box, ε = 8"]["default"]
     assert "--black-box --epsilon 8" in black8["not_measured"] and "lm_userloop_blackbox_eps8.json" in black8["not_measured"]
-    own_loop = rows["Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam, 2000 new-token canaries with prefixes of their own), black box, ε = 4"]
+    own_loop = rows[
+        "Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam at learning rate 10⁻³, 2000 new-token canaries with prefixes of their own), black box, ε = 4"
+    ]
     assert "lm_dp.py --epsilon 4" in own_loop["default"]["not_measured"]
     assert len(rows) == 8
     # a ratio below 0.1 keeps three decimals in the table: the mean (0.01 + 0.004 + 0.025) / 3 = 0.013 is not 0.01
@@ -76,3 +78,12 @@ def test_the_full_fine_tune_loop_and_the_lora_loop_keep_their_own_rows(tightness
         "Opacus LM fine-tune (user loop, tiny GPT-2, every weight trained, 500 new-token canaries with prefixes of their own, 2 copies), black box, ε = 8"
     ]
     assert "--full --design new-tokens" in full8["default"]["not_measured"]
+
+
+def test_the_own_loop_row_reads_only_runs_at_its_learning_rate(tightness, tmp_path):
+    # lm_dp.py's files record their learning rate; the row is DP-Adam at 10⁻³, so a file from 10⁻² is not its
+    case = "Opacus LM fine-tune (tiny GPT-2, full-batch DP-Adam at learning rate 10⁻³, 2000 new-token canaries with prefixes of their own), black box, ε = 4"
+    _write(tmp_path / "lm_dp_eps4.json", {"epsilon": 4.0, "learning_rate": 1e-2}, [{"seed": 0, "dp": {"bound_over_claimed": 0.2, "seconds": 80.0}}])
+    assert "not_measured" in {row["case"]: row for row in tightness.lm_rows(tmp_path)}[case]["default"]
+    _write(tmp_path / "lm_dp_eps4.json", {"epsilon": 4.0, "learning_rate": 1e-3}, [{"seed": 0, "dp": {"bound_over_claimed": 0.28, "seconds": 80.0}}])
+    assert {row["case"]: row for row in tightness.lm_rows(tmp_path)}[case]["default"]["ratio"]["mean"] == pytest.approx(0.28)
