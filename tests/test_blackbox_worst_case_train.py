@@ -199,6 +199,13 @@ def test_cli_runs_the_users_training_from_the_worst_case_start_and_refuses_a_bad
     assert data["initialisation"]["model"] == f"{MODULE}:build" and data["initialisation"]["digest"] == worst_case.craft_initial_state(BUILTIN).record.digest
     assert data["threat_model"] == THREAT_MODEL_WORST_CASE and "which is what a DP claim covers" in out
     assert data["claimed_epsilon"] is None and "accountant's ε" not in out  # no number for a mechanism that did not run
+    # without a claim, the built-in's σ and steps design the paired test (√T/σ), so they stay in the record; its model's settings did not run
+    assert data["config"]["noise_multiplier"] == user.SETTINGS["noise_multiplier"] and "learning_rate" not in data["config"]
+    code, out, err = cli([*argv, "--claimed-epsilon", "4", "--output", tmp_path / "claimed", "--no-history", "--workers", "1"])
+    assert code == 0, err
+    claimed = json.loads((tmp_path / "claimed" / "results.json").read_text(encoding="utf-8"))
+    # with a claim, the claim designs the test: σ and steps touched nothing that ran, and results.json leaves them out
+    assert claimed["config"]["claimed_epsilon"] == 4.0 and not {"noise_multiplier", "num_steps"} & set(claimed["config"])
     no_worst_case = [*argv[:6], "--init-model", f"{MODULE}:build", "--output", tmp_path / "bad"]
     assert_refused(no_worst_case, tmp_path / "bad", "`--init-model` builds the start of your own training; it needs `--init` 'worst-case' and `--train`")
     assert_refused([*argv[:6], "--init", "worst-case", "--output", tmp_path / "bad"], tmp_path / "bad", "needs `--init-model`")

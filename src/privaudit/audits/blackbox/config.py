@@ -249,12 +249,16 @@ class BlackBoxResult(AuditResult):
     def inert_config_fields(self) -> frozenset[str]:
         """The embedded dataset beside the user's --data; the built-in model's settings beside the user's --train.
 
-        ``noise_multiplier`` and ``num_steps`` stay with --train: the
-        accountant's ε shown as evidence is computed from them.
+        With --train and no claim, ``noise_multiplier`` and ``num_steps``
+        stay: √steps ÷ σ is the μ the paired test is designed for
+        (:func:`~privaudit.audits.blackbox.audit.design_mu`). With a claim,
+        the claim designs it, and they touched nothing that ran.
         """
         inert = {"dataset"} if self.config.data is not None else set()
         if self.config.train is not None:
             inert |= {"architecture", "clip_norm", "learning_rate"}
+            if self.config.claimed_epsilon is not None:
+                inert |= {"noise_multiplier", "num_steps"}
         return frozenset(inert)
 
     def headline(self) -> Headline:
