@@ -10,9 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from cli_helpers import assert_refused  # noqa: E402
+
 from privaudit.audits.one_run.audit import _black_box, _seeds, run_one_run_audit  # noqa: E402
 from privaudit.audits.one_run.config import OneRunAuditConfig  # noqa: E402
-from privaudit.canaries.metagradient import optimise_input_canaries, surrogate_objective  # noqa: E402
+from privaudit.canaries.metagradient import optimise_input_canaries, surrogate_memory, surrogate_objective  # noqa: E402
 from privaudit.observation.one_run import draw_inclusion  # noqa: E402
 from privaudit.stats.one_run_combined import one_run_lower_bound  # noqa: E402
 
@@ -275,3 +277,27 @@ def test_the_users_training_takes_the_optimised_canaries_and_a_reference_run_on_
     calls.clear()
     _black_box(config, draw_inclusion(60, 0.5, 4), seeds, lambda *args, **kwargs: None)
     assert np.array_equal(calls[0][0], reference) and calls[0][1] == reference_seed  # another draw, the same reference
+
+
+def test_the_memory_estimate_counts_every_layers_output_and_with_clipping_the_parameters():
+    # _problem's MLP: Linear(5, 4), Tanh, Linear(4, 3) outputs 4 + 4 + 3 = 11 numbers per example; 5·4 + 4 + 4·3 + 3 = 39 parameters;
+    # float64 (8 bytes) × 2 antithetic splits × T steps × (rows + m // 2) × 2
+    model, x, *_ = _problem()
+    example = torch.from_numpy(x[0])
+    assert surrogate_memory(model, example, rows=30, canaries=6, train_steps=7, clip_norm=None) == 8 * 2 * 7 * 33 * 2 * 11
+    assert surrogate_memory(model, example, rows=30, canaries=6, train_steps=7, clip_norm=1.0) == 8 * 2 * 7 * 33 * 2 * (11 + 39)
+
+
+def test_a_surrogate_beyond_the_memory_available_is_refused_before_any_meta_step(monkeypatch, tmp_path):
+    import privaudit._core.resources as resources
+
+    monkeypatch.setattr(resources, "available_memory", lambda: 2**20)  # 1 MiB
+    model, x, y, canary_x, canary_y = _problem()
+    with pytest.raises(ValueError, match=r"`train_steps` = 500 steps on 30 examples needs about .* GiB of memory"):
+        optimise_input_canaries(model, x, y, canary_x, canary_y, train_steps=500, meta_steps=1, progress=lambda *a, **k: pytest.fail("a meta step ran"))
+    flags = ["--threat-model", "black-box", "--canaries", "60", "--steps", "3", "--input-canaries", "metagradient", "--meta-steps", "2"]
+    assert_refused(
+        ["audit", "one-run", "--output", tmp_path / "run", "--no-history", *flags],
+        tmp_path / "run",
+        "`--input-canaries` 'metagradient' (a surrogate unrolled over `--steps` = 3",
+    )

@@ -65,11 +65,12 @@ import dataclasses
 
 import numpy as np
 
+from .._core.resources import check_memory
 from .._core.validation import check_choice, check_count, check_positive
 from ..models.device import require_torch, seeded_torch
 from .inputs import _trainable, as_examples
 
-__all__ = ["STARTS", "OptimisedCanaries", "optimise_input_canaries", "surrogate_objective"]
+__all__ = ["STARTS", "OptimisedCanaries", "optimise_input_canaries", "surrogate_memory", "surrogate_objective"]
 
 STARTS = ("given", "fresh")
 
@@ -104,6 +105,41 @@ def _fresh_parameters(model, seed: int):
             if hasattr(layer, "reset_parameters"):
                 layer.reset_parameters()
     return _trainable(fresh)
+
+
+def surrogate_memory(model, example, *, rows: int, canaries: int, train_steps: int, clip_norm: float | None) -> int:
+    """Bytes the unrolled surrogate holds at its peak: an upper estimate, checked before any meta step.
+
+    Autograd keeps every train step of both antithetic splits alive until the
+    metagradient is taken. Each step holds, for each of its examples (the
+    ``rows`` of data and half the ``canaries``), about twice what the
+    model's layers output for one example (``example``, one input's
+    features, measured by forward hooks), and with ``clip_norm`` twice the
+    trainable parameters (a per-example gradient). Measured peaks on a
+    64-64-10 MLP were 0.87 (no clipping, 4,000 rows, 100 steps) and 0.82
+    (clipping, 1,000 rows, 40 steps) of this estimate.
+
+    >>> import torch
+    >>> mlp = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+    >>> surrogate_memory(mlp, torch.zeros(4), rows=10, canaries=4, train_steps=5, clip_norm=None)  # 4 B × 2 splits × 5 steps × 12 rows × 2 × (3 + 3 + 2)
+    7680
+    """
+    torch = require_torch()
+    outputs: list[int] = []
+
+    def count(_layer, _inputs, out):
+        outputs.append(sum(t.numel() for t in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(t)))
+
+    probe = copy.deepcopy(model).eval()  # the hooks go on a copy: the caller's module is left as it was
+    for layer in probe.modules():
+        if not list(layer.children()):
+            layer.register_forward_hook(count)
+    with torch.no_grad():
+        probe(example[None])
+    params = _trainable(model)
+    per_example = sum(outputs) + (sum(p.numel() for p in params.values()) if clip_norm is not None else 0)
+    itemsize = next(iter(params.values())).element_size()
+    return itemsize * 2 * train_steps * (rows + canaries // 2) * 2 * per_example
 
 
 def surrogate_objective(model, params, x, y, canary_x, canary_y, included, *, train_steps: int, learning_rate: float, clip_norm, divisor: float):
@@ -192,6 +228,10 @@ def optimise_input_canaries(
     if not low < high:
         raise ValueError(f"`bounds` must be (low, high) with low < high, got ({low:g}, {high:g})")
     size = len(labels) + len(canary_labels) / 2 if divisor is None else check_positive(divisor, "divisor")
+    check_memory(
+        surrogate_memory(model, features[0], rows=len(labels), canaries=len(canary_labels), train_steps=train_steps, clip_norm=clip_norm),
+        f"the surrogate unrolled over `train_steps` = {train_steps} steps on {len(labels)} examples" + (" with `clip_norm`" if clip_norm is not None else ""),
+    )
     generator = torch.Generator().manual_seed(seed)
     current = canaries.clone().clamp(low, high)
     trace = []

@@ -70,9 +70,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._core.resources import check_memory
 from ..._core.seeding import child_seeds
 from ...canaries.gradient import GradientCanary
-from ...canaries.metagradient import optimise_input_canaries
+from ...canaries.metagradient import optimise_input_canaries, surrogate_memory
 from ...integrations.observed import observing_training, typed_settings_status
 from ...observation.one_run import collect_one_run_observations, draw_inclusion
 from ...stats.conversions import gaussian_epsilon
@@ -236,6 +237,10 @@ def _negated_losses(model, canary_x: np.ndarray, canary_y: np.ndarray, config: O
 
 def _optimised_canaries(config: OneRunAuditConfig, model, x, y, canary_x, canary_y, divisor: float, seed: int, progress: Progress):
     """The mislabeled canaries' features after metagradient descent on the built-in model's non-private surrogate (fresh starts)."""
+    import torch
+
+    estimate = surrogate_memory(model, torch.from_numpy(x[0]), rows=len(y), canaries=len(canary_y), train_steps=config.num_steps, clip_norm=None)
+    check_memory(estimate, f"`--input-canaries` 'metagradient' (a surrogate unrolled over `--steps` = {config.num_steps} steps on {len(y)} examples)")
     optimised = optimise_input_canaries(
         model, x, y, canary_x, canary_y,
         meta_steps=config.meta_steps, train_steps=config.num_steps, learning_rate=config.learning_rate,
