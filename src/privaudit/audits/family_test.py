@@ -36,12 +36,23 @@ from typing import Any
 import numpy as np
 
 from .._core.validation import check_count
+from ..stats.ceiling import Ceiling, make_ceiling
 from ..stats.families import check_null_request, null_family
 from ..stats.one_run_combined import OneRunLowerBound, one_run_lower_bound
 from ..stats.order_statistics import claim_leak
 from ..stats.verdict import Claim, Verdict, compare
 
-__all__ = ["FAMILY_FIELDS", "VALIDITY", "FamilyPlan", "FamilyTest", "check_family_fields", "family_plan", "family_test", "inert_family_fields"]
+__all__ = [
+    "FAMILY_FIELDS",
+    "VALIDITY",
+    "FamilyPlan",
+    "FamilyTest",
+    "check_family_fields",
+    "family_headline",
+    "family_plan",
+    "family_test",
+    "inert_family_fields",
+]
 
 #: The config keys of the family test (flags ``--family``, ``--family-claim``, ``--family-sampling-rate``, ``--family-steps``).
 FAMILY_FIELDS = ("family", "family_claim", "family_sampling_rate", "family_steps")
@@ -199,3 +210,11 @@ def family_test(
         scores=tuple(float(value) for value in values),
         member=tuple(bool(value) for value in included),
     )
+
+
+def family_headline(
+    plan: FamilyPlan, config: Any, scores: Any, member: Any, *, generic: OneRunLowerBound, generic_verdict: Verdict | None, raise_with: str, design: str
+) -> tuple[FamilyTest, Ceiling | None]:
+    """The family test of an end-to-end claim as an audit's headline: the test, and the ceiling of its one test for ``design`` (its canaries and confidence)."""
+    tested = family_test(plan, config, scores, member, generic=generic, generic_verdict=generic_verdict, quantity="end-to-end")
+    return tested, make_ceiling(tested.epsilon, tested.ceiling, raise_with=raise_with, design=design)

@@ -17,7 +17,7 @@ from ...stats.metrics import auc_null_margin, roc_auc, tpr_at_fpr
 from ...stats.one_run_combined import OneRunLowerBound
 from ...stats.one_run_group import per_record_one_run_lower_bound
 from ..base import AuditResult, Headline
-from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_test, inert_family_fields
+from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_headline, inert_family_fields
 from ..verdicts import auc_warnings, check_claim_fields, claim_of, verdict_of
 
 __all__ = [
@@ -238,11 +238,11 @@ def with_family(fields: dict[str, Any], plan: FamilyPlan | None, config: Any) ->
     """``fields`` of :func:`canary_result_fields` with, given a family ``plan``, its test on the same scores as the headline's verdict and ceiling."""
     if plan is None:
         return fields
-    family = family_test(
-        plan, config, fields["scores"], fields["included"], generic=fields["bound"], generic_verdict=fields["claim_verdict"], quantity="end-to-end"
-    )
     design = f"m = {fields['num_canaries']} canaries, {config.confidence:.0%}, 1 test"
-    ceiling = make_ceiling(family.epsilon, family.ceiling, raise_with="more canaries", design=design)
+    family, ceiling = family_headline(
+        plan, config, fields["scores"], fields["included"], generic=fields["bound"], generic_verdict=fields["claim_verdict"],
+        raise_with="more canaries", design=design,
+    )  # fmt: skip
     # `flagged` stays the generic claim's against the generic bound; the headline's flag is the family verdict
     return {**fields, "family_test": family, "claim_verdict": family.verdict, "ceiling": ceiling}
 

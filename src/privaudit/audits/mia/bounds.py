@@ -80,7 +80,7 @@ from ...stats.ceiling import make_ceiling, one_run_ceiling
 from ...stats.metrics import auc_null_margin
 from ...stats.one_run_combined import OneRunLowerBound
 from ..base import AuditRun
-from ..family_test import family_plan, family_test
+from ..family_test import family_headline, family_plan
 from ..one_run.audit import mislabeled_canaries
 from ..verdicts import auc_warnings, claim_of, with_verdict
 from .config import BOUND_METHODS, DEFAULT_CONFIDENCE, DEFAULT_DELTA, MIN_CANARIES, THREAT_MODELS
@@ -362,10 +362,10 @@ def run_bound_audit(config: Any, directory: Any, *, backend: str = "local", max_
     )
     result = _with_verdict(result, config, bound, next(summary.auc for summary in summaries if summary.attack == chosen.attack), member, chosen.ceiling)
     if claimed_family is not None:  # the headline becomes the order-statistics test of the chosen attack's scores against the family
-        family = family_test(claimed_family, config, scores[chosen.attack], member, generic=bound, generic_verdict=result.claim_verdict, quantity="end-to-end")
-        ceiling = make_ceiling(
-            family.epsilon, family.ceiling, raise_with="more canaries (--canaries)", design=f"{bound.num_canaries} canaries, {bound.confidence:.0%}, 1 test"
-        )
+        family, ceiling = family_headline(
+            claimed_family, config, scores[chosen.attack], member, generic=bound, generic_verdict=result.claim_verdict,
+            raise_with="more canaries (--canaries)", design=f"{bound.num_canaries} canaries, {bound.confidence:.0%}, 1 test",
+        )  # fmt: skip
         result = dataclasses.replace(result, family_test=family, claim_verdict=family.verdict, ceiling=ceiling)
     observations = {"scores": {name: values.ravel() for name, values in scores.items()}, "is_member": member, "record_ids": ids}
     return AuditRun("mia", config, result, observations=observations)

@@ -28,10 +28,9 @@ from ..._core.validation import check_choice, check_count, check_probability
 from ...data.statsmodels_data import load_statsmodels_dataset
 from ...data.tabular import load_dataset
 from ...models.outputs import OUTPUT_KINDS
-from ...stats.ceiling import make_ceiling
 from ..base import Audit, AuditResult, AuditRun, Headline, Progress, no_progress
 from ..blind import BlindBaseline
-from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_plan, family_test
+from ..family_test import FamilyPlan, FamilyTest, check_family_fields, family_headline, family_plan
 from ..verdicts import bound_verdict, check_claim_fields, claim_of
 from .game import PanoramiaAuditResult, PanoramiaSettings, make_generator, panoramia_curves, run_panoramia
 from .memory import classifier_parameters, peak_memory
@@ -273,9 +272,11 @@ def _with_one_run_verdict(
         return result
     plan, request = family
     game = scores[name]
-    tested = family_test(plan, request, game.one_run_scores, game.one_run_included, generic=bound, generic_verdict=result.claim_verdict, quantity="end-to-end")
     design = f"{bound.num_canaries} candidates, {bound.confidence:.0%}, 1 test"
-    ceiling = make_ceiling(tested.epsilon, tested.ceiling, raise_with="more randomised candidates", design=design)
+    tested, ceiling = family_headline(
+        plan, request, game.one_run_scores, game.one_run_included, generic=bound, generic_verdict=result.claim_verdict,
+        raise_with="more randomised candidates", design=design,
+    )  # fmt: skip
     return dataclasses.replace(result, family_test=tested, claim_verdict=tested.verdict, ceiling=ceiling)
 
 
