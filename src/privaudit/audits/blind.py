@@ -262,19 +262,19 @@ def out_of_fold_scores(
     return scores, [test for _, test in split]
 
 
-def _cross_validated(x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, list[Any], list[np.ndarray]]:
-    scores = np.empty(member.size)
-    models, held_out = [], []
-    for train, test in shuffled_folds(member.size, folds, seed):
-        constant = one_class_scores(member[train], test.size)
-        if constant is not None:
-            scores[test] = constant
-            continue
+def _cross_validated(
+    x: np.ndarray, categorical: np.ndarray, member: np.ndarray, folds: int, seed: int
+) -> tuple[np.ndarray, list[np.ndarray], list[tuple[Any, np.ndarray]]]:
+    """(out-of-fold scores, every fold's held-out rows, (trees, held-out rows) of each fold a classifier was fit on)."""
+    fitted: list[tuple[Any, np.ndarray]] = []
+
+    def score_fold(train: np.ndarray, test: np.ndarray) -> np.ndarray:
         model = _classifier(categorical, seed).fit(x[train], member[train])
-        scores[test] = model.predict_proba(x[test])[:, 1]
-        models.append(model)
-        held_out.append(test)
-    return scores, models, held_out
+        fitted.append((model, test))
+        return model.predict_proba(x[test])[:, 1]
+
+    scores, held_out = out_of_fold_scores(member, folds, seed, score_fold)
+    return scores, held_out, fitted
 
 
 def fold_p_values(scores: np.ndarray, member: np.ndarray, held_out: list[np.ndarray]) -> np.ndarray:
@@ -326,7 +326,7 @@ def _candidates(x: np.ndarray, member: np.ndarray) -> np.ndarray:
 
 
 def _separating(
-    x: np.ndarray, member: np.ndarray, scores: np.ndarray, models: list[Any], held_out: list[np.ndarray], names: tuple[str, ...], seed: int
+    x: np.ndarray, member: np.ndarray, scores: np.ndarray, fitted: list[tuple[Any, np.ndarray]], names: tuple[str, ...], seed: int
 ) -> tuple[tuple[str, float], ...]:
     """The columns whose shuffling within each held-out fold costs the out-of-fold AUC most (and costs it something), at most TOP_COLUMNS."""
     rng = np.random.default_rng(np.random.SeedSequence((seed, 0xB1D)))
@@ -334,7 +334,7 @@ def _separating(
     drops = np.full(x.shape[1], -np.inf)
     for column in _candidates(x, member):
         shuffled = scores.copy()
-        for model, test in zip(models, held_out, strict=True):
+        for model, test in fitted:  # a fold whose training part held one class has no trees; its constant scores stay
             rows = x[test].copy()
             rows[:, column] = rows[rng.permutation(test.size), column]
             shuffled[test] = model.predict_proba(rows)[:, 1]
@@ -370,10 +370,10 @@ def blind_baseline(
         raise ValueError(f"`table` must be a pandas DataFrame or a mapping of column names to arrays, got {type(table).__name__}")
     names = encode_columns(table)[0]
     x, categorical, member, folds, seed = _checked(table, is_member, folds, seed)
-    scores, models, held_out = _cross_validated(x, categorical, member, folds, seed)
+    scores, held_out, fitted = _cross_validated(x, categorical, member, folds, seed)
     return baseline_from_scores(
-        scores, member, [test for _, test in shuffled_folds(member.size, folds, seed)], folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=names,
-        separating=lambda: _separating(x, member, scores, models, held_out, names, seed),
+        scores, member, held_out, folds=folds, seed=seed, confidence=confidence, fpr=fpr, columns=names,
+        separating=lambda: _separating(x, member, scores, fitted, names, seed),
     )  # fmt: skip
 
 
