@@ -281,11 +281,35 @@ def test_the_users_training_takes_the_optimised_canaries_and_a_reference_run_on_
 
 def test_the_memory_estimate_counts_every_layers_output_and_with_clipping_the_parameters():
     # _problem's MLP: Linear(5, 4), Tanh, Linear(4, 3) outputs 4 + 4 + 3 = 11 numbers per example; 5·4 + 4 + 4·3 + 3 = 39 parameters;
-    # float64 (8 bytes) × 2 antithetic splits × T steps × (rows + m // 2) × 2
+    # float64 (8 bytes) × (2 antithetic splits × T steps × (rows + ⌈m/2⌉) × 2.5 × per example + 2 × (rows + m) × 5 features)
     model, x, *_ = _problem()
     example = torch.from_numpy(x[0])
-    assert surrogate_memory(model, example, rows=30, canaries=6, train_steps=7, clip_norm=None) == 8 * 2 * 7 * 33 * 2 * 11
-    assert surrogate_memory(model, example, rows=30, canaries=6, train_steps=7, clip_norm=1.0) == 8 * 2 * 7 * 33 * 2 * (11 + 39)
+    data = 2 * (30 + 7) * 5
+    assert surrogate_memory(model, example, rows=30, canaries=7, train_steps=7, clip_norm=None) == 8 * (2 * 7 * 34 * 11 * 5 // 2 + data)
+    assert surrogate_memory(model, example, rows=30, canaries=7, train_steps=7, clip_norm=1.0) == 8 * (2 * 7 * 34 * (11 + 39) * 5 // 2 + data)
+
+
+@pytest.mark.parametrize("hidden, rows, steps", [(16, 200, 10), (128, 300, 4)])
+def test_what_autograd_keeps_for_the_metagradient_is_below_the_estimate(hidden, rows, steps):
+    """An independent count: the bytes of every tensor autograd saves (each storage once) while both splits' φ are built, before the metagradient."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 5)).eval()
+    rng = np.random.default_rng(0)
+    x, y = torch.tensor(rng.random((rows, 16)), dtype=torch.float32), torch.tensor(rng.integers(0, 5, rows))
+    canary_x, canary_y = torch.tensor(rng.random((41, 16)), dtype=torch.float32, requires_grad=True), torch.tensor(rng.integers(0, 5, 41))
+    included = torch.arange(41) < 20
+    saved: dict[tuple, int] = {}
+
+    def pack(tensor):
+        saved.setdefault((tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape)), tensor.numel() * tensor.element_size())
+        return tensor
+
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        for side in (included, ~included):
+            surrogate_objective(model, params, x, y, canary_x, canary_y, side, train_steps=steps, learning_rate=0.5, clip_norm=None, divisor=rows)
+    estimate = surrogate_memory(model, x[0], rows=rows, canaries=41, train_steps=steps, clip_norm=None)
+    assert 0.5 * estimate < sum(saved.values()) < estimate  # an upper estimate, and not one that refuses runs that fit twice over
 
 
 def test_a_surrogate_beyond_the_memory_available_is_refused_before_any_meta_step(monkeypatch, tmp_path):

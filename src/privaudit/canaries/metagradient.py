@@ -112,17 +112,22 @@ def surrogate_memory(model, example, *, rows: int, canaries: int, train_steps: i
 
     Autograd keeps every train step of both antithetic splits alive until the
     metagradient is taken. Each step holds, for each of its examples (the
-    ``rows`` of data and half the ``canaries``), about twice what the
-    model's layers output for one example (``example``, one input's
-    features, measured by forward hooks), and with ``clip_norm`` twice the
-    trainable parameters (a per-example gradient). Measured peaks on a
-    64-64-10 MLP were 0.87 (no clipping, 4,000 rows, 100 steps) and 0.82
-    (clipping, 1,000 rows, 40 steps) of this estimate.
+    ``rows`` of data and the larger half of the ``canaries``), a multiple of
+    what the model's layers output for one example (``example``, one input's
+    features, measured by forward hooks), and with ``clip_norm`` of the
+    trainable parameters too (a per-example gradient). The multiple is 2.5:
+    the tensors autograd saves come to about 1.6 (``tests/test_metagradient_canaries.py``
+    measures them), and a step's temporaries take more. The data and
+    canaries, twice over (each split concatenates them), are added. On MLPs
+    of 64 to 1,024 hidden units, 200 to 4,000 rows and 10 to 100 steps, with
+    and without clipping, the resident memory's peak was 0.65 to 0.74 of
+    this estimate.
 
     >>> import torch
     >>> mlp = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
-    >>> surrogate_memory(mlp, torch.zeros(4), rows=10, canaries=4, train_steps=5, clip_norm=None)  # 4 B × 2 splits × 5 steps × 12 rows × 2 × (3 + 3 + 2)
-    7680
+    >>> # 4 B × (2 splits × 5 steps × 12 rows × 2.5 × (3 + 3 + 2) + 2 × 14 rows × 4 features)
+    >>> surrogate_memory(mlp, torch.zeros(4), rows=10, canaries=4, train_steps=5, clip_norm=None)
+    10048
     """
     torch = require_torch()
     outputs: list[int] = []
@@ -139,7 +144,8 @@ def surrogate_memory(model, example, *, rows: int, canaries: int, train_steps: i
     params = _trainable(model)
     per_example = sum(outputs) + (sum(p.numel() for p in params.values()) if clip_norm is not None else 0)
     itemsize = next(iter(params.values())).element_size()
-    return itemsize * 2 * train_steps * (rows + canaries // 2) * 2 * per_example
+    held = 2 * train_steps * (rows + (canaries + 1) // 2) * per_example * 5 // 2
+    return itemsize * (held + 2 * (rows + canaries) * example.numel())
 
 
 def surrogate_objective(model, params, x, y, canary_x, canary_y, included, *, train_steps: int, learning_rate: float, clip_norm, divisor: float):

@@ -32,9 +32,11 @@ half of the runs; ``seed`` is the run's own seed, for all of ``fn``'s
 randomness. ``model`` is a ``torch.nn.Module`` returning logits (n, classes),
 an object with ``predict_proba(x) -> (n, classes)`` probabilities (as
 scikit-learn's), or such a ``predict_proba`` function. Workers import ``fn``
-by its path, so it must be importable (a module-level function). The claimed
-ε is still that of the config's ``noise_multiplier`` and ``num_steps`` at
-sampling rate 1: set them to describe the user's training.
+by its path, so it must be importable (a module-level function). No ε is
+claimed for the user's training unless ``claimed_epsilon`` says it (the
+built-in DP-SGD's accounting describes nothing that ran); without a claim,
+√``num_steps`` ÷ ``noise_multiplier`` is only the μ the paired test is
+designed for (:func:`design_mu`).
 
 Under ``init="worst-case"`` (``--init worst-case --init-model
 package.module:build``) the contract is::
