@@ -18,7 +18,6 @@ Prints JSON and writes benchmarks/results/fl.json.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import resource
 import statistics
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 from privaudit._core.results import library_versions
@@ -99,9 +99,7 @@ def main() -> None:
         "machine": {"cpu": _cpu_name(), "platform": platform.platform()},
         "versions": library_versions(),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    write_results(report, args.output)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ benchmarks/results/mechanism.json (or ``--output``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results
 from run import _cpu_name  # benchmarks/run.py: the script's own folder is on sys.path
 
 import privaudit
@@ -157,9 +157,7 @@ def main(argv=None) -> int:
         report["acceptance"] = _acceptance(args.seeds)
     if args.only in (None, "libraries"):
         report["libraries"] = _libraries()
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(report, indent=2))
+    write_results(report, args.output)
     return 0
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import shutil
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 
 BUGGY = "bounds_X[0][i], bounds_X[0][i]"
 FIXED = "bounds_X[0][i], bounds_X[1][i]"  # IBM/differential-privacy-library#110
@@ -101,9 +101,7 @@ def main(argv=None) -> int:
             "runs": runs,
         }
     output = args.output or Path(f"benchmarks/results/mechanism_diffprivlib_105_{args.variant}.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(report, indent=2))
+    write_results(report, output)
     return 0
 
 

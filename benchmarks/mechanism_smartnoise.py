@@ -18,13 +18,13 @@ benchmarks/results/mechanism_smartnoise.json (or ``--output``).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 
 from privaudit.audits.mechanism.audit import audit_mechanism
 from privaudit.integrations.dp_libraries import smartnoise_synthesizer
@@ -55,9 +55,7 @@ def main(argv=None) -> int:
         "output_shape": list(result.output_shape),
         "seconds": time.perf_counter() - start,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(report, indent=2))
+    write_results(report, args.output)
     return 0
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results  # benchmarks/results_io.py: the script's own folder is on sys.path
 
 from privaudit.audits.synthetic_data import AUDIT, SyntheticDataConfig
 
@@ -69,9 +70,7 @@ def main() -> None:
         "timings": timings,
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "python": platform.python_version()},
     }
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(out, indent=2))
+    write_results(out, Path(args.output))
 
 
 if __name__ == "__main__":
