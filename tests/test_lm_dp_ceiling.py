@@ -56,3 +56,13 @@ def test_five_adam_steps_match_kingma_and_bas_algorithm_written_out(ceiling):
     expected = (outside - inside).mean() / outside.std(ddof=1) / (math.sqrt(setting.epochs) * share / sigma)
     assert ceiling.adam_efficiency(setting, sigma, coordinates=coordinates, share=share, seed=seed) == pytest.approx(expected, rel=1e-6)
     assert math.sqrt(2 / math.pi) * 0.9 < expected < 1  # below the sums' matched filter, near a sign's
+
+
+def test_the_efficiency_is_the_same_at_any_learning_rate(ceiling):
+    # the docs' promise: Adam's step is lr × m̂ / (√v̂ + eps), so the learning rate scales the updates with and without the
+    # canary alike and cancels from the ratio (eps, 1e-8 against gradients of order σ, moves it by about 1e-9)
+    setting, sigma = ceiling.Setting(), 2.4
+    rates = [dataclasses.replace(setting, learning_rate=rate) for rate in (1e-4, 1e-3, 1e-2, 1.0)]
+    values = [ceiling.adam_efficiency(each, sigma, coordinates=100_000, share=0.072, seed=2) for each in rates]
+    assert values == pytest.approx([values[1]] * 4, rel=1e-7)
+    assert values[1] != pytest.approx(1.0, abs=0.05)  # not a trivial constant: Adam keeps less than the sums
